@@ -1,0 +1,285 @@
+//! `switchyard`: build indexes, route questions, evaluate a catalog, serve the local API.
+
+mod serve;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
+use switchyard_core::config::{cache_dir, Config};
+use switchyard_core::embed::{Embedder, MiniLmEmbedder};
+use switchyard_core::eval::{evaluate, load_dataset, EvalReport};
+use switchyard_core::index::{load_or_build, Index};
+use switchyard_core::router::{Access, Router, Routing};
+use switchyard_core::template::Catalog;
+
+#[derive(Parser)]
+#[command(name = "switchyard", version, about = "Route plain-language questions to the right datasource and template")]
+struct Cli {
+    /// Catalog folder (one subfolder per datasource).
+    #[arg(long, global = true, default_value = "templates/demo", env = "SWITCHYARD_TEMPLATES")]
+    templates: PathBuf,
+    /// Use this index artifact instead of building or reusing the cached one.
+    #[arg(long, global = true, env = "SWITCHYARD_INDEX")]
+    index: Option<PathBuf>,
+    /// Configuration file merged over the embedded defaults (env SWITCHYARD_CONFIG).
+    #[arg(long, global = true)]
+    config: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Index artifacts.
+    Index {
+        #[command(subcommand)]
+        command: IndexCommand,
+    },
+    /// Route one question and show every candidate with its stage scores.
+    Route {
+        question: String,
+        /// Print the route report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Measure routing quality and latency on a labelled JSON-lines data set.
+    Eval {
+        #[arg(long)]
+        dataset: PathBuf,
+        #[arg(long)]
+        json: bool,
+        /// Queries routed one at a time to measure whole-route latency.
+        #[arg(long, default_value_t = 200)]
+        latency_samples: usize,
+    },
+    /// Templates per datasource and the configuration in force.
+    Stats,
+    /// Serve the HTTP API locally (the same handler as the router Lambda).
+    Serve {
+        #[arg(long, default_value = "127.0.0.1")]
+        host: String,
+        #[arg(long, default_value_t = 8080)]
+        port: u16,
+    },
+}
+
+#[derive(Subcommand)]
+enum IndexCommand {
+    /// Embed a catalog and write its index artifact.
+    Build {
+        #[arg(long, default_value = "switchyard.idx")]
+        out: PathBuf,
+    },
+    /// Verify an artifact and print its manifest.
+    Inspect { file: PathBuf },
+}
+
+fn main() -> Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "warn,switchyard=info".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let config = Config::from_env(cli.config.as_deref())?;
+    apply_threads(&config);
+
+    match &cli.command {
+        Command::Index { command: IndexCommand::Inspect { file } } => {
+            let index = Index::read(file)?;
+            println!("{}", serde_json::to_string_pretty(&index.manifest)?);
+            Ok(())
+        }
+        Command::Index { command: IndexCommand::Build { out } } => {
+            let embedder = load_embedder(&config)?;
+            let catalog = Catalog::load(&cli.templates)?;
+            let start = Instant::now();
+            let bar = progress_bar();
+            let index = Index::build(catalog, embedder.as_ref(), &config.index, &|done, total| {
+                bar.set_length(total as u64);
+                bar.set_position(done as u64);
+            })?;
+            bar.finish_and_clear();
+            index.write(out)?;
+            let bytes = std::fs::metadata(out).map(|m| m.len()).unwrap_or(0);
+            eprintln!(
+                "built {} ({} templates, {} datasources, {bytes} bytes) in {:.1} s",
+                out.display(),
+                index.catalog.template_count(),
+                index.partitions.len(),
+                start.elapsed().as_secs_f64()
+            );
+            Ok(())
+        }
+        Command::Route { question, json } => {
+            let router = open_router(&cli, config)?;
+            let routing = router.route(question, &Access::All)?;
+            if *json {
+                let report = switchyard_core::api::route_report(&router, &routing);
+                println!("{}", serde_json::to_string_pretty(&report)?);
+            } else {
+                print_routing(&routing);
+            }
+            Ok(())
+        }
+        Command::Eval { dataset, json, latency_samples } => {
+            let router = open_router(&cli, config)?;
+            let queries = load_dataset(dataset)?;
+            let report = evaluate(&router, &queries, *latency_samples)?;
+            if *json {
+                println!("{}", serde_json::to_string_pretty(&report)?);
+            } else {
+                print_report(&report);
+            }
+            Ok(())
+        }
+        Command::Stats => {
+            let router = open_router(&cli, config)?;
+            let stats = switchyard_core::api::stats(&router, &Access::All);
+            println!("{}", serde_json::to_string_pretty(&stats)?);
+            Ok(())
+        }
+        Command::Serve { host, port } => {
+            let router = open_router(&cli, config)?;
+            serve::run(router, host, *port)
+        }
+    }
+}
+
+/// Candle and rayon size their pools from RAYON_NUM_THREADS; set it from the
+/// configuration unless the environment already does.
+fn apply_threads(config: &Config) {
+    if config.embedding.threads > 0 && std::env::var_os("RAYON_NUM_THREADS").is_none() {
+        std::env::set_var("RAYON_NUM_THREADS", config.embedding.threads.to_string());
+    }
+}
+
+fn load_embedder(config: &Config) -> Result<Arc<dyn Embedder>> {
+    let dir = config.embedding.resolved_model_dir();
+    let embedder = MiniLmEmbedder::load(&dir, config.embedding.batch_size)?;
+    Ok(Arc::new(embedder))
+}
+
+fn progress_bar() -> ProgressBar {
+    let bar = ProgressBar::new(0);
+    bar.set_style(
+        ProgressStyle::with_template("embedding templates {bar:40} {pos}/{len} texts ({eta})")
+            .expect("a valid template"),
+    );
+    bar
+}
+
+/// The router for the CLI's catalog: `--index`, or the cached index of `--templates`.
+fn open_router(cli: &Cli, config: Config) -> Result<Router> {
+    let embedder = load_embedder(&config)?;
+    let (index, origin) = match &cli.index {
+        Some(path) => (Index::read(path)?, path.display().to_string()),
+        None => {
+            let bar = progress_bar();
+            let (index, built) = load_or_build(
+                &cli.templates,
+                &cache_dir(),
+                embedder.as_ref(),
+                &config.index,
+                &|done, total| {
+                    bar.set_length(total as u64);
+                    bar.set_position(done as u64);
+                },
+            )
+            .with_context(|| format!("loading the catalog {}", cli.templates.display()))?;
+            bar.finish_and_clear();
+            if built {
+                tracing::info!(templates = %cli.templates.display(), "built and cached the index");
+            }
+            (index, cli.templates.display().to_string())
+        }
+    };
+    Ok(Router::new(index, config, embedder, &origin)?)
+}
+
+fn print_routing(routing: &Routing) {
+    println!("query: {}", routing.query);
+    println!(
+        "{:>3}  {:<22} {:<36} {:>8} {:>9} {:>7} {:>7}",
+        "#", "datasource", "template", "combined", "embedding", "string", "rerank"
+    );
+    let score = |s: Option<f32>| s.map_or_else(|| "-".to_owned(), |s| format!("{s:.3}"));
+    for (rank, m) in routing.matches.iter().enumerate() {
+        println!(
+            "{:>3}  {:<22} {:<36} {:>8.3} {:>9.3} {:>7} {:>7}{}",
+            rank + 1,
+            m.datasource,
+            m.template_id,
+            m.combined_score,
+            m.embedding_score,
+            score(m.string_similarity_score),
+            score(m.rerank_score),
+            if m.combined_score >= routing.threshold { "" } else { "  (below threshold)" }
+        );
+    }
+    match routing.selected_match() {
+        Some(m) => println!(
+            "→ {} / {} (score {:.3} ≥ threshold {:.3}; {})",
+            m.datasource,
+            m.template_id,
+            m.combined_score,
+            routing.threshold,
+            routing.reason()
+        ),
+        None => println!("→ no_match ({}; threshold {:.3})", routing.reason(), routing.threshold),
+    }
+    println!(
+        "timings: embedding {:.2} ms, search {:.3} ms, string {:.3} ms, total {:.2} ms",
+        routing.timings.embedding_ms,
+        routing.timings.search_ms,
+        routing.timings.string_similarity_ms,
+        routing.timings.total_ms
+    );
+}
+
+fn print_report(report: &EvalReport) {
+    let pct = |x: f64| format!("{:.2}%", x * 100.0);
+    println!(
+        "queries: {} ({} in scope, {} out of scope)",
+        report.queries, report.in_scope_queries, report.oos_queries
+    );
+    println!("intent accuracy (argmax, in scope): {}", pct(report.intent_accuracy));
+    println!("datasource accuracy (argmax, in scope): {}", pct(report.datasource_accuracy));
+    println!(
+        "at threshold {:.2}: in-scope accuracy {}, out-of-scope recall {}, precision {}",
+        report.threshold,
+        pct(report.in_scope_accuracy),
+        pct(report.oos_recall),
+        pct(report.oos_precision)
+    );
+    println!("\n{:>9}  {:>17}  {:>10}  {:>13}", "threshold", "in-scope accuracy", "oos recall", "oos precision");
+    for row in &report.thresholds {
+        println!(
+            "{:>9.2}  {:>17}  {:>10}  {:>13}",
+            row.threshold,
+            pct(row.in_scope_accuracy),
+            pct(row.oos_recall),
+            pct(row.oos_precision)
+        );
+    }
+    println!("\nmost confused (expected → predicted):");
+    for pair in &report.confused_pairs {
+        println!("  {:>3}  {} → {}", pair.count, pair.expected, pair.predicted);
+    }
+    let l = &report.latency_ms;
+    let s = &report.scoring_latency_ms;
+    println!(
+        "\nrouting latency (embedding + scoring, {} queries): p50 {:.2} ms, p95 {:.2} ms, p99 {:.2} ms",
+        l.samples, l.p50, l.p95, l.p99
+    );
+    println!(
+        "search + scoring only ({} queries): p50 {:.3} ms, p95 {:.3} ms, p99 {:.3} ms",
+        s.samples, s.p50, s.p95, s.p99
+    );
+}

@@ -1,0 +1,62 @@
+//! `switchyard serve`: the API on a local HTTP server. Every request goes to the same
+//! transport-independent handler the router Lambda runs.
+
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use axum::body::{to_bytes, Body};
+use axum::extract::{Request, State};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use switchyard_core::api::{Api, ApiRequest, ApiResponse, MAX_BODY_BYTES};
+use switchyard_core::invoker::LocalInvoker;
+use switchyard_core::router::{Access, Router};
+
+pub fn run(router: Router, host: &str, port: u16) -> Result<()> {
+    let invoker = LocalInvoker::new(router.index().catalog.clone());
+    let api = Arc::new(Api::new(router, invoker));
+    let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
+    runtime.block_on(async move {
+        let app = axum::Router::new().fallback(handle).with_state(api);
+        let listener = tokio::net::TcpListener::bind((host, port))
+            .await
+            .with_context(|| format!("binding {host}:{port}"))?;
+        let address = listener.local_addr()?;
+        // Tests and scripts wait for this line.
+        println!("switchyard listening on http://{address}");
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async {
+                let _ = tokio::signal::ctrl_c().await;
+            })
+            .await
+            .context("serving")
+    })
+}
+
+async fn handle(State(api): State<Arc<Api<LocalInvoker>>>, request: Request) -> Response {
+    let (parts, body) = request.into_parts();
+    let response = match to_bytes(body, MAX_BODY_BYTES).await {
+        Ok(bytes) => {
+            api.handle(ApiRequest {
+                method: parts.method.to_string(),
+                path: parts.uri.path().to_owned(),
+                body: bytes.to_vec(),
+                access: Access::All,
+            })
+            .await
+        }
+        Err(_) => ApiResponse::error(
+            413,
+            "invalid_request",
+            Some("body"),
+            format!("body: larger than {MAX_BODY_BYTES} bytes"),
+        ),
+    };
+    let status = StatusCode::from_u16(response.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        Body::from(response.body.to_string()),
+    )
+        .into_response()
+}

@@ -1,0 +1,390 @@
+//! Configuration: which stages run, their weights and thresholds, and how the index is
+//! built. Layered: embedded defaults (`config.yaml`), then a file, then environment
+//! variables `SWITCHYARD__SECTION__KEY=value`.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+
+const EMBEDDED_DEFAULTS: &str = include_str!("config.yaml");
+pub const ENV_PREFIX: &str = "SWITCHYARD__";
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    pub composite_retrieval: CompositeRetrieval,
+    pub embedding: EmbeddingConfig,
+    pub index: IndexConfig,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CompositeRetrieval {
+    pub confidence_threshold: f32,
+    pub max_templates_per_source: usize,
+    pub parallel_search: bool,
+    pub search_timeout_ms: u64,
+    pub template_scoring: TemplateScoring,
+    pub reranking: Reranking,
+    pub string_similarity: StringSimilarity,
+    pub scoring: Scoring,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TemplateScoring {
+    pub method: TemplateScoringMethod,
+    pub max_weight: f32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TemplateScoringMethod {
+    Max,
+    Centroid,
+    Blend,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Reranking {
+    pub enabled: bool,
+    pub provider: Option<String>,
+    pub top_candidates: usize,
+    pub weight: f32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StringSimilarity {
+    pub enabled: bool,
+    pub algorithm: StringAlgorithm,
+    pub weight: f32,
+    pub compare_fields: Vec<CompareField>,
+    pub min_threshold: f32,
+    pub aggregation: Aggregation,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StringAlgorithm {
+    JaroWinkler,
+    Levenshtein,
+    Ratio,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CompareField {
+    Description,
+    NlExamples,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Aggregation {
+    Max,
+    Mean,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scoring {
+    pub embedding_weight: f32,
+    pub tie_breaker: TieBreaker,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TieBreaker {
+    /// Equal combined scores: higher embedding score, then earlier datasource.
+    Embedding,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EmbeddingConfig {
+    pub model_dir: Option<PathBuf>,
+    pub threads: usize,
+    pub batch_size: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IndexConfig {
+    pub exact_scan_max_templates: usize,
+    pub candidate_pool: usize,
+    pub hnsw_ef_search: usize,
+    pub hnsw_ef_construction: usize,
+    pub seed: u64,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config::load(None, std::iter::empty::<(String, String)>())
+            .expect("the embedded defaults are valid")
+    }
+}
+
+impl Config {
+    /// Embedded defaults, then `file` (if any), then the `SWITCHYARD__…` variables among `env`.
+    pub fn load<I, K, V>(file: Option<&Path>, env: I) -> Result<Config>
+    where
+        I: IntoIterator<Item = (K, V)>,
+        K: AsRef<str>,
+        V: AsRef<str>,
+    {
+        let mut merged = parse_yaml(EMBEDDED_DEFAULTS, "embedded defaults")?;
+        let mut origin = "embedded defaults".to_owned();
+        if let Some(path) = file {
+            let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+            let layer = parse_yaml(&text, &path.display().to_string())?;
+            merge(&mut merged, layer);
+            origin = path.display().to_string();
+        }
+        let mut overrides: Vec<(String, String)> = env
+            .into_iter()
+            .filter_map(|(k, v)| {
+                let key = k.as_ref().strip_prefix(ENV_PREFIX)?.to_owned();
+                Some((key, v.as_ref().to_owned()))
+            })
+            .collect();
+        overrides.sort();
+        for (key, raw) in overrides {
+            let variable = format!("{ENV_PREFIX}{key}");
+            let path: Vec<String> = key.split("__").map(str::to_ascii_lowercase).collect();
+            let value = parse_yaml(&raw, &variable)?;
+            set_path(&mut merged, &path, value);
+            origin = format!("{origin} + environment");
+        }
+        let config: Config = serde_path_to_error::deserialize(merged).map_err(|e| {
+            let path = e.path().to_string();
+            Error::Config {
+                origin: origin.clone(),
+                field: path,
+                message: e.into_inner().to_string(),
+            }
+        })?;
+        config.validate(&origin)?;
+        Ok(config)
+    }
+
+    /// Load from `SWITCHYARD_CONFIG` (if set) and the process environment.
+    pub fn from_env(file: Option<&Path>) -> Result<Config> {
+        let from_var = std::env::var_os("SWITCHYARD_CONFIG").map(PathBuf::from);
+        Config::load(file.or(from_var.as_deref()), std::env::vars())
+    }
+
+    fn validate(&self, origin: &str) -> Result<()> {
+        let fail = |field: &str, message: &str| {
+            Err(Error::Config {
+                origin: origin.to_owned(),
+                field: field.to_owned(),
+                message: message.to_owned(),
+            })
+        };
+        let c = &self.composite_retrieval;
+        if !(0.0..=1.0).contains(&c.confidence_threshold) {
+            return fail(
+                "composite_retrieval.confidence_threshold",
+                "must be between 0 and 1",
+            );
+        }
+        if c.max_templates_per_source == 0 {
+            return fail(
+                "composite_retrieval.max_templates_per_source",
+                "must be at least 1",
+            );
+        }
+        if !(0.0..=1.0).contains(&c.template_scoring.max_weight) {
+            return fail(
+                "composite_retrieval.template_scoring.max_weight",
+                "must be between 0 and 1",
+            );
+        }
+        for (field, weight) in [
+            ("composite_retrieval.scoring.embedding_weight", c.scoring.embedding_weight),
+            ("composite_retrieval.reranking.weight", c.reranking.weight),
+            ("composite_retrieval.string_similarity.weight", c.string_similarity.weight),
+        ] {
+            if !(weight.is_finite() && weight >= 0.0) {
+                return fail(field, "must be a number of at least 0");
+            }
+        }
+        if c.scoring.embedding_weight == 0.0 {
+            return fail(
+                "composite_retrieval.scoring.embedding_weight",
+                "must be above 0: stage 1 always runs",
+            );
+        }
+        if c.string_similarity.enabled && c.string_similarity.compare_fields.is_empty() {
+            return fail(
+                "composite_retrieval.string_similarity.compare_fields",
+                "must name at least one field when the stage is enabled",
+            );
+        }
+        if self.embedding.batch_size == 0 {
+            return fail("embedding.batch_size", "must be at least 1");
+        }
+        if self.index.candidate_pool == 0 || self.index.hnsw_ef_search == 0 {
+            return fail(
+                "index",
+                "candidate_pool and hnsw_ef_search must be at least 1",
+            );
+        }
+        Ok(())
+    }
+}
+
+fn parse_yaml(text: &str, origin: &str) -> Result<Value> {
+    serde_saphyr::from_str::<Value>(text).map_err(|e| Error::Config {
+        origin: origin.to_owned(),
+        field: "(document)".to_owned(),
+        message: e.to_string(),
+    })
+}
+
+/// Merge `layer` over `base`: objects merge key by key, anything else replaces.
+fn merge(base: &mut Value, layer: Value) {
+    match (base, layer) {
+        (Value::Object(base), Value::Object(layer)) => {
+            for (key, value) in layer {
+                match base.get_mut(&key) {
+                    Some(existing) => merge(existing, value),
+                    None => {
+                        base.insert(key, value);
+                    }
+                }
+            }
+        }
+        (base, layer) => *base = layer,
+    }
+}
+
+fn set_path(root: &mut Value, path: &[String], value: Value) {
+    let mut node = root;
+    for key in &path[..path.len() - 1] {
+        if !node.is_object() {
+            *node = Value::Object(Default::default());
+        }
+        node = node
+            .as_object_mut()
+            .expect("made an object above")
+            .entry(key.clone())
+            .or_insert_with(|| Value::Object(Default::default()));
+    }
+    if !node.is_object() {
+        *node = Value::Object(Default::default());
+    }
+    node.as_object_mut()
+        .expect("made an object above")
+        .insert(path[path.len() - 1].clone(), value);
+}
+
+/// The cache root: `$SWITCHYARD_CACHE_DIR`, else `$XDG_CACHE_HOME/switchyard`, else
+/// `~/.cache/switchyard`.
+pub fn cache_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("SWITCHYARD_CACHE_DIR") {
+        return PathBuf::from(dir);
+    }
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(|| PathBuf::from(".cache"));
+    base.join("switchyard")
+}
+
+impl EmbeddingConfig {
+    /// The model folder: configuration, then `$SWITCHYARD_MODEL_DIR`, then the cache.
+    pub fn resolved_model_dir(&self) -> PathBuf {
+        if let Some(dir) = &self.model_dir {
+            return dir.clone();
+        }
+        if let Some(dir) = std::env::var_os("SWITCHYARD_MODEL_DIR") {
+            return PathBuf::from(dir);
+        }
+        cache_dir().join("models").join("all-MiniLM-L6-v2")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn embedded_defaults_load() {
+        let config = Config::load(None, env(&[])).unwrap();
+        assert!(config.composite_retrieval.string_similarity.enabled);
+        assert!(!config.composite_retrieval.reranking.enabled);
+    }
+
+    #[test]
+    fn file_then_environment_override_defaults() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("switchyard.yaml");
+        std::fs::write(
+            &file,
+            "composite_retrieval:\n  confidence_threshold: 0.7\n  max_templates_per_source: 5\n",
+        )
+        .unwrap();
+        let config = Config::load(
+            Some(&file),
+            env(&[
+                ("SWITCHYARD__COMPOSITE_RETRIEVAL__CONFIDENCE_THRESHOLD", "0.65"),
+                ("SWITCHYARD__COMPOSITE_RETRIEVAL__STRING_SIMILARITY__ALGORITHM", "ratio"),
+                ("UNRELATED", "1"),
+            ]),
+        )
+        .unwrap();
+        let c = &config.composite_retrieval;
+        assert_eq!(c.confidence_threshold, 0.65);
+        assert_eq!(c.max_templates_per_source, 5);
+        assert_eq!(c.string_similarity.algorithm, StringAlgorithm::Ratio);
+    }
+
+    #[test]
+    fn unknown_field_in_file_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("bad.yaml");
+        std::fs::write(&file, "composite_retrieval:\n  confidence_treshold: 0.7\n").unwrap();
+        let message = Config::load(Some(&file), env(&[])).unwrap_err().to_string();
+        assert!(message.contains("bad.yaml"), "{message}");
+        assert!(message.contains("confidence_treshold"), "{message}");
+    }
+
+    #[test]
+    fn bad_environment_value_names_field_and_variable() {
+        let message = Config::load(
+            None,
+            env(&[("SWITCHYARD__COMPOSITE_RETRIEVAL__STRING_SIMILARITY__ALGORITHM", "soundex")]),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(message.contains("environment"), "{message}");
+        assert!(
+            message.contains("composite_retrieval.string_similarity.algorithm"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn out_of_range_threshold_is_refused() {
+        let message = Config::load(
+            None,
+            env(&[("SWITCHYARD__COMPOSITE_RETRIEVAL__CONFIDENCE_THRESHOLD", "1.5")]),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(message.contains("confidence_threshold"), "{message}");
+    }
+}

@@ -1,0 +1,105 @@
+//! The one error type of the domain crate. Every variant names the file, field or
+//! datasource it is about, so a message can be acted on without a debugger.
+
+use std::path::PathBuf;
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A template library problem: the file, the template id (when known) and the field.
+    #[error("{}: {}{field}: {message}", file.display(), template.as_ref().map(|t| format!("template `{t}`: ")).unwrap_or_default())]
+    Template {
+        file: PathBuf,
+        template: Option<String>,
+        field: String,
+        message: String,
+    },
+
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// Configuration that does not parse or holds a bad value; `origin` is the file or
+    /// environment variable it came from.
+    #[error("configuration ({origin}): {field}: {message}")]
+    Config {
+        origin: String,
+        field: String,
+        message: String,
+    },
+
+    #[error(
+        "embedding model not found in {}: {missing}. Fetch it with `./infra/scripts/fetch-model.sh` \
+         (or set SWITCHYARD_MODEL_DIR to a folder holding model.safetensors, tokenizer.json and config.json)",
+        dir.display()
+    )]
+    ModelMissing { dir: PathBuf, missing: String },
+
+    #[error("embedding: {0}")]
+    Embedding(String),
+
+    /// A corrupt, truncated or mismatched index artifact; `origin` is its path or S3 location.
+    #[error("index {origin}: {problem}")]
+    Index { origin: String, problem: String },
+
+    /// A request that does not follow the API's contract: `field` names what is wrong.
+    #[error("{field}: {message}")]
+    InvalidRequest { field: String, message: String },
+
+    #[error("unknown datasource `{0}`")]
+    UnknownDatasource(String),
+
+    /// No adapter for this kind of datasource exists (yet) in this deployment.
+    #[error("no adapter for datasource `{datasource}` of kind `{kind}` is available")]
+    AdapterUnavailable { datasource: String, kind: String },
+
+    #[error("adapter for datasource `{datasource}` did not answer within {after_ms} ms")]
+    AdapterTimeout { datasource: String, after_ms: u64 },
+
+    #[error("adapter for datasource `{datasource}` failed: {message}")]
+    AdapterFailed { datasource: String, message: String },
+
+    #[error("reranker `{reranker}`: {message}")]
+    Rerank { reranker: String, message: String },
+}
+
+impl Error {
+    pub fn template(
+        file: impl Into<PathBuf>,
+        template: Option<&str>,
+        field: impl Into<String>,
+        message: impl Into<String>,
+    ) -> Self {
+        Error::Template {
+            file: file.into(),
+            template: template.map(str::to_owned),
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+
+    pub fn index(origin: impl Into<String>, problem: impl Into<String>) -> Self {
+        Error::Index {
+            origin: origin.into(),
+            problem: problem.into(),
+        }
+    }
+
+    pub fn invalid_request(field: impl Into<String>, message: impl Into<String>) -> Self {
+        Error::InvalidRequest {
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Io {
+            path: path.into(),
+            source,
+        }
+    }
+}

@@ -1,0 +1,259 @@
+//! Evaluation: how well a catalog routes a labelled data set (JSON lines of
+//! `{"text", "intent", "domain"}`; intent `oos` means nothing should match).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::router::{Access, Router};
+
+pub const OUT_OF_SCOPE: &str = "oos";
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct LabeledQuery {
+    pub text: String,
+    pub intent: String,
+    pub domain: Option<String>,
+}
+
+impl LabeledQuery {
+    pub fn in_scope(&self) -> bool {
+        self.intent != OUT_OF_SCOPE
+    }
+}
+
+/// Read a JSON-lines data set; a bad line is an error naming the file and line number.
+pub fn load_dataset(path: &Path) -> Result<Vec<LabeledQuery>> {
+    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    let mut queries = Vec::new();
+    for (number, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let query: LabeledQuery = serde_json::from_str(line).map_err(|e| Error::Template {
+            file: path.to_path_buf(),
+            template: None,
+            field: format!("line {}", number + 1),
+            message: format!("expected {{\"text\", \"intent\", \"domain\"}}: {e}"),
+        })?;
+        queries.push(query);
+    }
+    if queries.is_empty() {
+        return Err(Error::Template {
+            file: path.to_path_buf(),
+            template: None,
+            field: "(document)".into(),
+            message: "the data set has no lines".into(),
+        });
+    }
+    Ok(queries)
+}
+
+/// The router's best guess for one query, whatever its score.
+#[derive(Debug, Clone)]
+struct Prediction {
+    template: Option<String>,
+    datasource: Option<String>,
+    score: f32,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ThresholdRow {
+    pub threshold: f32,
+    pub in_scope_accuracy: f64,
+    pub oos_recall: f64,
+    pub oos_precision: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Percentiles {
+    pub p50: f64,
+    pub p95: f64,
+    pub p99: f64,
+    pub samples: usize,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ConfusedPair {
+    pub expected: String,
+    pub predicted: String,
+    pub count: usize,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct EvalReport {
+    pub queries: usize,
+    pub in_scope_queries: usize,
+    pub oos_queries: usize,
+    /// Argmax over in-scope queries, no threshold.
+    pub intent_accuracy: f64,
+    pub datasource_accuracy: f64,
+    /// At `threshold`: in-scope queries routed to the right template and above it.
+    pub in_scope_accuracy: f64,
+    pub oos_recall: f64,
+    pub oos_precision: f64,
+    pub threshold: f32,
+    pub thresholds: Vec<ThresholdRow>,
+    pub confused_pairs: Vec<ConfusedPair>,
+    /// Whole routing (embedding + search + scoring), one query at a time.
+    pub latency_ms: Percentiles,
+    /// Search + scoring only (query vector given).
+    pub scoring_latency_ms: Percentiles,
+    pub embedding_batch_ms: f64,
+}
+
+fn ratio(numerator: usize, denominator: usize) -> f64 {
+    if denominator == 0 {
+        0.0
+    } else {
+        numerator as f64 / denominator as f64
+    }
+}
+
+pub fn percentiles(mut samples: Vec<f64>) -> Percentiles {
+    samples.sort_by(f64::total_cmp);
+    let at = |q: f64| {
+        if samples.is_empty() {
+            return 0.0;
+        }
+        let rank = ((q * samples.len() as f64).ceil() as usize).clamp(1, samples.len());
+        samples[rank - 1]
+    };
+    Percentiles {
+        p50: at(0.50),
+        p95: at(0.95),
+        p99: at(0.99),
+        samples: samples.len(),
+    }
+}
+
+/// Route every query (embedded in batches), then measure whole-route latency on the first
+/// `latency_samples` queries one at a time.
+pub fn evaluate(
+    router: &Router,
+    queries: &[LabeledQuery],
+    latency_samples: usize,
+) -> Result<EvalReport> {
+    let texts: Vec<&str> = queries.iter().map(|q| q.text.as_str()).collect();
+    let embed_start = Instant::now();
+    let vectors = router.embedder().embed(&texts)?;
+    let embedding_batch_ms = embed_start.elapsed().as_secs_f64() * 1000.0;
+
+    let mut scoring_ms = Vec::with_capacity(queries.len());
+    let mut predictions = Vec::with_capacity(queries.len());
+    for (query, vector) in queries.iter().zip(&vectors) {
+        let start = Instant::now();
+        let routing = router.route_vector(&query.text, vector, &Access::All)?;
+        scoring_ms.push(start.elapsed().as_secs_f64() * 1000.0);
+        let best = routing.best();
+        predictions.push(Prediction {
+            template: best.map(|m| m.template_id.clone()),
+            datasource: best.map(|m| m.datasource.clone()),
+            score: best.map(|m| m.combined_score).unwrap_or(f32::MIN),
+        });
+    }
+
+    let mut route_ms = Vec::with_capacity(latency_samples);
+    for query in queries.iter().take(latency_samples) {
+        let start = Instant::now();
+        router.route(&query.text, &Access::All)?;
+        route_ms.push(start.elapsed().as_secs_f64() * 1000.0);
+    }
+
+    let in_scope: Vec<(&LabeledQuery, &Prediction)> = queries
+        .iter()
+        .zip(&predictions)
+        .filter(|(q, _)| q.in_scope())
+        .collect();
+    let oos_count = queries.len() - in_scope.len();
+    let intent_correct = in_scope
+        .iter()
+        .filter(|(q, p)| p.template.as_deref() == Some(q.intent.as_str()))
+        .count();
+    let datasource_correct = in_scope
+        .iter()
+        .filter(|(q, p)| p.datasource.is_some() && p.datasource == q.domain)
+        .count();
+
+    let row = |threshold: f32| {
+        let accepted_correct = in_scope
+            .iter()
+            .filter(|(q, p)| p.score >= threshold && p.template.as_deref() == Some(q.intent.as_str()))
+            .count();
+        let rejected: Vec<bool> = queries
+            .iter()
+            .zip(&predictions)
+            .filter(|(_, p)| p.score < threshold)
+            .map(|(q, _)| !q.in_scope())
+            .collect();
+        let rejected_oos = rejected.iter().filter(|oos| **oos).count();
+        ThresholdRow {
+            threshold,
+            in_scope_accuracy: ratio(accepted_correct, in_scope.len()),
+            oos_recall: ratio(rejected_oos, oos_count),
+            oos_precision: ratio(rejected_oos, rejected.len()),
+        }
+    };
+    let threshold = router.config().composite_retrieval.confidence_threshold;
+    let at_threshold = row(threshold);
+    let thresholds = (0..=12).map(|i| row(0.30 + 0.05 * i as f32)).collect();
+
+    let mut confusion: BTreeMap<(String, String), usize> = BTreeMap::new();
+    for (q, p) in &in_scope {
+        if let Some(predicted) = &p.template {
+            if predicted != &q.intent {
+                *confusion.entry((q.intent.clone(), predicted.clone())).or_default() += 1;
+            }
+        }
+    }
+    let mut confused_pairs: Vec<ConfusedPair> = confusion
+        .into_iter()
+        .map(|((expected, predicted), count)| ConfusedPair {
+            expected,
+            predicted,
+            count,
+        })
+        .collect();
+    confused_pairs.sort_by_key(|pair| std::cmp::Reverse(pair.count));
+    confused_pairs.truncate(10);
+
+    Ok(EvalReport {
+        queries: queries.len(),
+        in_scope_queries: in_scope.len(),
+        oos_queries: oos_count,
+        intent_accuracy: ratio(intent_correct, in_scope.len()),
+        datasource_accuracy: ratio(datasource_correct, in_scope.len()),
+        in_scope_accuracy: at_threshold.in_scope_accuracy,
+        oos_recall: at_threshold.oos_recall,
+        oos_precision: at_threshold.oos_precision,
+        threshold,
+        thresholds,
+        confused_pairs,
+        latency_ms: percentiles(route_ms),
+        scoring_latency_ms: percentiles(scoring_ms),
+        embedding_batch_ms,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_use_nearest_rank() {
+        let p = percentiles((1..=100).map(f64::from).collect());
+        assert_eq!((p.p50, p.p95, p.p99), (50.0, 95.0, 99.0));
+    }
+
+    #[test]
+    fn bad_dataset_line_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("d.jsonl");
+        std::fs::write(&path, "{\"text\":\"a\",\"intent\":\"x\",\"domain\":\"d\"}\n{\"text\": 3}\n").unwrap();
+        let message = load_dataset(&path).unwrap_err().to_string();
+        assert!(message.contains("d.jsonl") && message.contains("line 2"), "{message}");
+    }
+}

@@ -1,0 +1,508 @@
+//! The index artifact: one file holding a manifest, the catalog, and one search partition
+//! per datasource, sealed with a SHA-256 checksum.
+//!
+//! Layout (all integers little-endian):
+//! `MAGIC (8) | format_version u32 | manifest_len u32 | manifest JSON | body_len u64 |
+//!  body (postcard) | sha256 of everything before (32)`.
+//!
+//! A partition keeps, per template, one unit vector per `nl_example` plus one for the
+//! description, and the template's centroid (normalised mean). Candidates come from the
+//! centroids (an exact scan for small partitions, an instant-distance HNSW graph for large
+//! ones); candidates are then scored exactly on all their vectors.
+
+use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use instant_distance::{Builder, HnswMap, Search};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::config::{IndexConfig, TemplateScoring, TemplateScoringMethod};
+use crate::embed::{dot, normalize, Embedder};
+use crate::error::{Error, Result};
+use crate::template::{Catalog, DatasourceKind};
+
+pub const FORMAT_VERSION: u32 = 1;
+const MAGIC: &[u8; 8] = b"SWYDIDX\0";
+const CHECKSUM_LEN: usize = 32;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    pub format_version: u32,
+    pub model_id: String,
+    pub dimension: usize,
+    /// [`Catalog::content_hash`] of the templates the index was built from.
+    pub templates_hash: String,
+    /// Unix seconds; `SOURCE_DATE_EPOCH` fixes it for reproducible builds.
+    pub built_at: u64,
+    pub datasources: Vec<ManifestDatasource>,
+    pub build: IndexConfig,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ManifestDatasource {
+    pub name: String,
+    pub kind: DatasourceKind,
+    pub templates: usize,
+    pub vectors: usize,
+    /// `exact` or `hnsw`: how candidates are found in this partition.
+    pub search: String,
+}
+
+/// A point in the HNSW graph: a template centroid. Distance is 1 − cosine.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Centroid(Vec<f32>);
+
+impl instant_distance::Point for Centroid {
+    fn distance(&self, other: &Self) -> f32 {
+        1.0 - dot(&self.0, &other.0)
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+pub struct Partition {
+    pub datasource: String,
+    dimension: usize,
+    /// Row-major unit vectors; template `t` owns rows `offsets[t]..offsets[t + 1]`.
+    vectors: Vec<f32>,
+    offsets: Vec<u32>,
+    /// One unit centroid per template, row-major.
+    centroids: Vec<f32>,
+    graph: Option<HnswMap<Centroid, u32>>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Body {
+    /// The catalog as JSON (its free-form fields need a self-describing format).
+    catalog_json: String,
+    partitions: Vec<Partition>,
+}
+
+/// A loaded, verified index.
+pub struct Index {
+    pub manifest: Manifest,
+    pub catalog: Catalog,
+    pub partitions: Vec<Partition>,
+}
+
+/// Per-template vectors of one datasource, in template order.
+pub type TemplateVectors = Vec<Vec<Vec<f32>>>;
+
+impl Partition {
+    fn build(
+        datasource: &str,
+        dimension: usize,
+        templates: &[Vec<Vec<f32>>],
+        config: &IndexConfig,
+    ) -> Partition {
+        let mut vectors = Vec::new();
+        let mut offsets = vec![0u32];
+        let mut centroids = Vec::with_capacity(templates.len() * dimension);
+        for rows in templates {
+            let mut centroid = vec![0.0f32; dimension];
+            for row in rows {
+                vectors.extend_from_slice(row);
+                centroid.iter_mut().zip(row).for_each(|(c, x)| *c += x);
+            }
+            normalize(&mut centroid);
+            centroids.extend_from_slice(&centroid);
+            offsets.push((vectors.len() / dimension) as u32);
+        }
+        let graph = (templates.len() > config.exact_scan_max_templates).then(|| {
+            let points: Vec<Centroid> = centroids
+                .chunks_exact(dimension)
+                .map(|c| Centroid(c.to_vec()))
+                .collect();
+            let values: Vec<u32> = (0..templates.len() as u32).collect();
+            Builder::default()
+                .ef_construction(config.hnsw_ef_construction)
+                .ef_search(config.hnsw_ef_search.max(config.candidate_pool))
+                .seed(config.seed)
+                .build(points, values)
+        });
+        Partition {
+            datasource: datasource.to_owned(),
+            dimension,
+            vectors,
+            offsets,
+            centroids,
+            graph,
+        }
+    }
+
+    pub fn template_count(&self) -> usize {
+        self.offsets.len() - 1
+    }
+
+    pub fn vector_count(&self) -> usize {
+        self.vectors.len() / self.dimension.max(1)
+    }
+
+    pub fn uses_graph(&self) -> bool {
+        self.graph.is_some()
+    }
+
+    fn rows(&self, template: usize) -> impl Iterator<Item = &[f32]> {
+        let start = self.offsets[template] as usize * self.dimension;
+        let end = self.offsets[template + 1] as usize * self.dimension;
+        self.vectors[start..end].chunks_exact(self.dimension)
+    }
+
+    fn centroid(&self, template: usize) -> &[f32] {
+        &self.centroids[template * self.dimension..(template + 1) * self.dimension]
+    }
+
+    /// The embedding score of one template for a unit query vector.
+    pub fn score(&self, template: usize, query: &[f32], scoring: &TemplateScoring) -> f32 {
+        let best = || {
+            self.rows(template)
+                .map(|row| dot(query, row))
+                .fold(f32::MIN, f32::max)
+        };
+        let centroid = || dot(query, self.centroid(template));
+        match scoring.method {
+            TemplateScoringMethod::Max => best(),
+            TemplateScoringMethod::Centroid => centroid(),
+            TemplateScoringMethod::Blend => {
+                scoring.max_weight * best() + (1.0 - scoring.max_weight) * centroid()
+            }
+        }
+    }
+
+    /// The best `limit` templates for `query`: (template position, embedding score),
+    /// best first. Candidates come from the centroids, then are scored exactly.
+    pub fn search(
+        &self,
+        query: &[f32],
+        limit: usize,
+        candidate_pool: usize,
+        scoring: &TemplateScoring,
+    ) -> Vec<(usize, f32)> {
+        let candidates: Vec<usize> = match &self.graph {
+            Some(graph) => {
+                let mut search = Search::default();
+                graph
+                    .search(&Centroid(query.to_vec()), &mut search)
+                    .take(candidate_pool)
+                    .map(|item| *item.value as usize)
+                    .collect()
+            }
+            None if self.template_count() <= candidate_pool => {
+                (0..self.template_count()).collect()
+            }
+            None => {
+                let mut by_centroid: Vec<(usize, f32)> = (0..self.template_count())
+                    .map(|t| (t, dot(query, self.centroid(t))))
+                    .collect();
+                by_centroid.select_nth_unstable_by(candidate_pool - 1, |a, b| b.1.total_cmp(&a.1));
+                by_centroid.truncate(candidate_pool);
+                by_centroid.into_iter().map(|(t, _)| t).collect()
+            }
+        };
+        let mut scored: Vec<(usize, f32)> = candidates
+            .into_iter()
+            .map(|t| (t, self.score(t, query, scoring)))
+            .collect();
+        scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        scored.truncate(limit);
+        scored
+    }
+}
+
+/// The texts embedded for a template: every `nl_example`, then the description.
+pub fn template_texts(template: &crate::template::Template) -> Vec<&str> {
+    template
+        .nl_examples
+        .iter()
+        .map(String::as_str)
+        .chain(std::iter::once(template.description.as_str()))
+        .collect()
+}
+
+/// Called with (texts embedded so far, total) while building.
+pub type Progress<'a> = &'a dyn Fn(usize, usize);
+
+impl Index {
+    /// Embed every template text of `catalog` and build the partitions.
+    pub fn build(
+        catalog: Catalog,
+        embedder: &dyn Embedder,
+        config: &IndexConfig,
+        progress: Progress<'_>,
+    ) -> Result<Index> {
+        let total: usize = catalog
+            .datasources
+            .iter()
+            .flat_map(|d| &d.templates)
+            .map(|t| template_texts(t).len())
+            .sum();
+        let mut done = 0;
+        let mut vectors: Vec<TemplateVectors> = Vec::with_capacity(catalog.datasources.len());
+        for datasource in &catalog.datasources {
+            let mut per_template = Vec::with_capacity(datasource.templates.len());
+            for template in &datasource.templates {
+                let texts = template_texts(template);
+                per_template.push(embedder.embed(&texts)?);
+                done += texts.len();
+                progress(done, total);
+            }
+            vectors.push(per_template);
+        }
+        Ok(Index::from_vectors(
+            catalog,
+            vectors,
+            embedder.model_id(),
+            embedder.dimension(),
+            config,
+        ))
+    }
+
+    /// Build from vectors already computed: `vectors[d][t]` are the rows of template `t`
+    /// of datasource `d`. Used by [`Index::build`] and by benchmarks on synthetic data.
+    pub fn from_vectors(
+        catalog: Catalog,
+        vectors: Vec<TemplateVectors>,
+        model_id: &str,
+        dimension: usize,
+        config: &IndexConfig,
+    ) -> Index {
+        let partitions: Vec<Partition> = catalog
+            .datasources
+            .iter()
+            .zip(&vectors)
+            .map(|(datasource, templates)| {
+                Partition::build(datasource.name(), dimension, templates, config)
+            })
+            .collect();
+        let manifest = Manifest {
+            format_version: FORMAT_VERSION,
+            model_id: model_id.to_owned(),
+            dimension,
+            templates_hash: catalog.content_hash(),
+            built_at: build_time(),
+            datasources: catalog
+                .datasources
+                .iter()
+                .zip(&partitions)
+                .map(|(d, p)| ManifestDatasource {
+                    name: d.spec.name.clone(),
+                    kind: d.spec.kind,
+                    templates: p.template_count(),
+                    vectors: p.vector_count(),
+                    search: if p.uses_graph() { "hnsw" } else { "exact" }.to_owned(),
+                })
+                .collect(),
+            build: config.clone(),
+        };
+        Index {
+            manifest,
+            catalog,
+            partitions,
+        }
+    }
+
+    /// Serialise to the artifact's bytes.
+    pub fn to_bytes(&self) -> Result<Vec<u8>> {
+        let manifest = serde_json::to_vec(&self.manifest).expect("a manifest always serialises");
+        let catalog_json = serde_json::to_string(&self.catalog).expect("a catalog always serialises");
+        let body_bytes = postcard::to_stdvec(&BodyRef {
+            catalog_json: &catalog_json,
+            partitions: &self.partitions,
+        })
+        .map_err(|e| Error::index("(memory)", format!("cannot serialise the index: {e}")))?;
+
+        let mut out = Vec::with_capacity(body_bytes.len() + manifest.len() + 64);
+        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+        out.extend_from_slice(&(manifest.len() as u32).to_le_bytes());
+        out.extend_from_slice(&manifest);
+        out.extend_from_slice(&(body_bytes.len() as u64).to_le_bytes());
+        out.extend_from_slice(&body_bytes);
+        let checksum = Sha256::digest(&out);
+        out.extend_from_slice(&checksum);
+        Ok(out)
+    }
+
+    pub fn write(&self, path: &Path) -> Result<()> {
+        let bytes = self.to_bytes()?;
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+        }
+        // Write beside, then rename, so a reader never sees half an artifact.
+        let partial = path.with_extension("partial");
+        std::fs::write(&partial, &bytes).map_err(|e| Error::io(&partial, e))?;
+        std::fs::rename(&partial, path).map_err(|e| Error::io(path, e))
+    }
+
+    pub fn read(path: &Path) -> Result<Index> {
+        let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+        Index::from_bytes(&bytes, &path.display().to_string())
+    }
+
+    /// Parse and verify an artifact; `origin` (a path or `s3://bucket/key`) names it in errors.
+    pub fn from_bytes(bytes: &[u8], origin: &str) -> Result<Index> {
+        let fail = |problem: String| Error::index(origin, problem);
+        let header = MAGIC.len() + 8;
+        if bytes.len() < header + 8 + CHECKSUM_LEN {
+            return Err(fail(format!(
+                "truncated: {} bytes is too short for an index artifact",
+                bytes.len()
+            )));
+        }
+        if &bytes[..MAGIC.len()] != MAGIC {
+            return Err(fail("not a Switchyard index (bad magic bytes)".into()));
+        }
+        let version = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes"));
+        if version != FORMAT_VERSION {
+            return Err(fail(format!(
+                "format version {version}, this build reads version {FORMAT_VERSION}; rebuild the index"
+            )));
+        }
+        let manifest_len = u32::from_le_bytes(bytes[12..16].try_into().expect("4 bytes")) as usize;
+        let body_len_at = header + manifest_len;
+        if bytes.len() < body_len_at + 8 + CHECKSUM_LEN {
+            return Err(fail("truncated inside the manifest".into()));
+        }
+        let body_len =
+            u64::from_le_bytes(bytes[body_len_at..body_len_at + 8].try_into().expect("8 bytes"))
+                as usize;
+        let body_at = body_len_at + 8;
+        let expected_len = body_at
+            .checked_add(body_len)
+            .and_then(|n| n.checked_add(CHECKSUM_LEN));
+        if expected_len != Some(bytes.len()) {
+            return Err(fail(format!(
+                "truncated or padded: the header promises {} bytes, the artifact has {}",
+                expected_len.map_or_else(|| "too many".to_owned(), |n| n.to_string()),
+                bytes.len()
+            )));
+        }
+        let sealed = bytes.len() - CHECKSUM_LEN;
+        if Sha256::digest(&bytes[..sealed]).as_slice() != &bytes[sealed..] {
+            return Err(fail("checksum mismatch: the artifact is corrupt".into()));
+        }
+        let manifest: Manifest = serde_json::from_slice(&bytes[header..body_len_at])
+            .map_err(|e| fail(format!("bad manifest: {e}")))?;
+        let body: Body = postcard::from_bytes(&bytes[body_at..body_at + body_len])
+            .map_err(|e| fail(format!("bad body: {e}")))?;
+        let catalog: Catalog = serde_json::from_str(&body.catalog_json)
+            .map_err(|e| fail(format!("bad catalog: {e}")))?;
+
+        if catalog.content_hash() != manifest.templates_hash {
+            return Err(fail("the catalog does not match the manifest's templates_hash".into()));
+        }
+        let counts_match = manifest.datasources.len() == body.partitions.len()
+            && catalog.datasources.len() == body.partitions.len()
+            && manifest
+                .datasources
+                .iter()
+                .zip(&body.partitions)
+                .zip(&catalog.datasources)
+                .all(|((m, p), d)| {
+                    m.name == p.datasource
+                        && m.name == d.spec.name
+                        && m.templates == p.template_count()
+                        && m.templates == d.templates.len()
+                        && m.vectors == p.vector_count()
+                        && p.dimension == manifest.dimension
+                        && p.vectors.len() % manifest.dimension.max(1) == 0
+                        && p.centroids.len() == p.template_count() * manifest.dimension
+                        && p.offsets.last().is_some_and(|&n| n as usize == p.vector_count())
+                });
+        if !counts_match {
+            return Err(fail(
+                "the manifest's datasources and counts do not match the partitions".into(),
+            ));
+        }
+        Ok(Index {
+            manifest,
+            catalog,
+            partitions: body.partitions,
+        })
+    }
+
+    /// Refuse an embedder other than the one that built the index.
+    pub fn check_embedder(&self, embedder: &dyn Embedder, origin: &str) -> Result<()> {
+        if embedder.model_id() != self.manifest.model_id
+            || embedder.dimension() != self.manifest.dimension
+        {
+            return Err(Error::index(
+                origin,
+                format!(
+                    "built with {} ({} dimensions) but the router embeds with {} ({} dimensions); rebuild the index",
+                    self.manifest.model_id,
+                    self.manifest.dimension,
+                    embedder.model_id(),
+                    embedder.dimension()
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[derive(Serialize)]
+struct BodyRef<'a> {
+    catalog_json: &'a str,
+    partitions: &'a [Partition],
+}
+
+fn build_time() -> u64 {
+    std::env::var("SOURCE_DATE_EPOCH")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0)
+        })
+}
+
+/// Where a built index for `catalog` is cached: the key covers the templates, the model,
+/// the index settings and the format, so any change builds a fresh one.
+pub fn cache_path(
+    cache_dir: &Path,
+    templates_dir: &Path,
+    catalog: &Catalog,
+    model_id: &str,
+    config: &IndexConfig,
+) -> std::path::PathBuf {
+    let mut hasher = Sha256::new();
+    hasher.update(catalog.content_hash());
+    hasher.update(model_id);
+    hasher.update(serde_json::to_vec(config).expect("serialisable"));
+    hasher.update(FORMAT_VERSION.to_le_bytes());
+    let key = hex::encode(hasher.finalize());
+    let name = templates_dir
+        .canonicalize()
+        .ok()
+        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| "catalog".to_owned());
+    cache_dir.join("index").join(format!("{name}-{}.idx", &key[..16]))
+}
+
+/// Load the catalog in `templates_dir`, then reuse its cached index or build and cache one.
+/// Returns the index and whether it was built now.
+pub fn load_or_build(
+    templates_dir: &Path,
+    cache_dir: &Path,
+    embedder: &dyn Embedder,
+    config: &IndexConfig,
+    progress: Progress<'_>,
+) -> Result<(Index, bool)> {
+    let catalog = Catalog::load(templates_dir)?;
+    let path = cache_path(cache_dir, templates_dir, &catalog, embedder.model_id(), config);
+    if path.is_file() {
+        match Index::read(&path) {
+            Ok(index) if index.manifest.templates_hash == catalog.content_hash() => {
+                return Ok((index, false))
+            }
+            Ok(_) => tracing::warn!(path = %path.display(), "cached index is stale; rebuilding"),
+            Err(e) => tracing::warn!(error = %e, "cached index unreadable; rebuilding"),
+        }
+    }
+    let index = Index::build(catalog, embedder, config, progress)?;
+    index.write(&path)?;
+    Ok((index, true))
+}

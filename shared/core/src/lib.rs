@@ -1,0 +1,17 @@
+//! Switchyard's domain: templates, configuration, embedding, the index, scoring, routing
+//! and the transport-independent API. No AWS here: the functions and the CLI plug their
+//! edges (S3, DynamoDB, Lambda, HTTP servers) into the traits defined in this crate.
+
+pub mod api;
+pub mod config;
+pub mod embed;
+pub mod error;
+pub mod eval;
+pub mod index;
+pub mod invoker;
+pub mod params;
+pub mod router;
+pub mod similarity;
+pub mod template;
+
+pub use error::{Error, Result};

@@ -1,0 +1,224 @@
+//! Deterministic parameter extraction: which values a question gives a template's
+//! parameters. Patterns first, then allowed values and aliases named in the text, then the
+//! session's previous values, then defaults. Nothing is guessed: a required parameter
+//! still missing is reported by name.
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::template::{ParamType, Parameter, Template};
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Extraction {
+    pub parameters: Map<String, Value>,
+    pub missing: Vec<MissingParameter>,
+    pub invalid: Vec<InvalidParameter>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MissingParameter {
+    pub name: String,
+    pub description: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct InvalidParameter {
+    pub name: String,
+    pub value: String,
+    pub reason: String,
+}
+
+pub fn extract(template: &Template, query: &str, session: &Map<String, Value>) -> Extraction {
+    let mut out = Extraction::default();
+    for parameter in &template.parameters {
+        let found = from_patterns(parameter, query).or_else(|| from_named_values(parameter, query));
+        let value = match found {
+            Some(raw) => match coerce(parameter, &raw) {
+                Ok(value) => Some(value),
+                Err(reason) => {
+                    out.invalid.push(InvalidParameter {
+                        name: parameter.name.clone(),
+                        value: raw,
+                        reason,
+                    });
+                    continue;
+                }
+            },
+            None => session
+                .get(&parameter.name)
+                .cloned()
+                .or_else(|| parameter.default.clone().filter(|v| !v.is_null())),
+        };
+        match value {
+            Some(value) => {
+                out.parameters.insert(parameter.name.clone(), value);
+            }
+            None if parameter.required => out.missing.push(MissingParameter {
+                name: parameter.name.clone(),
+                description: parameter.description.clone(),
+            }),
+            None => {}
+        }
+    }
+    out
+}
+
+fn from_patterns(parameter: &Parameter, query: &str) -> Option<String> {
+    // Patterns were checked when the catalog loaded; one that fails here is skipped.
+    parameter.extraction_patterns.iter().find_map(|pattern| {
+        let regex = regex::Regex::new(pattern).ok()?;
+        let captures = regex.captures(query)?;
+        let value = captures.get(1).or_else(|| captures.get(0))?;
+        Some(value.as_str().trim().to_owned())
+    })
+}
+
+/// The longest allowed value or alias that the query names as whole words.
+fn from_named_values(parameter: &Parameter, query: &str) -> Option<String> {
+    let haystack = format!(" {} ", crate::similarity::normalize_text(query));
+    parameter
+        .allowed_values
+        .iter()
+        .filter_map(value_text)
+        .chain(parameter.aliases.keys().cloned())
+        .filter(|name| {
+            let needle = crate::similarity::normalize_text(name);
+            !needle.is_empty() && haystack.contains(&format!(" {needle} "))
+        })
+        .max_by_key(|name| name.len())
+}
+
+fn value_text(value: &Value) -> Option<String> {
+    match value {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
+/// Resolve aliases and allowed values, then parse the parameter's type and check bounds.
+fn coerce(parameter: &Parameter, raw: &str) -> Result<Value, String> {
+    let mut text = raw.trim().to_owned();
+    if let Some((_, canonical)) = parameter
+        .aliases
+        .iter()
+        .find(|(alias, _)| alias.eq_ignore_ascii_case(&text))
+    {
+        text = canonical.clone();
+    }
+    if !parameter.allowed_values.is_empty() {
+        let allowed = parameter
+            .allowed_values
+            .iter()
+            .filter_map(value_text)
+            .find(|v| v.eq_ignore_ascii_case(&text));
+        match allowed {
+            Some(canonical) => text = canonical,
+            None => {
+                let choices: Vec<String> =
+                    parameter.allowed_values.iter().filter_map(value_text).collect();
+                return Err(format!("not one of the allowed values: {}", choices.join(", ")));
+            }
+        }
+    }
+    let number = |t: &str| -> Result<f64, String> {
+        t.replace([',', '_'], "")
+            .parse::<f64>()
+            .map_err(|_| format!("`{t}` is not a number"))
+    };
+    let value = match parameter.param_type {
+        ParamType::String | ParamType::Enum => Value::String(text),
+        ParamType::Integer => {
+            let n = number(&text)?;
+            if n.fract() != 0.0 {
+                return Err(format!("`{text}` is not a whole number"));
+            }
+            check_bounds(parameter, n)?;
+            Value::from(n as i64)
+        }
+        ParamType::Number => {
+            let n = number(&text)?;
+            check_bounds(parameter, n)?;
+            serde_json::Number::from_f64(n)
+                .map(Value::Number)
+                .ok_or_else(|| format!("`{text}` is not a finite number"))?
+        }
+        ParamType::Boolean => match text.to_ascii_lowercase().as_str() {
+            "true" | "yes" | "y" | "1" => Value::Bool(true),
+            "false" | "no" | "n" | "0" => Value::Bool(false),
+            _ => return Err(format!("`{text}` is not yes/no")),
+        },
+        ParamType::Date => {
+            let valid = text.len() == 10
+                && text.as_bytes()[4] == b'-'
+                && text.as_bytes()[7] == b'-'
+                && text[..4].parse::<u32>().is_ok()
+                && text[5..7].parse::<u32>().is_ok_and(|m| (1..=12).contains(&m))
+                && text[8..].parse::<u32>().is_ok_and(|d| (1..=31).contains(&d));
+            if !valid {
+                return Err(format!("`{text}` is not a date (YYYY-MM-DD)"));
+            }
+            Value::String(text)
+        }
+    };
+    Ok(value)
+}
+
+fn check_bounds(parameter: &Parameter, n: f64) -> Result<(), String> {
+    if let Some(min) = parameter.min.filter(|&min| n < min) {
+        return Err(format!("{n} is below the minimum {min}"));
+    }
+    if let Some(max) = parameter.max.filter(|&max| n > max) {
+        return Err(format!("{n} is above the maximum {max}"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn template(parameters: &str) -> Template {
+        let yaml = format!(
+            "id: t\ndescription: d\nnl_examples: [x]\nparameters:\n{parameters}"
+        );
+        let value: Value = serde_saphyr::from_str(&yaml).unwrap();
+        serde_json::from_value(value).unwrap()
+    }
+
+    #[test]
+    fn pattern_alias_and_allowed_values() {
+        let t = template(
+            "  - name: department\n    required: true\n    allowed_values: [Engineering, Sales]\n    aliases: {eng: Engineering}\n",
+        );
+        let got = extract(&t, "how many people in eng?", &Map::new());
+        assert_eq!(got.parameters["department"], "Engineering");
+        let got = extract(&t, "headcount of SALES please", &Map::new());
+        assert_eq!(got.parameters["department"], "Sales");
+    }
+
+    #[test]
+    fn missing_required_is_named_and_session_fills_it() {
+        let t = template("  - name: department\n    required: true\n    description: Department name\n");
+        let got = extract(&t, "how many people?", &Map::new());
+        assert_eq!(got.missing[0].name, "department");
+        let mut session = Map::new();
+        session.insert("department".into(), "Sales".into());
+        let got = extract(&t, "how many people?", &session);
+        assert!(got.missing.is_empty());
+        assert_eq!(got.parameters["department"], "Sales");
+    }
+
+    #[test]
+    fn numbers_are_typed_and_bounded() {
+        let t = template(
+            "  - name: limit\n    type: integer\n    min: 1\n    max: 100\n    default: 5\n    extraction_patterns: ['top (\\d[\\d,]*)']\n",
+        );
+        assert_eq!(extract(&t, "top 7 earners", &Map::new()).parameters["limit"], 7);
+        assert_eq!(extract(&t, "best earners", &Map::new()).parameters["limit"], 5);
+        let bad = extract(&t, "top 1,000 earners", &Map::new());
+        assert_eq!(bad.invalid[0].name, "limit");
+        assert!(bad.invalid[0].reason.contains("maximum"), "{:?}", bad.invalid);
+    }
+}
