@@ -1,0 +1,176 @@
+//! The index artifact: round trip, and refusal of corrupt, truncated or mismatched files.
+
+mod common;
+
+use std::sync::Arc;
+
+use switchyard_core::config::{Config, IndexConfig, TemplateScoring, TemplateScoringMethod};
+use switchyard_core::embed::{normalize, Embedder};
+use switchyard_core::index::{load_or_build, Index};
+use switchyard_core::router::Router;
+use switchyard_core::template::Catalog;
+
+fn built() -> (Index, Vec<u8>) {
+    let dir = common::small_catalog();
+    let catalog = Catalog::load(dir.path()).unwrap();
+    let index = Index::build(catalog, common::embedder().as_ref(), &Config::default().index, &|_, _| {}).unwrap();
+    let bytes = index.to_bytes().unwrap();
+    (index, bytes)
+}
+
+fn refused(bytes: &[u8]) -> String {
+    Index::from_bytes(bytes, "s3://bucket/key.idx").err().expect("the artifact is bad").to_string()
+}
+
+#[test]
+fn round_trip_keeps_manifest_catalog_and_scores() {
+    let (index, bytes) = built();
+    let loaded = Index::from_bytes(&bytes, "memory").unwrap();
+    assert_eq!(loaded.manifest, index.manifest);
+    assert_eq!(loaded.catalog, index.catalog);
+    assert_eq!(loaded.manifest.datasources[1].name, "hr");
+    assert_eq!(loaded.manifest.datasources[1].templates, 2);
+    // Two examples + the description per template.
+    assert_eq!(loaded.manifest.datasources[1].vectors, 6);
+    let query = common::embedder().embed_one("how many people work in sales").unwrap();
+    let scoring = Config::default().composite_retrieval.template_scoring;
+    assert_eq!(
+        loaded.partitions[1].search(&query, 2, 64, &scoring),
+        index.partitions[1].search(&query, 2, 64, &scoring)
+    );
+}
+
+#[test]
+fn same_input_builds_same_bytes() {
+    std::env::set_var("SOURCE_DATE_EPOCH", "1700000000");
+    let (_, first) = built();
+    let (_, second) = built();
+    assert_eq!(first, second);
+}
+
+#[test]
+fn flipped_byte_is_a_checksum_mismatch() {
+    let (_, mut bytes) = built();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x40;
+    let message = refused(&bytes);
+    assert!(message.contains("s3://bucket/key.idx") && message.contains("checksum"), "{message}");
+}
+
+#[test]
+fn truncated_artifact_is_refused() {
+    let (_, bytes) = built();
+    for cut in [10, 100, bytes.len() - 1] {
+        let message = refused(&bytes[..cut]);
+        assert!(message.contains("truncated"), "cut at {cut}: {message}");
+    }
+}
+
+#[test]
+fn foreign_file_and_future_version_are_refused() {
+    let message = refused(&[b'{'; 200]);
+    assert!(message.contains("magic"), "{message}");
+    let (_, mut bytes) = built();
+    bytes[8] = 99;
+    let message = refused(&bytes);
+    assert!(message.contains("format version 99"), "{message}");
+}
+
+/// A stand-in embedder of another model, to see the router refuse the index.
+struct OtherModel;
+
+impl Embedder for OtherModel {
+    fn model_id(&self) -> &str {
+        "other/model"
+    }
+    fn dimension(&self) -> usize {
+        8
+    }
+    fn embed(&self, texts: &[&str]) -> switchyard_core::Result<Vec<Vec<f32>>> {
+        Ok(texts.iter().map(|_| vec![0.0; 8]).collect())
+    }
+}
+
+#[test]
+fn index_of_another_model_is_refused_at_start() {
+    let (index, _) = built();
+    let error = Router::new(index, Config::default(), Arc::new(OtherModel), "s3://b/k")
+        .err()
+        .expect("mismatched model")
+        .to_string();
+    assert!(error.contains("s3://b/k") && error.contains("all-MiniLM-L6-v2") && error.contains("other/model"), "{error}");
+}
+
+#[test]
+fn cache_is_reused_and_rebuilt_when_templates_change() {
+    let catalog_dir = common::small_catalog();
+    let cache = tempfile::tempdir().unwrap();
+    let embedder = common::embedder();
+    let config = Config::default().index;
+    let (_, built_now) = load_or_build(catalog_dir.path(), cache.path(), embedder.as_ref(), &config, &|_, _| {}).unwrap();
+    assert!(built_now);
+    let (_, built_again) = load_or_build(catalog_dir.path(), cache.path(), embedder.as_ref(), &config, &|_, _| {}).unwrap();
+    assert!(!built_again, "the cached index is reused");
+    let templates = catalog_dir.path().join("hr/templates.yaml");
+    let text = std::fs::read_to_string(&templates).unwrap();
+    std::fs::write(&templates, text.replace("Top five salaries", "Top ten salaries")).unwrap();
+    let (index, rebuilt) = load_or_build(catalog_dir.path(), cache.path(), embedder.as_ref(), &config, &|_, _| {}).unwrap();
+    assert!(rebuilt, "a template change builds a new index");
+    assert!(index.catalog.datasources[1].templates[1].nl_examples[1].contains("ten"));
+}
+
+/// Noisy copies of a few base directions: clustered like real embeddings.
+fn clustered_vectors(templates: usize, rows: usize, dimension: usize, seed: u64) -> Vec<Vec<Vec<f32>>> {
+    let mut state = seed;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state >> 11) as f32 / (1u64 << 53) as f32 - 0.5
+    };
+    let bases: Vec<Vec<f32>> = (0..40).map(|_| (0..dimension).map(|_| next()).collect()).collect();
+    (0..templates)
+        .map(|t| {
+            let centre: Vec<f32> = bases[t % bases.len()].iter().map(|x| x + 0.6 * next()).collect();
+            (0..rows)
+                .map(|_| {
+                    let mut v: Vec<f32> = centre.iter().map(|x| x + 0.3 * next()).collect();
+                    normalize(&mut v);
+                    v
+                })
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn graph_search_finds_what_an_exact_scan_finds() {
+    let templates = 3000;
+    let dimension = 64;
+    let yaml: String = (0..templates)
+        .map(|t| format!("  - id: t{t}\n    description: template {t}\n    nl_examples: [a, b]\n"))
+        .collect();
+    let dir = common::catalog(&[
+        ("big/datasource.yaml", "name: big\nkind: intent\ndescription: many templates\n"),
+        ("big/templates.yaml", &format!("templates:\n{yaml}")),
+    ]);
+    let catalog = Catalog::load(dir.path()).unwrap();
+    let vectors = vec![clustered_vectors(templates, 3, dimension, 7)];
+    let graph_config = IndexConfig { exact_scan_max_templates: 100, ..Config::default().index };
+    let exact_config = IndexConfig { exact_scan_max_templates: usize::MAX, ..Config::default().index };
+    let graph = Index::from_vectors(catalog.clone(), vectors.clone(), "m", dimension, &graph_config);
+    let exact = Index::from_vectors(catalog, vectors.clone(), "m", dimension, &exact_config);
+    assert!(graph.partitions[0].uses_graph() && !exact.partitions[0].uses_graph());
+
+    let scoring = TemplateScoring { method: TemplateScoringMethod::Max, max_weight: 1.0 };
+    let queries = clustered_vectors(100, 1, dimension, 99);
+    let found = queries
+        .iter()
+        .filter(|q| {
+            let q = &q[0];
+            graph.partitions[0].search(q, 1, 64, &scoring)[0].0
+                == exact.partitions[0].search(q, 1, usize::MAX, &scoring)[0].0
+        })
+        .count();
+    assert!(found >= 95, "top-1 recall of the graph: {found}/100");
+}
