@@ -17,10 +17,19 @@ use switchyard_core::router::{Access, Router, Routing};
 use switchyard_core::template::Catalog;
 
 #[derive(Parser)]
-#[command(name = "switchyard", version, about = "Route plain-language questions to the right datasource and template")]
+#[command(
+    name = "switchyard",
+    version,
+    about = "Route plain-language questions to the right datasource and template"
+)]
 struct Cli {
     /// Catalog folder (one subfolder per datasource).
-    #[arg(long, global = true, default_value = "templates/demo", env = "SWITCHYARD_TEMPLATES")]
+    #[arg(
+        long,
+        global = true,
+        default_value = "templates/demo",
+        env = "SWITCHYARD_TEMPLATES"
+    )]
     templates: PathBuf,
     /// Use this index artifact instead of building or reusing the cached one.
     #[arg(long, global = true, env = "SWITCHYARD_INDEX")]
@@ -91,12 +100,16 @@ fn main() -> Result<()> {
     apply_threads(&config);
 
     match &cli.command {
-        Command::Index { command: IndexCommand::Inspect { file } } => {
+        Command::Index {
+            command: IndexCommand::Inspect { file },
+        } => {
             let index = Index::read(file)?;
             println!("{}", serde_json::to_string_pretty(&index.manifest)?);
             Ok(())
         }
-        Command::Index { command: IndexCommand::Build { out } } => {
+        Command::Index {
+            command: IndexCommand::Build { out },
+        } => {
             let embedder = load_embedder(&config)?;
             let catalog = Catalog::load(&cli.templates)?;
             let start = Instant::now();
@@ -128,7 +141,11 @@ fn main() -> Result<()> {
             }
             Ok(())
         }
-        Command::Eval { dataset, json, latency_samples } => {
+        Command::Eval {
+            dataset,
+            json,
+            latency_samples,
+        } => {
             let router = open_router(&cli, config)?;
             let queries = load_dataset(dataset)?;
             let report = evaluate(&router, &queries, *latency_samples)?;
@@ -220,7 +237,11 @@ fn print_routing(routing: &Routing) {
             m.embedding_score,
             score(m.string_similarity_score),
             score(m.rerank_score),
-            if m.combined_score >= routing.threshold { "" } else { "  (below threshold)" }
+            if m.combined_score >= routing.threshold {
+                ""
+            } else {
+                "  (below threshold)"
+            }
         );
     }
     match routing.selected_match() {
@@ -232,7 +253,11 @@ fn print_routing(routing: &Routing) {
             routing.threshold,
             routing.reason()
         ),
-        None => println!("→ no_match ({}; threshold {:.3})", routing.reason(), routing.threshold),
+        None => println!(
+            "→ no_match ({}; threshold {:.3})",
+            routing.reason(),
+            routing.threshold
+        ),
     }
     println!(
         "timings: embedding {:.2} ms, search {:.3} ms, string {:.3} ms, total {:.2} ms",
@@ -249,8 +274,14 @@ fn print_report(report: &EvalReport) {
         "queries: {} ({} in scope, {} out of scope)",
         report.queries, report.in_scope_queries, report.oos_queries
     );
-    println!("intent accuracy (argmax, in scope): {}", pct(report.intent_accuracy));
-    println!("datasource accuracy (argmax, in scope): {}", pct(report.datasource_accuracy));
+    println!(
+        "intent accuracy (argmax, in scope): {}",
+        pct(report.intent_accuracy)
+    );
+    println!(
+        "datasource accuracy (argmax, in scope): {}",
+        pct(report.datasource_accuracy)
+    );
     println!(
         "at threshold {:.2}: in-scope accuracy {}, out-of-scope recall {}, precision {}",
         report.threshold,
@@ -258,7 +289,10 @@ fn print_report(report: &EvalReport) {
         pct(report.oos_recall),
         pct(report.oos_precision)
     );
-    println!("\n{:>9}  {:>17}  {:>10}  {:>13}", "threshold", "in-scope accuracy", "oos recall", "oos precision");
+    println!(
+        "\n{:>9}  {:>17}  {:>10}  {:>13}",
+        "threshold", "in-scope accuracy", "oos recall", "oos precision"
+    );
     for row in &report.thresholds {
         println!(
             "{:>9.2}  {:>17}  {:>10}  {:>13}",
@@ -270,7 +304,10 @@ fn print_report(report: &EvalReport) {
     }
     println!("\nmost confused (expected → predicted):");
     for pair in &report.confused_pairs {
-        println!("  {:>3}  {} → {}", pair.count, pair.expected, pair.predicted);
+        println!(
+            "  {:>3}  {} → {}",
+            pair.count, pair.expected, pair.predicted
+        );
     }
     let l = &report.latency_ms;
     let s = &report.scoring_latency_ms;

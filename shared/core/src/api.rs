@@ -50,12 +50,18 @@ impl ApiResponse {
 
     fn from_error(e: &Error) -> Self {
         match e {
-            Error::InvalidRequest { field, message } => {
-                ApiResponse::error(400, "invalid_request", Some(field), format!("{field}: {message}"))
-            }
-            Error::UnknownDatasource(_) => {
-                ApiResponse::error(400, "unknown_datasource", Some("datasources"), e.to_string())
-            }
+            Error::InvalidRequest { field, message } => ApiResponse::error(
+                400,
+                "invalid_request",
+                Some(field),
+                format!("{field}: {message}"),
+            ),
+            Error::UnknownDatasource(_) => ApiResponse::error(
+                400,
+                "unknown_datasource",
+                Some("datasources"),
+                e.to_string(),
+            ),
             _ => ApiResponse::error(500, "internal", None, e.to_string()),
         }
     }
@@ -79,7 +85,10 @@ fn parse_query_body(bytes: &[u8]) -> Result<QueryBody, Error> {
         ));
     }
     if bytes.iter().all(u8::is_ascii_whitespace) {
-        return Err(Error::invalid_request("body", "is empty; send a JSON object with a `query`"));
+        return Err(Error::invalid_request(
+            "body",
+            "is empty; send a JSON object with a `query`",
+        ));
     }
     let value: Value = serde_json::from_slice(bytes)
         .map_err(|e| Error::invalid_request("body", format!("is not valid JSON: {e}")))?;
@@ -89,7 +98,10 @@ fn parse_query_body(bytes: &[u8]) -> Result<QueryBody, Error> {
     if let Some(unknown) = object.keys().find(|k| !QUERY_FIELDS.contains(&k.as_str())) {
         return Err(Error::invalid_request(
             unknown,
-            format!("unknown field; known fields are {}", QUERY_FIELDS.join(", ")),
+            format!(
+                "unknown field; known fields are {}",
+                QUERY_FIELDS.join(", ")
+            ),
         ));
     }
     let query = match object.get("query") {
@@ -117,7 +129,12 @@ fn parse_query_body(bytes: &[u8]) -> Result<QueryBody, Error> {
                 .collect::<Option<Vec<_>>>()
                 .ok_or_else(|| Error::invalid_request("datasources", "must be a list of names"))?,
         ),
-        Some(_) => return Err(Error::invalid_request("datasources", "must be a list of names")),
+        Some(_) => {
+            return Err(Error::invalid_request(
+                "datasources",
+                "must be a list of names",
+            ))
+        }
     };
     Ok(QueryBody {
         query,
@@ -173,7 +190,10 @@ impl<I: AdapterInvoker> Api<I> {
         tracing::info!(
             query_chars = body.query.chars().count(),
             session_id = body.session_id.as_deref().unwrap_or(""),
-            selected = routing.selected_match().map(|m| m.template_id.as_str()).unwrap_or(""),
+            selected = routing
+                .selected_match()
+                .map(|m| m.template_id.as_str())
+                .unwrap_or(""),
             score = routing.best().map(|m| m.combined_score).unwrap_or(0.0),
             total_ms = routing.timings.total_ms,
             "routed"
@@ -303,7 +323,12 @@ impl Render<'_> {
     fn stats(&self, access: &Access) -> Value {
         let index = self.0.index();
         let mut adapters = Map::new();
-        for (datasource, manifest) in index.catalog.datasources.iter().zip(&index.manifest.datasources) {
+        for (datasource, manifest) in index
+            .catalog
+            .datasources
+            .iter()
+            .zip(&index.manifest.datasources)
+        {
             if !access.allows(datasource.name()) {
                 continue;
             }
@@ -434,7 +459,6 @@ impl Render<'_> {
             },
         })
     }
-
 }
 
 /// Templates per datasource and the configuration in force, for allowed datasources only.
@@ -453,5 +477,8 @@ fn new_request_id() -> String {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_nanos() as u64)
         .unwrap_or(0);
-    format!("{nanos:016x}-{:04x}", COUNTER.fetch_add(1, Ordering::Relaxed) & 0xffff)
+    format!(
+        "{nanos:016x}-{:04x}",
+        COUNTER.fetch_add(1, Ordering::Relaxed) & 0xffff
+    )
 }

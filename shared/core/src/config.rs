@@ -206,9 +206,15 @@ impl Config {
             );
         }
         for (field, weight) in [
-            ("composite_retrieval.scoring.embedding_weight", c.scoring.embedding_weight),
+            (
+                "composite_retrieval.scoring.embedding_weight",
+                c.scoring.embedding_weight,
+            ),
             ("composite_retrieval.reranking.weight", c.reranking.weight),
-            ("composite_retrieval.string_similarity.weight", c.string_similarity.weight),
+            (
+                "composite_retrieval.string_similarity.weight",
+                c.string_similarity.weight,
+            ),
         ] {
             if !(weight.is_finite() && weight >= 0.0) {
                 return fail(field, "must be a number of at least 0");
@@ -340,8 +346,14 @@ mod tests {
         let config = Config::load(
             Some(&file),
             env(&[
-                ("SWITCHYARD__COMPOSITE_RETRIEVAL__CONFIDENCE_THRESHOLD", "0.65"),
-                ("SWITCHYARD__COMPOSITE_RETRIEVAL__STRING_SIMILARITY__ALGORITHM", "ratio"),
+                (
+                    "SWITCHYARD__COMPOSITE_RETRIEVAL__CONFIDENCE_THRESHOLD",
+                    "0.65",
+                ),
+                (
+                    "SWITCHYARD__COMPOSITE_RETRIEVAL__STRING_SIMILARITY__ALGORITHM",
+                    "ratio",
+                ),
                 ("UNRELATED", "1"),
             ]),
         )
@@ -366,7 +378,10 @@ mod tests {
     fn bad_environment_value_names_field_and_variable() {
         let message = Config::load(
             None,
-            env(&[("SWITCHYARD__COMPOSITE_RETRIEVAL__STRING_SIMILARITY__ALGORITHM", "soundex")]),
+            env(&[(
+                "SWITCHYARD__COMPOSITE_RETRIEVAL__STRING_SIMILARITY__ALGORITHM",
+                "soundex",
+            )]),
         )
         .unwrap_err()
         .to_string();
@@ -381,7 +396,10 @@ mod tests {
     fn out_of_range_threshold_is_refused() {
         let message = Config::load(
             None,
-            env(&[("SWITCHYARD__COMPOSITE_RETRIEVAL__CONFIDENCE_THRESHOLD", "1.5")]),
+            env(&[(
+                "SWITCHYARD__COMPOSITE_RETRIEVAL__CONFIDENCE_THRESHOLD",
+                "1.5",
+            )]),
         )
         .unwrap_err()
         .to_string();

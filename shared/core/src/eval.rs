@@ -181,7 +181,9 @@ pub fn evaluate(
     let row = |threshold: f32| {
         let accepted_correct = in_scope
             .iter()
-            .filter(|(q, p)| p.score >= threshold && p.template.as_deref() == Some(q.intent.as_str()))
+            .filter(|(q, p)| {
+                p.score >= threshold && p.template.as_deref() == Some(q.intent.as_str())
+            })
             .count();
         let rejected: Vec<bool> = queries
             .iter()
@@ -205,7 +207,9 @@ pub fn evaluate(
     for (q, p) in &in_scope {
         if let Some(predicted) = &p.template {
             if predicted != &q.intent {
-                *confusion.entry((q.intent.clone(), predicted.clone())).or_default() += 1;
+                *confusion
+                    .entry((q.intent.clone(), predicted.clone()))
+                    .or_default() += 1;
             }
         }
     }
@@ -252,8 +256,15 @@ mod tests {
     fn bad_dataset_line_is_named() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("d.jsonl");
-        std::fs::write(&path, "{\"text\":\"a\",\"intent\":\"x\",\"domain\":\"d\"}\n{\"text\": 3}\n").unwrap();
+        std::fs::write(
+            &path,
+            "{\"text\":\"a\",\"intent\":\"x\",\"domain\":\"d\"}\n{\"text\": 3}\n",
+        )
+        .unwrap();
         let message = load_dataset(&path).unwrap_err().to_string();
-        assert!(message.contains("d.jsonl") && message.contains("line 2"), "{message}");
+        assert!(
+            message.contains("d.jsonl") && message.contains("line 2"),
+            "{message}"
+        );
     }
 }

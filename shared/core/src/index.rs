@@ -142,7 +142,8 @@ impl Partition {
         self.graph.is_some()
     }
 
-    fn rows(&self, template: usize) -> impl Iterator<Item = &[f32]> {
+    /// The vectors of one template: its examples, then its description.
+    pub fn template_rows(&self, template: usize) -> impl Iterator<Item = &[f32]> {
         let start = self.offsets[template] as usize * self.dimension;
         let end = self.offsets[template + 1] as usize * self.dimension;
         self.vectors[start..end].chunks_exact(self.dimension)
@@ -155,7 +156,7 @@ impl Partition {
     /// The embedding score of one template for a unit query vector.
     pub fn score(&self, template: usize, query: &[f32], scoring: &TemplateScoring) -> f32 {
         let best = || {
-            self.rows(template)
+            self.template_rows(template)
                 .map(|row| dot(query, row))
                 .fold(f32::MIN, f32::max)
         };
@@ -187,9 +188,7 @@ impl Partition {
                     .map(|item| *item.value as usize)
                     .collect()
             }
-            None if self.template_count() <= candidate_pool => {
-                (0..self.template_count()).collect()
-            }
+            None if self.template_count() <= candidate_pool => (0..self.template_count()).collect(),
             None => {
                 let mut by_centroid: Vec<(usize, f32)> = (0..self.template_count())
                     .map(|t| (t, dot(query, self.centroid(t))))
@@ -304,7 +303,8 @@ impl Index {
     /// Serialise to the artifact's bytes.
     pub fn to_bytes(&self) -> Result<Vec<u8>> {
         let manifest = serde_json::to_vec(&self.manifest).expect("a manifest always serialises");
-        let catalog_json = serde_json::to_string(&self.catalog).expect("a catalog always serialises");
+        let catalog_json =
+            serde_json::to_string(&self.catalog).expect("a catalog always serialises");
         let body_bytes = postcard::to_stdvec(&BodyRef {
             catalog_json: &catalog_json,
             partitions: &self.partitions,
@@ -363,9 +363,11 @@ impl Index {
         if bytes.len() < body_len_at + 8 + CHECKSUM_LEN {
             return Err(fail("truncated inside the manifest".into()));
         }
-        let body_len =
-            u64::from_le_bytes(bytes[body_len_at..body_len_at + 8].try_into().expect("8 bytes"))
-                as usize;
+        let body_len = u64::from_le_bytes(
+            bytes[body_len_at..body_len_at + 8]
+                .try_into()
+                .expect("8 bytes"),
+        ) as usize;
         let body_at = body_len_at + 8;
         let expected_len = body_at
             .checked_add(body_len)
@@ -389,7 +391,9 @@ impl Index {
             .map_err(|e| fail(format!("bad catalog: {e}")))?;
 
         if catalog.content_hash() != manifest.templates_hash {
-            return Err(fail("the catalog does not match the manifest's templates_hash".into()));
+            return Err(fail(
+                "the catalog does not match the manifest's templates_hash".into(),
+            ));
         }
         let counts_match = manifest.datasources.len() == body.partitions.len()
             && catalog.datasources.len() == body.partitions.len()
@@ -407,7 +411,9 @@ impl Index {
                         && p.dimension == manifest.dimension
                         && p.vectors.len() % manifest.dimension.max(1) == 0
                         && p.centroids.len() == p.template_count() * manifest.dimension
-                        && p.offsets.last().is_some_and(|&n| n as usize == p.vector_count())
+                        && p.offsets
+                            .last()
+                            .is_some_and(|&n| n as usize == p.vector_count())
                 });
         if !counts_match {
             return Err(fail(
@@ -479,7 +485,9 @@ pub fn cache_path(
         .ok()
         .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
         .unwrap_or_else(|| "catalog".to_owned());
-    cache_dir.join("index").join(format!("{name}-{}.idx", &key[..16]))
+    cache_dir
+        .join("index")
+        .join(format!("{name}-{}.idx", &key[..16]))
 }
 
 /// Load the catalog in `templates_dir`, then reuse its cached index or build and cache one.
@@ -492,7 +500,13 @@ pub fn load_or_build(
     progress: Progress<'_>,
 ) -> Result<(Index, bool)> {
     let catalog = Catalog::load(templates_dir)?;
-    let path = cache_path(cache_dir, templates_dir, &catalog, embedder.model_id(), config);
+    let path = cache_path(
+        cache_dir,
+        templates_dir,
+        &catalog,
+        embedder.model_id(),
+        config,
+    );
     if path.is_file() {
         match Index::read(&path) {
             Ok(index) if index.manifest.templates_hash == catalog.content_hash() => {

@@ -51,7 +51,10 @@ pub struct AdapterResponse {
 /// ([`Error::AdapterUnavailable`], [`Error::AdapterTimeout`], [`Error::AdapterFailed`]);
 /// an adapter's own refusal is a response with status `error`.
 pub trait AdapterInvoker: Send + Sync {
-    fn invoke(&self, request: AdapterRequest) -> impl Future<Output = Result<AdapterResponse>> + Send;
+    fn invoke(
+        &self,
+        request: AdapterRequest,
+    ) -> impl Future<Output = Result<AdapterResponse>> + Send;
 }
 
 /// The local invoker: answers `intent` datasources in-process (the matched intent and its
@@ -130,7 +133,10 @@ impl LocalInvoker {
 }
 
 impl AdapterInvoker for LocalInvoker {
-    fn invoke(&self, request: AdapterRequest) -> impl Future<Output = Result<AdapterResponse>> + Send {
+    fn invoke(
+        &self,
+        request: AdapterRequest,
+    ) -> impl Future<Output = Result<AdapterResponse>> + Send {
         let answer = self.answer(&request);
         async move { answer }
     }

@@ -12,6 +12,7 @@ pub mod invoker;
 pub mod params;
 pub mod router;
 pub mod similarity;
+pub mod synthetic;
 pub mod template;
 
 pub use error::{Error, Result};

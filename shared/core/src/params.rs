@@ -116,9 +116,15 @@ fn coerce(parameter: &Parameter, raw: &str) -> Result<Value, String> {
         match allowed {
             Some(canonical) => text = canonical,
             None => {
-                let choices: Vec<String> =
-                    parameter.allowed_values.iter().filter_map(value_text).collect();
-                return Err(format!("not one of the allowed values: {}", choices.join(", ")));
+                let choices: Vec<String> = parameter
+                    .allowed_values
+                    .iter()
+                    .filter_map(value_text)
+                    .collect();
+                return Err(format!(
+                    "not one of the allowed values: {}",
+                    choices.join(", ")
+                ));
             }
         }
     }
@@ -154,8 +160,12 @@ fn coerce(parameter: &Parameter, raw: &str) -> Result<Value, String> {
                 && text.as_bytes()[4] == b'-'
                 && text.as_bytes()[7] == b'-'
                 && text[..4].parse::<u32>().is_ok()
-                && text[5..7].parse::<u32>().is_ok_and(|m| (1..=12).contains(&m))
-                && text[8..].parse::<u32>().is_ok_and(|d| (1..=31).contains(&d));
+                && text[5..7]
+                    .parse::<u32>()
+                    .is_ok_and(|m| (1..=12).contains(&m))
+                && text[8..]
+                    .parse::<u32>()
+                    .is_ok_and(|d| (1..=31).contains(&d));
             if !valid {
                 return Err(format!("`{text}` is not a date (YYYY-MM-DD)"));
             }
@@ -180,9 +190,7 @@ mod tests {
     use super::*;
 
     fn template(parameters: &str) -> Template {
-        let yaml = format!(
-            "id: t\ndescription: d\nnl_examples: [x]\nparameters:\n{parameters}"
-        );
+        let yaml = format!("id: t\ndescription: d\nnl_examples: [x]\nparameters:\n{parameters}");
         let value: Value = serde_saphyr::from_str(&yaml).unwrap();
         serde_json::from_value(value).unwrap()
     }
@@ -200,7 +208,9 @@ mod tests {
 
     #[test]
     fn missing_required_is_named_and_session_fills_it() {
-        let t = template("  - name: department\n    required: true\n    description: Department name\n");
+        let t = template(
+            "  - name: department\n    required: true\n    description: Department name\n",
+        );
         let got = extract(&t, "how many people?", &Map::new());
         assert_eq!(got.missing[0].name, "department");
         let mut session = Map::new();
@@ -215,10 +225,20 @@ mod tests {
         let t = template(
             "  - name: limit\n    type: integer\n    min: 1\n    max: 100\n    default: 5\n    extraction_patterns: ['top (\\d[\\d,]*)']\n",
         );
-        assert_eq!(extract(&t, "top 7 earners", &Map::new()).parameters["limit"], 7);
-        assert_eq!(extract(&t, "best earners", &Map::new()).parameters["limit"], 5);
+        assert_eq!(
+            extract(&t, "top 7 earners", &Map::new()).parameters["limit"],
+            7
+        );
+        assert_eq!(
+            extract(&t, "best earners", &Map::new()).parameters["limit"],
+            5
+        );
         let bad = extract(&t, "top 1,000 earners", &Map::new());
         assert_eq!(bad.invalid[0].name, "limit");
-        assert!(bad.invalid[0].reason.contains("maximum"), "{:?}", bad.invalid);
+        assert!(
+            bad.invalid[0].reason.contains("maximum"),
+            "{:?}",
+            bad.invalid
+        );
     }
 }

@@ -93,8 +93,14 @@ pub enum RerankStatus {
     Disabled,
     /// Enabled in configuration, but no provider is configured.
     NoProvider,
-    Applied { reranker: String, candidates: usize },
-    Failed { reranker: String, error: String },
+    Applied {
+        reranker: String,
+        candidates: usize,
+    },
+    Failed {
+        reranker: String,
+        error: String,
+    },
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -276,8 +282,10 @@ impl Router {
             let normalized = normalize_text(query);
             let catalog = &self.index.catalog;
             matches.par_iter_mut().for_each(|m| {
-                let template = &catalog.datasources[m.datasource_position].templates[m.template_position];
-                m.string_similarity_score = Some(template_similarity(&normalized, template, strings));
+                let template =
+                    &catalog.datasources[m.datasource_position].templates[m.template_position];
+                m.string_similarity_score =
+                    Some(template_similarity(&normalized, template, strings));
             });
         }
         let string_similarity_ms = ms_since(stage3_start);
@@ -289,9 +297,8 @@ impl Router {
 
         let weights = self.weights(matches!(rerank, RerankStatus::Applied { .. }));
         for m in &mut matches {
-            let total = weights.embedding_weight
-                + weights.rerank_weight
-                + weights.string_similarity_weight;
+            let total =
+                weights.embedding_weight + weights.rerank_weight + weights.string_similarity_weight;
             m.combined_score = (weights.embedding_weight * m.embedding_score
                 + weights.rerank_weight * m.rerank_score.unwrap_or(m.embedding_score)
                 + weights.string_similarity_weight * m.string_similarity_score.unwrap_or(0.0))
@@ -336,7 +343,11 @@ impl Router {
     pub fn weights(&self, rerank_applied: bool) -> Weights {
         let retrieval = &self.config.composite_retrieval;
         let embedding = retrieval.scoring.embedding_weight;
-        let rerank = if rerank_applied { retrieval.reranking.weight } else { 0.0 };
+        let rerank = if rerank_applied {
+            retrieval.reranking.weight
+        } else {
+            0.0
+        };
         let strings = if retrieval.string_similarity.enabled {
             retrieval.string_similarity.weight
         } else {
@@ -359,14 +370,19 @@ impl Router {
             return RerankStatus::NoProvider;
         };
         let mut order: Vec<usize> = (0..matches.len()).collect();
-        order.sort_by(|&a, &b| matches[b].embedding_score.total_cmp(&matches[a].embedding_score));
+        order.sort_by(|&a, &b| {
+            matches[b]
+                .embedding_score
+                .total_cmp(&matches[a].embedding_score)
+        });
         order.truncate(settings.top_candidates);
         let catalog = &self.index.catalog;
         let candidates: Vec<RerankCandidate<'_>> = order
             .iter()
             .map(|&i| {
                 let m = &matches[i];
-                let template = &catalog.datasources[m.datasource_position].templates[m.template_position];
+                let template =
+                    &catalog.datasources[m.datasource_position].templates[m.template_position];
                 RerankCandidate {
                     datasource: &catalog.datasources[m.datasource_position].spec.name,
                     template_id: &template.id,

@@ -61,7 +61,9 @@ pub fn template_similarity(
     for field in &config.compare_fields {
         match field {
             CompareField::Description => texts.push(&template.description),
-            CompareField::NlExamples => texts.extend(template.nl_examples.iter().map(String::as_str)),
+            CompareField::NlExamples => {
+                texts.extend(template.nl_examples.iter().map(String::as_str))
+            }
         }
     }
     if texts.is_empty() {
@@ -87,7 +89,10 @@ mod tests {
 
     #[test]
     fn normalization_drops_punctuation_and_case() {
-        assert_eq!(normalize_text("  What's 15%   of 200? "), "what s 15 of 200");
+        assert_eq!(
+            normalize_text("  What's 15%   of 200? "),
+            "what s 15 of 200"
+        );
     }
 
     #[test]
@@ -97,7 +102,11 @@ mod tests {
             StringAlgorithm::Levenshtein,
             StringAlgorithm::Ratio,
         ] {
-            let close = similarity(algorithm, "how many employees", "how many employees are there");
+            let close = similarity(
+                algorithm,
+                "how many employees",
+                "how many employees are there",
+            );
             let far = similarity(algorithm, "how many employees", "translate hello to french");
             assert!(close > far, "{algorithm:?}: {close} <= {far}");
             assert!((0.0..=1.0).contains(&close));

@@ -346,10 +346,7 @@ fn load_datasource(folder: &Path, seen_ids: &mut HashMap<String, PathBuf>) -> Re
             &spec_path,
             None,
             "name",
-            format!(
-                "`{}` must equal the folder name `{folder_name}`",
-                spec.name
-            ),
+            format!("`{}` must equal the folder name `{folder_name}`", spec.name),
         ));
     }
     if spec.description.trim().is_empty() {
@@ -366,7 +363,9 @@ fn load_datasource(folder: &Path, seen_ids: &mut HashMap<String, PathBuf>) -> Re
         .filter_map(|entry| entry.ok().map(|e| e.path()))
         .filter(|path| {
             path.is_file()
-                && path.extension().is_some_and(|ext| ext == "yaml" || ext == "yml")
+                && path
+                    .extension()
+                    .is_some_and(|ext| ext == "yaml" || ext == "yml")
                 && path.file_name().is_some_and(|n| n != DATASOURCE_FILE)
         })
         .collect();
@@ -445,7 +444,11 @@ fn validate_template(template: &Template, kind: DatasourceKind, file: &Path) -> 
             "must list at least one example question".into(),
         );
     }
-    if let Some(position) = template.nl_examples.iter().position(|e| e.trim().is_empty()) {
+    if let Some(position) = template
+        .nl_examples
+        .iter()
+        .position(|e| e.trim().is_empty())
+    {
         return fail(
             &format!("nl_examples[{position}]"),
             "must not be empty".into(),

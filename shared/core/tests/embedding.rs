@@ -41,7 +41,11 @@ fn vectors_match_sentence_transformers_to_1e5() {
             .zip(vector)
             .map(|(a, b)| (a - b).abs())
             .fold(0.0f32, f32::max);
-        assert!(drift < 1e-5, "{:?}: batched and single differ by {drift}", item.text);
+        assert!(
+            drift < 1e-5,
+            "{:?}: batched and single differ by {drift}",
+            item.text
+        );
     }
 }
 

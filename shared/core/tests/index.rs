@@ -13,13 +13,22 @@ use switchyard_core::template::Catalog;
 fn built() -> (Index, Vec<u8>) {
     let dir = common::small_catalog();
     let catalog = Catalog::load(dir.path()).unwrap();
-    let index = Index::build(catalog, common::embedder().as_ref(), &Config::default().index, &|_, _| {}).unwrap();
+    let index = Index::build(
+        catalog,
+        common::embedder().as_ref(),
+        &Config::default().index,
+        &|_, _| {},
+    )
+    .unwrap();
     let bytes = index.to_bytes().unwrap();
     (index, bytes)
 }
 
 fn refused(bytes: &[u8]) -> String {
-    Index::from_bytes(bytes, "s3://bucket/key.idx").err().expect("the artifact is bad").to_string()
+    Index::from_bytes(bytes, "s3://bucket/key.idx")
+        .err()
+        .expect("the artifact is bad")
+        .to_string()
 }
 
 #[test]
@@ -32,7 +41,9 @@ fn round_trip_keeps_manifest_catalog_and_scores() {
     assert_eq!(loaded.manifest.datasources[1].templates, 2);
     // Two examples + the description per template.
     assert_eq!(loaded.manifest.datasources[1].vectors, 6);
-    let query = common::embedder().embed_one("how many people work in sales").unwrap();
+    let query = common::embedder()
+        .embed_one("how many people work in sales")
+        .unwrap();
     let scoring = Config::default().composite_retrieval.template_scoring;
     assert_eq!(
         loaded.partitions[1].search(&query, 2, 64, &scoring),
@@ -54,7 +65,10 @@ fn flipped_byte_is_a_checksum_mismatch() {
     let middle = bytes.len() / 2;
     bytes[middle] ^= 0x40;
     let message = refused(&bytes);
-    assert!(message.contains("s3://bucket/key.idx") && message.contains("checksum"), "{message}");
+    assert!(
+        message.contains("s3://bucket/key.idx") && message.contains("checksum"),
+        "{message}"
+    );
 }
 
 #[test]
@@ -98,7 +112,12 @@ fn index_of_another_model_is_refused_at_start() {
         .err()
         .expect("mismatched model")
         .to_string();
-    assert!(error.contains("s3://b/k") && error.contains("all-MiniLM-L6-v2") && error.contains("other/model"), "{error}");
+    assert!(
+        error.contains("s3://b/k")
+            && error.contains("all-MiniLM-L6-v2")
+            && error.contains("other/model"),
+        "{error}"
+    );
 }
 
 #[test]
@@ -107,20 +126,50 @@ fn cache_is_reused_and_rebuilt_when_templates_change() {
     let cache = tempfile::tempdir().unwrap();
     let embedder = common::embedder();
     let config = Config::default().index;
-    let (_, built_now) = load_or_build(catalog_dir.path(), cache.path(), embedder.as_ref(), &config, &|_, _| {}).unwrap();
+    let (_, built_now) = load_or_build(
+        catalog_dir.path(),
+        cache.path(),
+        embedder.as_ref(),
+        &config,
+        &|_, _| {},
+    )
+    .unwrap();
     assert!(built_now);
-    let (_, built_again) = load_or_build(catalog_dir.path(), cache.path(), embedder.as_ref(), &config, &|_, _| {}).unwrap();
+    let (_, built_again) = load_or_build(
+        catalog_dir.path(),
+        cache.path(),
+        embedder.as_ref(),
+        &config,
+        &|_, _| {},
+    )
+    .unwrap();
     assert!(!built_again, "the cached index is reused");
     let templates = catalog_dir.path().join("hr/templates.yaml");
     let text = std::fs::read_to_string(&templates).unwrap();
-    std::fs::write(&templates, text.replace("Top five salaries", "Top ten salaries")).unwrap();
-    let (index, rebuilt) = load_or_build(catalog_dir.path(), cache.path(), embedder.as_ref(), &config, &|_, _| {}).unwrap();
+    std::fs::write(
+        &templates,
+        text.replace("Top five salaries", "Top ten salaries"),
+    )
+    .unwrap();
+    let (index, rebuilt) = load_or_build(
+        catalog_dir.path(),
+        cache.path(),
+        embedder.as_ref(),
+        &config,
+        &|_, _| {},
+    )
+    .unwrap();
     assert!(rebuilt, "a template change builds a new index");
     assert!(index.catalog.datasources[1].templates[1].nl_examples[1].contains("ten"));
 }
 
 /// Noisy copies of a few base directions: clustered like real embeddings.
-fn clustered_vectors(templates: usize, rows: usize, dimension: usize, seed: u64) -> Vec<Vec<Vec<f32>>> {
+fn clustered_vectors(
+    templates: usize,
+    rows: usize,
+    dimension: usize,
+    seed: u64,
+) -> Vec<Vec<Vec<f32>>> {
     let mut state = seed;
     let mut next = move || {
         state ^= state << 13;
@@ -128,10 +177,15 @@ fn clustered_vectors(templates: usize, rows: usize, dimension: usize, seed: u64)
         state ^= state << 17;
         (state >> 11) as f32 / (1u64 << 53) as f32 - 0.5
     };
-    let bases: Vec<Vec<f32>> = (0..40).map(|_| (0..dimension).map(|_| next()).collect()).collect();
+    let bases: Vec<Vec<f32>> = (0..40)
+        .map(|_| (0..dimension).map(|_| next()).collect())
+        .collect();
     (0..templates)
         .map(|t| {
-            let centre: Vec<f32> = bases[t % bases.len()].iter().map(|x| x + 0.6 * next()).collect();
+            let centre: Vec<f32> = bases[t % bases.len()]
+                .iter()
+                .map(|x| x + 0.6 * next())
+                .collect();
             (0..rows)
                 .map(|_| {
                     let mut v: Vec<f32> = centre.iter().map(|x| x + 0.3 * next()).collect();
@@ -151,18 +205,36 @@ fn graph_search_finds_what_an_exact_scan_finds() {
         .map(|t| format!("  - id: t{t}\n    description: template {t}\n    nl_examples: [a, b]\n"))
         .collect();
     let dir = common::catalog(&[
-        ("big/datasource.yaml", "name: big\nkind: intent\ndescription: many templates\n"),
+        (
+            "big/datasource.yaml",
+            "name: big\nkind: intent\ndescription: many templates\n",
+        ),
         ("big/templates.yaml", &format!("templates:\n{yaml}")),
     ]);
     let catalog = Catalog::load(dir.path()).unwrap();
     let vectors = vec![clustered_vectors(templates, 3, dimension, 7)];
-    let graph_config = IndexConfig { exact_scan_max_templates: 100, ..Config::default().index };
-    let exact_config = IndexConfig { exact_scan_max_templates: usize::MAX, ..Config::default().index };
-    let graph = Index::from_vectors(catalog.clone(), vectors.clone(), "m", dimension, &graph_config);
+    let graph_config = IndexConfig {
+        exact_scan_max_templates: 100,
+        ..Config::default().index
+    };
+    let exact_config = IndexConfig {
+        exact_scan_max_templates: usize::MAX,
+        ..Config::default().index
+    };
+    let graph = Index::from_vectors(
+        catalog.clone(),
+        vectors.clone(),
+        "m",
+        dimension,
+        &graph_config,
+    );
     let exact = Index::from_vectors(catalog, vectors.clone(), "m", dimension, &exact_config);
     assert!(graph.partitions[0].uses_graph() && !exact.partitions[0].uses_graph());
 
-    let scoring = TemplateScoring { method: TemplateScoringMethod::Max, max_weight: 1.0 };
+    let scoring = TemplateScoring {
+        method: TemplateScoringMethod::Max,
+        max_weight: 1.0,
+    };
     let queries = clustered_vectors(100, 1, dimension, 99);
     let found = queries
         .iter()

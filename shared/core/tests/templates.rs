@@ -8,7 +8,9 @@ use switchyard_core::template::Catalog;
 
 fn load_error(files: &[(&str, &str)]) -> String {
     let dir = catalog(files);
-    Catalog::load(dir.path()).err().expect("the catalog is invalid").to_string()
+    Catalog::load(dir.path())
+        .expect_err("the catalog is invalid")
+        .to_string()
 }
 
 fn assert_names(message: &str, parts: &[&str]) {
@@ -25,29 +27,50 @@ fn valid_catalog_loads_in_folder_order() {
     assert_eq!(names, ["assistant", "hr"]);
     assert_eq!(catalog.template_count(), 4);
     // The hash is stable and changes with the content.
-    assert_eq!(catalog.content_hash(), Catalog::load(dir.path()).unwrap().content_hash());
+    assert_eq!(
+        catalog.content_hash(),
+        Catalog::load(dir.path()).unwrap().content_hash()
+    );
     let changed = common::catalog(&[
         ("assistant/datasource.yaml", ASSISTANT_DATASOURCE),
-        ("assistant/templates.yaml", &ASSISTANT_TEMPLATES.replace("Paris", "Rome")),
+        (
+            "assistant/templates.yaml",
+            &ASSISTANT_TEMPLATES.replace("Paris", "Rome"),
+        ),
         ("hr/datasource.yaml", HR_DATASOURCE),
         ("hr/templates.yaml", HR_TEMPLATES),
     ]);
-    assert_ne!(catalog.content_hash(), Catalog::load(changed.path()).unwrap().content_hash());
+    assert_ne!(
+        catalog.content_hash(),
+        Catalog::load(changed.path()).unwrap().content_hash()
+    );
 }
 
 #[test]
 fn unknown_template_field_names_file_template_and_field() {
     let message = load_error(&[
         ("hr/datasource.yaml", HR_DATASOURCE),
-        ("hr/templates.yaml", &HR_TEMPLATES.replace("    sql_template: SELECT name", "    colour: blue\n    sql_template: SELECT name")),
+        (
+            "hr/templates.yaml",
+            &HR_TEMPLATES.replace(
+                "    sql_template: SELECT name",
+                "    colour: blue\n    sql_template: SELECT name",
+            ),
+        ),
     ]);
-    assert_names(&message, &["hr/templates.yaml", "template `top_earners`", "colour"]);
+    assert_names(
+        &message,
+        &["hr/templates.yaml", "template `top_earners`", "colour"],
+    );
 }
 
 #[test]
 fn unknown_datasource_field_is_named() {
     let message = load_error(&[
-        ("hr/datasource.yaml", "name: hr\nkind: sql\ndescription: x\nhost: db\n"),
+        (
+            "hr/datasource.yaml",
+            "name: hr\nkind: sql\ndescription: x\nhost: db\n",
+        ),
         ("hr/templates.yaml", HR_TEMPLATES),
     ]);
     assert_names(&message, &["hr/datasource.yaml", "host"]);
@@ -57,9 +80,19 @@ fn unknown_datasource_field_is_named() {
 fn wrong_type_names_the_field_path() {
     let message = load_error(&[
         ("hr/datasource.yaml", HR_DATASOURCE),
-        ("hr/templates.yaml", &HR_TEMPLATES.replace("        required: true", "        required: [1]")),
+        (
+            "hr/templates.yaml",
+            &HR_TEMPLATES.replace("        required: true", "        required: [1]"),
+        ),
     ]);
-    assert_names(&message, &["hr/templates.yaml", "employees_by_department", "parameters[0].required"]);
+    assert_names(
+        &message,
+        &[
+            "hr/templates.yaml",
+            "employees_by_department",
+            "parameters[0].required",
+        ],
+    );
 }
 
 #[test]
@@ -67,28 +100,61 @@ fn duplicate_ids_name_both_files() {
     let message = load_error(&[
         ("hr/datasource.yaml", HR_DATASOURCE),
         ("hr/templates.yaml", HR_TEMPLATES),
-        ("hr2/datasource.yaml", &HR_DATASOURCE.replace("name: hr", "name: hr2")),
+        (
+            "hr2/datasource.yaml",
+            &HR_DATASOURCE.replace("name: hr", "name: hr2"),
+        ),
         ("hr2/templates.yaml", HR_TEMPLATES),
     ]);
-    assert_names(&message, &["hr2/templates.yaml", "employees_by_department", "id", "duplicate", "hr/templates.yaml"]);
+    assert_names(
+        &message,
+        &[
+            "hr2/templates.yaml",
+            "employees_by_department",
+            "id",
+            "duplicate",
+            "hr/templates.yaml",
+        ],
+    );
 }
 
 #[test]
 fn empty_nl_examples_are_refused() {
     let message = load_error(&[
         ("assistant/datasource.yaml", ASSISTANT_DATASOURCE),
-        ("assistant/templates.yaml", "templates:\n  - id: weather\n    description: Weather\n    nl_examples: []\n"),
+        (
+            "assistant/templates.yaml",
+            "templates:\n  - id: weather\n    description: Weather\n    nl_examples: []\n",
+        ),
     ]);
-    assert_names(&message, &["assistant/templates.yaml", "template `weather`", "nl_examples"]);
+    assert_names(
+        &message,
+        &[
+            "assistant/templates.yaml",
+            "template `weather`",
+            "nl_examples",
+        ],
+    );
 }
 
 #[test]
 fn bad_regex_names_the_pattern() {
     let message = load_error(&[
         ("assistant/datasource.yaml", ASSISTANT_DATASOURCE),
-        ("assistant/templates.yaml", &ASSISTANT_TEMPLATES.replace(r"(?i)\bin ([A-Z][a-z]+)", "in (unclosed")),
+        (
+            "assistant/templates.yaml",
+            &ASSISTANT_TEMPLATES.replace(r"(?i)\bin ([A-Z][a-z]+)", "in (unclosed"),
+        ),
     ]);
-    assert_names(&message, &["assistant/templates.yaml", "template `weather`", "parameters[0].extraction_patterns[0]", "bad regex"]);
+    assert_names(
+        &message,
+        &[
+            "assistant/templates.yaml",
+            "template `weather`",
+            "parameters[0].extraction_patterns[0]",
+            "bad regex",
+        ],
+    );
 }
 
 #[test]
@@ -105,7 +171,9 @@ fn datasource_without_template_files_is_refused() {
 
 #[test]
 fn missing_catalog_folder_is_named() {
-    let message = Catalog::load(std::path::Path::new("/no/such/catalog")).unwrap_err().to_string();
+    let message = Catalog::load(std::path::Path::new("/no/such/catalog"))
+        .unwrap_err()
+        .to_string();
     assert_names(&message, &["/no/such/catalog"]);
 }
 
@@ -115,7 +183,10 @@ fn datasource_name_must_match_its_folder() {
         ("people/datasource.yaml", HR_DATASOURCE),
         ("people/templates.yaml", HR_TEMPLATES),
     ]);
-    assert_names(&message, &["people/datasource.yaml", "name", "`hr`", "`people`"]);
+    assert_names(
+        &message,
+        &["people/datasource.yaml", "name", "`hr`", "`people`"],
+    );
 }
 
 #[test]
@@ -131,9 +202,20 @@ fn intent_templates_have_no_body() {
 fn sql_templates_need_their_body() {
     let message = load_error(&[
         ("hr/datasource.yaml", HR_DATASOURCE),
-        ("hr/templates.yaml", "templates:\n  - id: count\n    description: Count\n    nl_examples: [how many?]\n"),
+        (
+            "hr/templates.yaml",
+            "templates:\n  - id: count\n    description: Count\n    nl_examples: [how many?]\n",
+        ),
     ]);
-    assert_names(&message, &["hr/templates.yaml", "template `count`", "sql_template", "required"]);
+    assert_names(
+        &message,
+        &[
+            "hr/templates.yaml",
+            "template `count`",
+            "sql_template",
+            "required",
+        ],
+    );
 }
 
 #[test]
@@ -148,7 +230,11 @@ fn broken_yaml_names_the_file() {
 #[test]
 fn shipped_catalogs_load() {
     let root = common::repo_root().join("templates");
-    for (name, datasources, templates) in [("demo", 3, 36), ("clinc150", 10, 150), ("clinc150-5", 10, 150)] {
+    for (name, datasources, templates) in [
+        ("demo", 3, 36),
+        ("clinc150", 10, 150),
+        ("clinc150-5", 10, 150),
+    ] {
         let catalog = Catalog::load(&root.join(name)).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(catalog.datasources.len(), datasources, "{name}");
         assert_eq!(catalog.template_count(), templates, "{name}");

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Set up and run the local API on the embedded defaults (the demo catalog), ask it a
+# sample question, then keep serving on http://127.0.0.1:${PORT:-8080} until Ctrl-C.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+PORT="${PORT:-8080}"
+
+./infra/scripts/fetch-model.sh
+cargo build -p switchyard-cli
+./target/debug/switchyard serve --port "$PORT" &
+server=$!
+trap 'kill $server 2>/dev/null || true' EXIT INT TERM
+
+for _ in $(seq 1 120); do
+  curl -fsS "http://127.0.0.1:$PORT/v1/health" >/dev/null 2>&1 && break
+  sleep 1
+done
+
+ask() {
+  echo
+  echo "\$ curl -s -X POST http://127.0.0.1:$PORT$1 -d '$2'"
+  curl -s -X POST "http://127.0.0.1:$PORT$1" -H 'content-type: application/json' -d "$2" | python3 -m json.tool
+}
+ask /v1/route '{"query": "How many employees work in Engineering?"}'
+ask /v1/query '{"query": "What is 15% of 200?"}'
+echo
+echo "Serving on http://127.0.0.1:$PORT (POST /v1/query, POST /v1/route, GET /v1/stats, GET /v1/health). Ctrl-C stops."
+wait $server

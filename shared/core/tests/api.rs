@@ -1,0 +1,458 @@
+//! The router and the transport-independent API on a small catalog with the real model.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+use switchyard_core::api::{Api, ApiRequest, ApiResponse};
+use switchyard_core::config::Config;
+use switchyard_core::index::Index;
+use switchyard_core::invoker::LocalInvoker;
+use switchyard_core::router::{Access, RerankCandidate, RerankStatus, Reranker, Router};
+use switchyard_core::template::Catalog;
+use switchyard_core::Error;
+
+fn config_with(pairs: &[(&str, &str)]) -> Config {
+    Config::load(
+        None,
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())),
+    )
+    .unwrap()
+}
+
+fn router_for(dir: &std::path::Path, config: Config) -> Router {
+    let catalog = Catalog::load(dir).unwrap();
+    let embedder = common::embedder();
+    let index = Index::build(catalog, embedder.as_ref(), &config.index, &|_, _| {}).unwrap();
+    Router::new(index, config, embedder, "test").unwrap()
+}
+
+fn small_router(config: Config) -> Router {
+    router_for(common::small_catalog().path(), config)
+}
+
+fn api(config: Config) -> Api<LocalInvoker> {
+    let router = small_router(config);
+    let invoker = LocalInvoker::new(router.index().catalog.clone());
+    Api::new(router, invoker)
+}
+
+fn call(api: &Api<LocalInvoker>, method: &str, path: &str, body: &str) -> ApiResponse {
+    call_as(api, method, path, body, Access::All)
+}
+
+fn call_as(
+    api: &Api<LocalInvoker>,
+    method: &str,
+    path: &str,
+    body: &str,
+    access: Access,
+) -> ApiResponse {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    runtime.block_on(api.handle(ApiRequest {
+        method: method.into(),
+        path: path.into(),
+        body: body.as_bytes().to_vec(),
+        access,
+    }))
+}
+
+fn assert_bad_request(response: &ApiResponse, field: &str) {
+    assert_eq!(response.status, 400, "{}", response.body);
+    assert_eq!(response.body["error"]["field"], field, "{}", response.body);
+    let message = response.body["error"]["message"].as_str().unwrap();
+    assert!(message.contains(field), "{message}");
+}
+
+#[test]
+fn routes_to_the_right_datasource_and_template() {
+    let router = small_router(Config::default());
+    let routing = router
+        .route("How many employees work in Engineering?", &Access::All)
+        .unwrap();
+    let selected = routing.selected_match().expect("above threshold");
+    assert_eq!(
+        (selected.datasource.as_str(), selected.template_id.as_str()),
+        ("hr", "employees_by_department")
+    );
+    assert_eq!(routing.adapters_searched, ["assistant", "hr"]);
+    assert!(selected.string_similarity_score.is_some());
+    let routing = router
+        .route("remind me to feed the cat", &Access::All)
+        .unwrap();
+    assert_eq!(
+        routing.selected_match().unwrap().template_id,
+        "set_reminder"
+    );
+}
+
+#[test]
+fn weights_renormalise_over_enabled_stages() {
+    let both = small_router(Config::default());
+    let w = both.weights(false);
+    assert!((w.embedding_weight + w.string_similarity_weight - 1.0).abs() < 1e-6);
+    assert_eq!(w.rerank_weight, 0.0);
+    let embedding_only = small_router(config_with(&[(
+        "SWITCHYARD__COMPOSITE_RETRIEVAL__STRING_SIMILARITY__ENABLED",
+        "false",
+    )]));
+    let routing = embedding_only
+        .route("Will it rain tomorrow?", &Access::All)
+        .unwrap();
+    assert_eq!(routing.weights.embedding_weight, 1.0);
+    for m in &routing.matches {
+        assert_eq!(m.combined_score, m.embedding_score);
+        assert_eq!(m.string_similarity_score, None);
+    }
+}
+
+#[test]
+fn ties_go_to_the_earlier_datasource() {
+    let same = "templates:\n  - id: ID\n    description: Count the employees\n    nl_examples: [How many employees are there?]\n";
+    let dir = common::catalog(&[
+        (
+            "alpha/datasource.yaml",
+            "name: alpha\nkind: intent\ndescription: first\n",
+        ),
+        ("alpha/templates.yaml", &same.replace("ID", "count_a")),
+        (
+            "beta/datasource.yaml",
+            "name: beta\nkind: intent\ndescription: second\n",
+        ),
+        ("beta/templates.yaml", &same.replace("ID", "count_b")),
+    ]);
+    let router = router_for(dir.path(), Config::default());
+    let routing = router
+        .route("how many employees are there", &Access::All)
+        .unwrap();
+    assert_eq!(
+        routing.matches[0].combined_score,
+        routing.matches[1].combined_score
+    );
+    assert_eq!(routing.matches[0].datasource, "alpha");
+}
+
+struct FixedReranker(Result<Vec<f32>, String>);
+
+impl Reranker for FixedReranker {
+    fn id(&self) -> &str {
+        "fixed"
+    }
+    fn rerank(
+        &self,
+        _query: &str,
+        candidates: &[RerankCandidate<'_>],
+    ) -> switchyard_core::Result<Vec<f32>> {
+        match &self.0 {
+            Ok(scores) => Ok(scores
+                .iter()
+                .copied()
+                .cycle()
+                .take(candidates.len())
+                .collect()),
+            Err(message) => Err(Error::Rerank {
+                reranker: "fixed".into(),
+                message: message.clone(),
+            }),
+        }
+    }
+}
+
+#[test]
+fn reranker_scores_are_weighed_and_failures_degrade() {
+    let enabled = [(
+        "SWITCHYARD__COMPOSITE_RETRIEVAL__RERANKING__ENABLED",
+        "true",
+    )];
+    let no_provider = small_router(config_with(&enabled));
+    let routing = no_provider
+        .route("Will it rain tomorrow?", &Access::All)
+        .unwrap();
+    assert_eq!(routing.rerank, RerankStatus::NoProvider);
+
+    let working =
+        small_router(config_with(&enabled)).with_reranker(Arc::new(FixedReranker(Ok(vec![1.0]))));
+    let routing = working
+        .route("Will it rain tomorrow?", &Access::All)
+        .unwrap();
+    assert!(
+        matches!(routing.rerank, RerankStatus::Applied { .. }),
+        "{:?}",
+        routing.rerank
+    );
+    assert!(routing.weights.rerank_weight > 0.0);
+    assert!(routing.matches.iter().any(|m| m.rerank_score == Some(1.0)));
+
+    let failing = small_router(config_with(&enabled))
+        .with_reranker(Arc::new(FixedReranker(Err("HTTP 503".into()))));
+    let routing = failing
+        .route("Will it rain tomorrow?", &Access::All)
+        .unwrap();
+    match &routing.rerank {
+        RerankStatus::Failed { error, .. } => assert!(error.contains("HTTP 503")),
+        other => panic!("expected a failure, got {other:?}"),
+    }
+    assert_eq!(routing.weights.rerank_weight, 0.0);
+    assert_eq!(routing.selected_match().unwrap().template_id, "weather");
+}
+
+#[test]
+fn a_caller_sees_only_its_datasources() {
+    let api = api(Config::default());
+    let only_assistant = Access::Only(BTreeSet::from(["assistant".to_owned()]));
+    let routing = api
+        .router()
+        .route("How many employees work in Engineering?", &only_assistant)
+        .unwrap();
+    assert!(routing.matches.iter().all(|m| m.datasource == "assistant"));
+    assert_eq!(routing.adapters_searched, ["assistant"]);
+
+    let response = call_as(
+        &api,
+        "POST",
+        "/v1/route",
+        r#"{"query": "How many employees work in Engineering?"}"#,
+        only_assistant.clone(),
+    );
+    assert!(!response
+        .body
+        .to_string()
+        .contains("employees_by_department"));
+    let response = call_as(&api, "GET", "/v1/stats", "", only_assistant.clone());
+    assert_eq!(response.body["child_adapter_count"], 1);
+    assert!(response.body["child_adapters"].get("hr").is_none());
+    let response = call_as(
+        &api,
+        "POST",
+        "/v1/query",
+        r#"{"query": "How many employees?", "datasources": ["hr"]}"#,
+        only_assistant,
+    );
+    assert_eq!(response.status, 400);
+    assert_eq!(response.body["error"]["code"], "unknown_datasource");
+}
+
+#[test]
+fn bad_requests_name_the_field() {
+    let api = api(Config::default());
+    assert_bad_request(&call(&api, "POST", "/v1/query", ""), "body");
+    assert_bad_request(&call(&api, "POST", "/v1/query", "{not json"), "body");
+    assert_bad_request(&call(&api, "POST", "/v1/query", "[1, 2]"), "body");
+    assert_bad_request(&call(&api, "POST", "/v1/query", "{}"), "query");
+    assert_bad_request(
+        &call(&api, "POST", "/v1/query", r#"{"query": "   "}"#),
+        "query",
+    );
+    assert_bad_request(
+        &call(&api, "POST", "/v1/query", r#"{"query": 42}"#),
+        "query",
+    );
+    assert_bad_request(
+        &call(&api, "POST", "/v1/route", r#"{"query": "hi", "limit": 3}"#),
+        "limit",
+    );
+    assert_bad_request(
+        &call(
+            &api,
+            "POST",
+            "/v1/query",
+            r#"{"query": "hi", "session_id": 7}"#,
+        ),
+        "session_id",
+    );
+    assert_bad_request(
+        &call(
+            &api,
+            "POST",
+            "/v1/query",
+            r#"{"query": "hi", "datasources": "hr"}"#,
+        ),
+        "datasources",
+    );
+    let long = json!({ "query": "a".repeat(2001) }).to_string();
+    let response = call(&api, "POST", "/v1/query", &long);
+    assert_bad_request(&response, "query");
+    assert!(response.body["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("2000"));
+    let huge = json!({ "query": "x", "session_id": "y".repeat(100_000) }).to_string();
+    assert_bad_request(&call(&api, "POST", "/v1/query", &huge), "body");
+    let response = call(
+        &api,
+        "POST",
+        "/v1/query",
+        r#"{"query": "hi", "datasources": ["payroll"]}"#,
+    );
+    assert_eq!(response.status, 400);
+    assert!(response.body["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("payroll"));
+    assert_eq!(call(&api, "GET", "/v1/query", "").status, 405);
+    assert_eq!(call(&api, "GET", "/v2/nothing", "").status, 404);
+}
+
+#[test]
+fn intent_queries_answer_with_parameters_and_metadata() {
+    let api = api(Config::default());
+    let response = call(
+        &api,
+        "POST",
+        "/v1/query",
+        r#"{"query": "Remind me to water the plants", "session_id": "s1"}"#,
+    );
+    assert_eq!(response.status, 200, "{}", response.body);
+    let body = &response.body;
+    assert_eq!(body["status"], "ok");
+    assert_eq!(body["parameters"]["task"], "water the plants");
+    let routing = &body["metadata"]["composite_routing"];
+    assert_eq!(routing["selected_adapter"], "assistant");
+    assert_eq!(routing["template_id"], "set_reminder");
+    assert_eq!(routing["adapters_searched"], json!(["assistant", "hr"]));
+    assert!(routing["total_matches_found"].as_u64().unwrap() >= 2);
+    let stages = &routing["multistage_scoring"];
+    assert_eq!(stages["enabled"], true);
+    for key in [
+        "combined_score",
+        "embedding_score",
+        "string_similarity_score",
+    ] {
+        assert!(stages[key].is_number(), "{key}: {stages}");
+    }
+    assert!(stages["rerank_score"].is_null());
+    assert_eq!(body["confidence"], stages["combined_score"]);
+    assert!(stages["scoring_details"]["embedding_weight"].is_number());
+}
+
+#[test]
+fn missing_required_parameter_asks_for_it() {
+    let api = api(Config::default());
+    let response = call(
+        &api,
+        "POST",
+        "/v1/query",
+        r#"{"query": "set a reminder please"}"#,
+    );
+    assert_eq!(
+        response.body["status"], "needs_clarification",
+        "{}",
+        response.body
+    );
+    assert_eq!(response.body["missing"][0]["name"], "task");
+    assert!(response.body["content"]
+        .as_str()
+        .unwrap()
+        .contains("What to be reminded of"));
+}
+
+#[test]
+fn kinds_without_an_adapter_answer_501_with_routing() {
+    let api = api(Config::default());
+    let response = call(
+        &api,
+        "POST",
+        "/v1/query",
+        r#"{"query": "How many employees work in Engineering?"}"#,
+    );
+    assert_eq!(response.status, 501, "{}", response.body);
+    assert_eq!(response.body["error"]["code"], "adapter_unavailable");
+    let message = response.body["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("`hr`") && message.contains("`sql`"),
+        "{message}"
+    );
+    assert_eq!(
+        response.body["metadata"]["composite_routing"]["template_id"],
+        "employees_by_department"
+    );
+}
+
+#[test]
+fn below_threshold_is_no_match_with_three_suggestions() {
+    let api = api(config_with(&[(
+        "SWITCHYARD__COMPOSITE_RETRIEVAL__CONFIDENCE_THRESHOLD",
+        "0.99",
+    )]));
+    let response = call(
+        &api,
+        "POST",
+        "/v1/query",
+        r#"{"query": "What is the capital of Peru?"}"#,
+    );
+    assert_eq!(response.status, 200);
+    assert_eq!(response.body["status"], "no_match");
+    let suggestions = response.body["suggestions"].as_array().unwrap();
+    assert_eq!(suggestions.len(), 3);
+    let scores: Vec<f64> = suggestions
+        .iter()
+        .map(|s| s["score"].as_f64().unwrap())
+        .collect();
+    assert!(scores.windows(2).all(|w| w[0] >= w[1]), "{scores:?}");
+    let report = call(
+        &api,
+        "POST",
+        "/v1/route",
+        r#"{"query": "What is the capital of Peru?"}"#,
+    )
+    .body;
+    assert_eq!(
+        report["routing_decision"]["reason"],
+        "best_score_below_threshold"
+    );
+    assert!(report["routing_decision"]["would_route_to"].is_null());
+    assert_eq!(report["matches_above_threshold"], 0);
+}
+
+#[test]
+fn route_report_and_stats_have_the_known_shape() {
+    let api = api(Config::default());
+    let report = call(
+        &api,
+        "POST",
+        "/v1/route",
+        r#"{"query": "Top five salaries"}"#,
+    )
+    .body;
+    assert_eq!(report["query"], "Top five salaries");
+    let all: &Vec<Value> = report["all_matches"].as_array().unwrap();
+    assert_eq!(
+        report["total_matches"].as_u64().unwrap() as usize,
+        all.len()
+    );
+    for key in [
+        "template_id",
+        "source_adapter",
+        "embedding_score",
+        "combined_score",
+        "rerank_score",
+        "string_similarity_score",
+        "description",
+        "nl_examples",
+        "above_threshold",
+        "scoring_details",
+    ] {
+        assert!(all[0].get(key).is_some(), "all_matches[0] lacks {key}");
+    }
+    let decision = &report["routing_decision"];
+    assert_eq!(decision["would_route_to"], "hr");
+    assert_eq!(decision["selected_template"], "top_earners");
+    assert_eq!(decision["reason"], "highest_combined_score_above_threshold");
+    assert!(report["configuration"]["confidence_threshold"].is_number());
+    assert_eq!(
+        report["configuration"]["adapters_searched"],
+        json!(["assistant", "hr"])
+    );
+
+    let stats = call(&api, "GET", "/v1/stats", "").body;
+    assert_eq!(stats["child_adapters"]["hr"]["total_templates"], 2);
+    assert_eq!(stats["child_adapters"]["assistant"]["kind"], "intent");
+    assert!(stats["configuration"]["max_templates_per_source"].is_number());
+    let health = call(&api, "GET", "/v1/health", "").body;
+    assert_eq!(health["status"], "ok");
+    assert_eq!(health["templates"], 4);
+}

@@ -1,0 +1,165 @@
+//! The `switchyard` command, run as a user runs it.
+
+use serde_json::Value;
+use switchyard_e2e::{repo_root, run, run_ok, switchyard};
+
+fn json(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+}
+
+#[test]
+fn route_selects_hr_and_tools_on_the_demo_catalog() {
+    let cache = tempfile::tempdir().unwrap();
+    let report = json(&run_ok(switchyard(cache.path()).args([
+        "route",
+        "How many employees work in Engineering?",
+        "--json",
+    ])));
+    assert_eq!(
+        report["routing_decision"]["would_route_to"], "hr",
+        "{report:#}"
+    );
+    assert_eq!(
+        report["routing_decision"]["selected_template"],
+        "employees_count_by_department"
+    );
+    assert_eq!(
+        report["configuration"]["adapters_searched"],
+        serde_json::json!(["ev", "hr", "tools"])
+    );
+
+    let table = run_ok(switchyard(cache.path()).args(["route", "What is 15% of 200?"]));
+    assert!(table.contains("→ tools / calculator_percentage"), "{table}");
+
+    let report = json(&run_ok(switchyard(cache.path()).args([
+        "route",
+        "How many Teslas are registered in King County?",
+        "--json",
+    ])));
+    assert_eq!(
+        report["routing_decision"]["would_route_to"], "ev",
+        "{report:#}"
+    );
+}
+
+#[test]
+fn eval_on_clinc150_meets_the_floor() {
+    let cache = tempfile::tempdir().unwrap();
+    let dataset = repo_root().join("tests/data/clinc150/val.jsonl");
+    let out = run_ok(
+        switchyard(cache.path())
+            .args([
+                "--templates",
+                "templates/clinc150",
+                "eval",
+                "--json",
+                "--latency-samples",
+                "20",
+                "--dataset",
+            ])
+            .arg(&dataset),
+    );
+    let report = json(&out);
+    let intent = report["intent_accuracy"].as_f64().unwrap();
+    let datasource = report["datasource_accuracy"].as_f64().unwrap();
+    assert!(intent >= 0.85, "intent accuracy {intent}");
+    assert!(datasource >= 0.94, "datasource accuracy {datasource}");
+    for key in [
+        "in_scope_accuracy",
+        "oos_recall",
+        "oos_precision",
+        "threshold",
+    ] {
+        let value = report[key]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{key} missing"));
+        assert!((0.0..=1.0).contains(&value), "{key} = {value}");
+    }
+    for key in ["p50", "p95", "p99"] {
+        assert!(
+            report["latency_ms"][key].as_f64().unwrap() > 0.0,
+            "latency {key}"
+        );
+    }
+    assert_eq!(report["queries"], 3100);
+    assert_eq!(report["oos_queries"], 100);
+}
+
+#[test]
+fn index_build_inspect_and_corruption() {
+    let cache = tempfile::tempdir().unwrap();
+    let artifact = cache.path().join("demo.idx");
+    run_ok(
+        switchyard(cache.path())
+            .args(["index", "build", "--out"])
+            .arg(&artifact),
+    );
+    let manifest = json(&run_ok(
+        switchyard(cache.path())
+            .args(["index", "inspect"])
+            .arg(&artifact),
+    ));
+    assert_eq!(
+        manifest["model_id"],
+        "sentence-transformers/all-MiniLM-L6-v2"
+    );
+    assert_eq!(manifest["dimension"], 384);
+    assert_eq!(manifest["datasources"].as_array().unwrap().len(), 3);
+
+    // The built artifact routes through --index.
+    let report = json(&run_ok(
+        switchyard(cache.path())
+            .arg("--index")
+            .arg(&artifact)
+            .args(["route", "What is 15% of 200?", "--json"]),
+    ));
+    assert_eq!(report["routing_decision"]["would_route_to"], "tools");
+
+    let mut bytes = std::fs::read(&artifact).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 1;
+    std::fs::write(&artifact, &bytes).unwrap();
+    let output = run(switchyard(cache.path())
+        .arg("--index")
+        .arg(&artifact)
+        .args(["route", "hello"]));
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("demo.idx") && stderr.contains("checksum"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn bad_inputs_are_named() {
+    let cache = tempfile::tempdir().unwrap();
+    let output =
+        run(switchyard(cache.path()).args(["--templates", "templates/nope", "route", "hi"]));
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("templates/nope"));
+
+    let output = run(switchyard(cache.path())
+        .env("SWITCHYARD_MODEL_DIR", cache.path())
+        .args(["route", "hi"]));
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("fetch-model.sh"));
+
+    let long = "a".repeat(2001);
+    let output = run(switchyard(cache.path()).args(["route", &long]));
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("query"));
+
+    let output = run(switchyard(cache.path())
+        .env(
+            "SWITCHYARD__COMPOSITE_RETRIEVAL__CONFIDENCE_THRESHOLD",
+            "high",
+        )
+        .args(["stats"]));
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("confidence_threshold") && stderr.contains("environment"),
+        "{stderr}"
+    );
+}

@@ -1,0 +1,67 @@
+//! Helpers for end-to-end tests: run the `switchyard` binary the way a user does.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The repository root.
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// The `switchyard` binary of this build (cargo builds it before integration tests).
+pub fn switchyard_binary() -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join("target"));
+    let profile = if cfg!(debug_assertions) {
+        "debug"
+    } else {
+        "release"
+    };
+    let binary = target.join(profile).join("switchyard");
+    assert!(
+        binary.is_file(),
+        "{} is missing: build it with `cargo build -p switchyard-cli`",
+        binary.display()
+    );
+    binary
+}
+
+/// A `switchyard` command run from the repository root, with its own index cache.
+pub fn switchyard(cache: &Path) -> Command {
+    let mut command = Command::new(switchyard_binary());
+    command
+        .current_dir(repo_root())
+        .env("SWITCHYARD_CACHE_DIR", cache)
+        .env("SWITCHYARD_MODEL_DIR", model_dir())
+        .env("RUST_LOG", "warn");
+    command
+}
+
+/// Where the model is: the caller's SWITCHYARD_MODEL_DIR or the default cache location.
+pub fn model_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("SWITCHYARD_MODEL_DIR") {
+        return PathBuf::from(dir);
+    }
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var_os("HOME").expect("HOME is set")).join(".cache")
+        });
+    base.join("switchyard/models/all-MiniLM-L6-v2")
+}
+
+/// Run and return stdout; panic with stderr if the command failed.
+pub fn run_ok(command: &mut Command) -> String {
+    let output = command.output().expect("switchyard runs");
+    assert!(
+        output.status.success(),
+        "{command:?} failed:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).expect("utf-8 output")
+}
+
+pub fn run(command: &mut Command) -> Output {
+    command.output().expect("switchyard runs")
+}

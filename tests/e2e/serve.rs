@@ -1,0 +1,122 @@
+//! `switchyard serve`: the local HTTP API over a real socket on 127.0.0.1.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Stdio};
+
+use serde_json::{json, Value};
+use switchyard_e2e::switchyard;
+
+struct Server {
+    child: Child,
+    base: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Start `switchyard serve` on a free port for the catalog `templates`.
+fn start(cache: &std::path::Path, templates: &str) -> Server {
+    let mut child = switchyard(cache)
+        .args(["--templates", templates, "serve", "--port", "0"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("serve starts");
+    let stdout = child.stdout.take().unwrap();
+    let mut line = String::new();
+    BufReader::new(stdout).read_line(&mut line).unwrap();
+    let base = line
+        .trim()
+        .strip_prefix("switchyard listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
+        .to_owned();
+    assert!(base.starts_with("http://127.0.0.1:"), "{base}");
+    Server { child, base }
+}
+
+#[test]
+fn serves_query_route_stats_and_health() {
+    let cache = tempfile::tempdir().unwrap();
+    let server = start(cache.path(), "templates/demo");
+    let client = reqwest::blocking::Client::new();
+    let post = |path: &str, body: &str| {
+        let response = client
+            .post(format!("{}{path}", server.base))
+            .header("content-type", "application/json")
+            .body(body.to_owned())
+            .send()
+            .unwrap();
+        let status = response.status().as_u16();
+        (status, response.json::<Value>().unwrap())
+    };
+
+    let (status, health) = {
+        let response = client
+            .get(format!("{}/v1/health", server.base))
+            .send()
+            .unwrap();
+        (
+            response.status().as_u16(),
+            response.json::<Value>().unwrap(),
+        )
+    };
+    assert_eq!((status, &health["status"]), (200, &json!("ok")));
+
+    let (status, report) = post(
+        "/v1/route",
+        r#"{"query": "How many employees work in Engineering?"}"#,
+    );
+    assert_eq!(status, 200);
+    assert_eq!(report["routing_decision"]["would_route_to"], "hr");
+
+    // SQL has no adapter in this build yet: 501 naming it, with the routing metadata.
+    let (status, answer) = post(
+        "/v1/query",
+        r#"{"query": "How many employees work in Engineering?"}"#,
+    );
+    assert_eq!(status, 501, "{answer}");
+    assert_eq!(
+        answer["metadata"]["composite_routing"]["selected_adapter"],
+        "hr"
+    );
+
+    let (status, error) = post("/v1/query", "{\"query\": ");
+    assert_eq!(status, 400);
+    assert_eq!(error["error"]["field"], "body");
+    let (status, error) = post(
+        "/v1/query",
+        &json!({ "query": "x".repeat(2001) }).to_string(),
+    );
+    assert_eq!(status, 400);
+    assert_eq!(error["error"]["field"], "query");
+
+    let stats: Value = client
+        .get(format!("{}/v1/stats", server.base))
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    assert_eq!(stats["child_adapter_count"], 3);
+}
+
+#[test]
+fn intent_catalog_answers_in_process() {
+    let cache = tempfile::tempdir().unwrap();
+    let server = start(cache.path(), "templates/clinc150");
+    let answer: Value = reqwest::blocking::Client::new()
+        .post(format!("{}/v1/query", server.base))
+        .body(r#"{"query": "what is the balance in my checking account"}"#)
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    assert_eq!(answer["status"], "ok", "{answer}");
+    assert_eq!(answer["data"]["intent"], "balance");
+    assert_eq!(
+        answer["metadata"]["composite_routing"]["selected_adapter"],
+        "banking"
+    );
+}
