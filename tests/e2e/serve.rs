@@ -72,15 +72,52 @@ fn serves_query_route_stats_and_health() {
     assert_eq!(status, 200);
     assert_eq!(report["routing_decision"]["would_route_to"], "hr");
 
-    // SQL has no adapter in this build yet: 501 naming it, with the routing metadata.
-    let (status, answer) = post(
+    // The demo's questions, answered end to end with the sample data and the tools.
+    for (question, datasource, answer) in [
+        (
+            "How many employees work in Engineering?",
+            "hr",
+            "14 employees",
+        ),
+        ("Who are the five highest paid people in Sales?", "hr", ""),
+        ("How many Teslas are registered in King County?", "ev", "40"),
+        ("What is 15% of 200?", "tools", "15% of 200 is **30**"),
+        (
+            "How many days between 2024-01-01 and 2024-03-15?",
+            "tools",
+            "74",
+        ),
+    ] {
+        let (status, body) = post("/v1/query", &json!({ "query": question }).to_string());
+        assert_eq!(status, 200, "{question}: {body}");
+        assert_eq!(body["status"], "ok", "{question}: {body}");
+        assert_eq!(
+            body["metadata"]["composite_routing"]["selected_adapter"], datasource,
+            "{question}: {body}"
+        );
+        let content = body["content"].as_str().unwrap();
+        assert!(content.contains(answer), "{question}: {content}");
+    }
+    let (_, body) = post(
         "/v1/query",
-        r#"{"query": "How many employees work in Engineering?"}"#,
+        r#"{"query": "Who are the five highest paid people in Sales?"}"#,
     );
-    assert_eq!(status, 501, "{answer}");
-    assert_eq!(
-        answer["metadata"]["composite_routing"]["selected_adapter"],
-        "hr"
+    assert_eq!(body["data"]["row_count"], 5, "{body}");
+
+    // A hostile question: only the extracted value is bound, nothing is spliced or dropped.
+    let (_, body) = post(
+        "/v1/query",
+        r#"{"query": "How many employees work in Engineering'; DROP TABLE employees; --"}"#,
+    );
+    assert_eq!(body["status"], "ok", "{body}");
+    assert_eq!(body["parameters"]["department"], "Engineering");
+    let (_, body) = post(
+        "/v1/query",
+        r#"{"query": "How many employees work in Sales?"}"#,
+    );
+    assert!(
+        body["content"].as_str().unwrap().contains("12 employees"),
+        "{body}"
     );
 
     let (status, error) = post("/v1/query", "{\"query\": ");

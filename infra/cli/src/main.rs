@@ -97,7 +97,7 @@ fn main() -> Result<()> {
         .init();
     let cli = Cli::parse();
     let config = Config::from_env(cli.config.as_deref())?;
-    apply_threads(&config);
+    config.embedding.apply_threads();
 
     match &cli.command {
         Command::Index {
@@ -164,16 +164,8 @@ fn main() -> Result<()> {
         }
         Command::Serve { host, port } => {
             let router = open_router(&cli, config)?;
-            serve::run(router, host, *port)
+            serve::run(router, &cli.templates, host, *port)
         }
-    }
-}
-
-/// Candle and rayon size their pools from RAYON_NUM_THREADS; set it from the
-/// configuration unless the environment already does.
-fn apply_threads(config: &Config) {
-    if config.embedding.threads > 0 && std::env::var_os("RAYON_NUM_THREADS").is_none() {
-        std::env::set_var("RAYON_NUM_THREADS", config.embedding.threads.to_string());
     }
 }
 

@@ -1,6 +1,7 @@
 //! `switchyard serve`: the API on a local HTTP server. Every request goes to the same
 //! transport-independent handler the router Lambda runs.
 
+use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
@@ -8,12 +9,13 @@ use axum::body::{to_bytes, Body};
 use axum::extract::{Request, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
+use switchyard_adapters::LocalAdapters;
 use switchyard_core::api::{Api, ApiRequest, ApiResponse, MAX_BODY_BYTES};
-use switchyard_core::invoker::LocalInvoker;
 use switchyard_core::router::{Access, Router};
 
-pub fn run(router: Router, host: &str, port: u16) -> Result<()> {
-    let invoker = LocalInvoker::new(router.index().catalog.clone());
+/// Serve `router`; adapters run in-process with their files under `templates_dir`.
+pub fn run(router: Router, templates_dir: &Path, host: &str, port: u16) -> Result<()> {
+    let invoker = LocalAdapters::open(router.index().catalog.clone(), Some(templates_dir))?;
     let api = Arc::new(Api::new(router, invoker));
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
     runtime.block_on(async move {
@@ -33,7 +35,7 @@ pub fn run(router: Router, host: &str, port: u16) -> Result<()> {
     })
 }
 
-async fn handle(State(api): State<Arc<Api<LocalInvoker>>>, request: Request) -> Response {
+async fn handle(State(api): State<Arc<Api<LocalAdapters>>>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
     let response = match to_bytes(body, MAX_BODY_BYTES).await {
         Ok(bytes) => {

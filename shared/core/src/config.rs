@@ -304,6 +304,14 @@ pub fn cache_dir() -> PathBuf {
 }
 
 impl EmbeddingConfig {
+    /// Candle and rayon size their pools from RAYON_NUM_THREADS: set it from `threads`
+    /// unless the environment already does. Call at process start, before any pool exists.
+    pub fn apply_threads(&self) {
+        if self.threads > 0 && std::env::var_os("RAYON_NUM_THREADS").is_none() {
+            std::env::set_var("RAYON_NUM_THREADS", self.threads.to_string());
+        }
+    }
+
     /// The model folder: configuration, then `$SWITCHYARD_MODEL_DIR`, then the cache.
     pub fn resolved_model_dir(&self) -> PathBuf {
         if let Some(dir) = &self.model_dir {

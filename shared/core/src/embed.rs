@@ -150,10 +150,11 @@ impl Embedder for MiniLmEmbedder {
 /// Dot product of two unit vectors: their cosine similarity.
 #[inline]
 pub fn dot(a: &[f32], b: &[f32]) -> f32 {
-    // Four accumulators let the compiler vectorise without reassociation flags.
-    let mut acc = [0.0f32; 4];
-    let chunks_a = a.chunks_exact(4);
-    let chunks_b = b.chunks_exact(4);
+    // Eight independent accumulators: the compiler keeps them in two vector registers
+    // and overlaps the multiply-adds, without needing reassociation flags.
+    let mut acc = [0.0f32; 8];
+    let chunks_a = a.chunks_exact(8);
+    let chunks_b = b.chunks_exact(8);
     let tail: f32 = chunks_a
         .remainder()
         .iter()
@@ -161,12 +162,11 @@ pub fn dot(a: &[f32], b: &[f32]) -> f32 {
         .map(|(x, y)| x * y)
         .sum();
     for (x, y) in chunks_a.zip(chunks_b) {
-        acc[0] += x[0] * y[0];
-        acc[1] += x[1] * y[1];
-        acc[2] += x[2] * y[2];
-        acc[3] += x[3] * y[3];
+        for ((acc, x), y) in acc.iter_mut().zip(x).zip(y) {
+            *acc += x * y;
+        }
     }
-    acc[0] + acc[1] + acc[2] + acc[3] + tail
+    (acc[0] + acc[4]) + (acc[1] + acc[5]) + (acc[2] + acc[6]) + (acc[3] + acc[7]) + tail
 }
 
 /// Scale `v` to unit length (a zero vector stays zero).

@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
 use crate::params::extract;
-use crate::template::{Catalog, DatasourceKind};
+use crate::template::{Catalog, Datasource, DatasourceKind, Template};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AdapterRequest {
@@ -57,82 +57,119 @@ pub trait AdapterInvoker: Send + Sync {
     ) -> impl Future<Output = Result<AdapterResponse>> + Send;
 }
 
-/// The local invoker: answers `intent` datasources in-process (the matched intent and its
-/// parameters; nothing is executed). Other kinds have no in-process adapter yet and are
-/// refused with [`Error::AdapterUnavailable`], never a made-up result.
-pub struct LocalInvoker {
+/// Answer `request` for `template`: extract its parameters; a bad value is `error` naming
+/// it, a missing required one is `needs_clarification` naming it; otherwise `execute` runs
+/// with the parameters and gives (content, data) or a plain error message.
+pub fn respond(
+    template: &Template,
+    request: &AdapterRequest,
+    execute: impl FnOnce(&Map<String, Value>) -> std::result::Result<(String, Value), String>,
+) -> AdapterResponse {
+    let start = Instant::now();
+    let extraction = extract(template, &request.query, &request.session_parameters);
+    let mut response = AdapterResponse {
+        status: AdapterStatus::Ok,
+        content: String::new(),
+        data: Value::Null,
+        parameters: extraction.parameters.clone(),
+        missing: extraction
+            .missing
+            .iter()
+            .map(|m| serde_json::to_value(m).expect("serialisable"))
+            .collect(),
+        error: None,
+        execution_time_ms: 0.0,
+    };
+    let failure = if let Some(bad) = extraction.invalid.first() {
+        Some(format!(
+            "parameter `{}` = `{}`: {}",
+            bad.name, bad.value, bad.reason
+        ))
+    } else if let Some(first) = extraction.missing.first() {
+        let about = first
+            .description
+            .as_deref()
+            .map(|d| format!(" ({d})"))
+            .unwrap_or_default();
+        response.status = AdapterStatus::NeedsClarification;
+        response.content = format!("Please give `{}`{about}.", first.name);
+        None
+    } else {
+        match execute(&extraction.parameters) {
+            Ok((content, data)) => {
+                response.content = content;
+                response.data = data;
+                None
+            }
+            Err(message) => Some(message),
+        }
+    };
+    if let Some(message) = failure {
+        response.status = AdapterStatus::Error;
+        response.content = message.clone();
+        response.error = Some(message);
+    }
+    response.execution_time_ms = start.elapsed().as_secs_f64() * 1000.0;
+    response
+}
+
+/// What an `intent` datasource answers: the matched intent; nothing is executed.
+pub fn intent_answer(datasource: &str, template: &Template) -> (String, Value) {
+    (
+        format!("Intent `{}`: {}", template.id, template.description),
+        serde_json::json!({
+            "intent": template.id,
+            "datasource": datasource,
+            "description": template.description,
+        }),
+    )
+}
+
+/// Find a request's datasource and template in `catalog`.
+pub fn find<'a>(
+    catalog: &'a Catalog,
+    request: &AdapterRequest,
+) -> Result<(&'a Datasource, &'a Template)> {
+    let datasource = catalog
+        .datasource(&request.datasource)
+        .ok_or_else(|| Error::UnknownDatasource(request.datasource.clone()))?;
+    let template = datasource
+        .templates
+        .iter()
+        .find(|t| t.id == request.template_id)
+        .ok_or_else(|| Error::AdapterFailed {
+            datasource: request.datasource.clone(),
+            message: format!("unknown template `{}`", request.template_id),
+        })?;
+    Ok((datasource, template))
+}
+
+/// The intent-only invoker: answers `intent` datasources in-process and refuses every
+/// other kind with [`Error::AdapterUnavailable`]. (The adapters crate answers more kinds.)
+pub struct IntentInvoker {
     catalog: Catalog,
 }
 
-impl LocalInvoker {
+impl IntentInvoker {
     pub fn new(catalog: Catalog) -> Self {
-        LocalInvoker { catalog }
+        IntentInvoker { catalog }
     }
 
     fn answer(&self, request: &AdapterRequest) -> Result<AdapterResponse> {
-        let start = Instant::now();
-        let datasource = self
-            .catalog
-            .datasource(&request.datasource)
-            .ok_or_else(|| Error::UnknownDatasource(request.datasource.clone()))?;
+        let (datasource, template) = find(&self.catalog, request)?;
         if datasource.spec.kind != DatasourceKind::Intent {
             return Err(Error::AdapterUnavailable {
                 datasource: request.datasource.clone(),
                 kind: datasource.spec.kind.as_str().to_owned(),
             });
         }
-        let template = datasource
-            .templates
-            .iter()
-            .find(|t| t.id == request.template_id)
-            .ok_or_else(|| Error::AdapterFailed {
-                datasource: request.datasource.clone(),
-                message: format!("unknown template `{}`", request.template_id),
-            })?;
-        let extraction = extract(template, &request.query, &request.session_parameters);
-        let missing: Vec<Value> = extraction
-            .missing
-            .iter()
-            .map(|m| serde_json::to_value(m).expect("serialisable"))
-            .collect();
-        let (status, content, error) = if let Some(bad) = extraction.invalid.first() {
-            let message = format!("parameter `{}` = `{}`: {}", bad.name, bad.value, bad.reason);
-            (AdapterStatus::Error, message.clone(), Some(message))
-        } else if let Some(first) = extraction.missing.first() {
-            let about = first
-                .description
-                .as_deref()
-                .map(|d| format!(" ({d})"))
-                .unwrap_or_default();
-            (
-                AdapterStatus::NeedsClarification,
-                format!("Please give `{}`{about}.", first.name),
-                None,
-            )
-        } else {
-            (
-                AdapterStatus::Ok,
-                format!("Intent `{}`: {}", template.id, template.description),
-                None,
-            )
-        };
-        Ok(AdapterResponse {
-            status,
-            content,
-            data: serde_json::json!({
-                "intent": template.id,
-                "datasource": datasource.spec.name,
-                "description": template.description,
-            }),
-            parameters: extraction.parameters,
-            missing,
-            error,
-            execution_time_ms: start.elapsed().as_secs_f64() * 1000.0,
-        })
+        Ok(respond(template, request, |_| {
+            Ok(intent_answer(datasource.name(), template))
+        }))
     }
 }
 
-impl AdapterInvoker for LocalInvoker {
+impl AdapterInvoker for IntentInvoker {
     fn invoke(
         &self,
         request: AdapterRequest,

@@ -146,9 +146,14 @@ fn coerce(parameter: &Parameter, raw: &str) -> Result<Value, String> {
         ParamType::Number => {
             let n = number(&text)?;
             check_bounds(parameter, n)?;
-            serde_json::Number::from_f64(n)
-                .map(Value::Number)
-                .ok_or_else(|| format!("`{text}` is not a finite number"))?
+            // Whole numbers stay integers, so "15" reads back as 15, not 15.0.
+            if n.fract() == 0.0 && n.abs() < 9.0e15 {
+                Value::from(n as i64)
+            } else {
+                serde_json::Number::from_f64(n)
+                    .map(Value::Number)
+                    .ok_or_else(|| format!("`{text}` is not a finite number"))?
+            }
         }
         ParamType::Boolean => match text.to_ascii_lowercase().as_str() {
             "true" | "yes" | "y" | "1" => Value::Bool(true),

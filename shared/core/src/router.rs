@@ -15,7 +15,7 @@ use crate::config::Config;
 use crate::embed::Embedder;
 use crate::error::{Error, Result};
 use crate::index::Index;
-use crate::similarity::{normalize_text, template_similarity};
+use crate::similarity::{template_similarity, PreparedQuery, TemplateTexts};
 use crate::template::{Datasource, Template};
 
 pub const MAX_QUERY_CHARS: usize = 2000;
@@ -151,6 +151,8 @@ type PartitionResult = (usize, Vec<(usize, f32)>, f64);
 
 pub struct Router {
     index: Index,
+    /// Normalised template texts for stage 3, `[datasource][template]`.
+    texts: Vec<Vec<TemplateTexts>>,
     config: Config,
     embedder: Arc<dyn Embedder>,
     reranker: Option<Arc<dyn Reranker>>,
@@ -169,8 +171,15 @@ impl Router {
         origin: &str,
     ) -> Result<Router> {
         index.check_embedder(embedder.as_ref(), origin)?;
+        let texts = index
+            .catalog
+            .datasources
+            .iter()
+            .map(|d| d.templates.iter().map(TemplateTexts::of).collect())
+            .collect();
         Ok(Router {
             index,
+            texts,
             config,
             embedder,
             reranker: None,
@@ -279,13 +288,11 @@ impl Router {
         let stage3_start = Instant::now();
         let strings = &retrieval.string_similarity;
         if strings.enabled {
-            let normalized = normalize_text(query);
-            let catalog = &self.index.catalog;
+            let prepared = PreparedQuery::new(query);
+            let texts = &self.texts;
             matches.par_iter_mut().for_each(|m| {
-                let template =
-                    &catalog.datasources[m.datasource_position].templates[m.template_position];
-                m.string_similarity_score =
-                    Some(template_similarity(&normalized, template, strings));
+                let template = &texts[m.datasource_position][m.template_position];
+                m.string_similarity_score = Some(template_similarity(&prepared, template, strings));
             });
         }
         let string_similarity_ms = ms_since(stage3_start);

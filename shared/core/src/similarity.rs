@@ -18,63 +18,157 @@ pub fn normalize_text(text: &str) -> String {
     out
 }
 
-/// Similarity in [0, 1] of two normalised texts.
-pub fn similarity(algorithm: StringAlgorithm, a: &str, b: &str) -> f32 {
-    match algorithm {
-        StringAlgorithm::JaroWinkler => strsim::jaro_winkler(a, b) as f32,
-        StringAlgorithm::Levenshtein => strsim::normalized_levenshtein(a, b) as f32,
-        StringAlgorithm::Ratio => indel_ratio(a, b),
+/// A template's texts, normalised once when the router starts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TemplateTexts {
+    pub description: String,
+    pub nl_examples: Vec<String>,
+}
+
+impl TemplateTexts {
+    pub fn of(template: &Template) -> TemplateTexts {
+        TemplateTexts {
+            description: normalize_text(&template.description),
+            nl_examples: template
+                .nl_examples
+                .iter()
+                .map(|e| normalize_text(e))
+                .collect(),
+        }
     }
 }
 
-/// difflib/rapidfuzz-style ratio: 2·LCS / (|a| + |b|) over characters.
-fn indel_ratio(a: &str, b: &str) -> f32 {
-    let a: Vec<char> = a.chars().collect();
-    let b: Vec<char> = b.chars().collect();
-    if a.is_empty() && b.is_empty() {
-        return 1.0;
+/// The query, normalised once per request, with its bit-parallel LCS masks.
+pub struct PreparedQuery {
+    text: String,
+    lcs: LcsPattern,
+}
+
+impl PreparedQuery {
+    pub fn new(query: &str) -> PreparedQuery {
+        let text = normalize_text(query);
+        let lcs = LcsPattern::new(&text);
+        PreparedQuery { text, lcs }
     }
-    let mut previous = vec![0u32; b.len() + 1];
-    let mut current = vec![0u32; b.len() + 1];
-    for x in &a {
-        for (j, y) in b.iter().enumerate() {
-            current[j + 1] = if x == y {
-                previous[j] + 1
-            } else {
-                current[j].max(previous[j + 1])
-            };
+
+    /// Similarity in [0, 1] between this query and a normalised text.
+    pub fn similarity(&self, algorithm: StringAlgorithm, text: &str) -> f32 {
+        match algorithm {
+            StringAlgorithm::JaroWinkler => strsim::jaro_winkler(&self.text, text) as f32,
+            StringAlgorithm::Levenshtein => strsim::normalized_levenshtein(&self.text, text) as f32,
+            StringAlgorithm::Ratio => self.lcs.ratio(text),
         }
-        std::mem::swap(&mut previous, &mut current);
     }
-    let lcs = previous[b.len()] as f32;
-    2.0 * lcs / (a.len() + b.len()) as f32
+}
+
+/// Bit-parallel longest common subsequence (Hyyrö 2004) against a fixed pattern: one pass
+/// over the other text, `ceil(len / 64)` word operations a character.
+struct LcsPattern {
+    chars: usize,
+    words: usize,
+    /// Position masks of ASCII characters, `words` u64s each.
+    ascii: Vec<u64>,
+    /// Masks of other characters.
+    other: std::collections::HashMap<char, Vec<u64>>,
+    none: Vec<u64>,
+}
+
+impl LcsPattern {
+    fn new(pattern: &str) -> LcsPattern {
+        let chars: Vec<char> = pattern.chars().collect();
+        let words = chars.len().div_ceil(64).max(1);
+        let mut ascii = vec![0u64; 128 * words];
+        let mut other: std::collections::HashMap<char, Vec<u64>> = Default::default();
+        for (i, &c) in chars.iter().enumerate() {
+            let (word, bit) = (i / 64, 1u64 << (i % 64));
+            if c.is_ascii() {
+                ascii[c as usize * words + word] |= bit;
+            } else {
+                other.entry(c).or_insert_with(|| vec![0; words])[word] |= bit;
+            }
+        }
+        LcsPattern {
+            chars: chars.len(),
+            words,
+            ascii,
+            other,
+            none: vec![0; words],
+        }
+    }
+
+    fn masks(&self, c: char) -> &[u64] {
+        if c.is_ascii() {
+            &self.ascii[c as usize * self.words..(c as usize + 1) * self.words]
+        } else {
+            self.other.get(&c).map_or(&self.none, Vec::as_slice)
+        }
+    }
+
+    fn lcs(&self, text: &str) -> usize {
+        let mut v = vec![u64::MAX; self.words];
+        for c in text.chars() {
+            let masks = self.masks(c);
+            let mut carry = 0u64;
+            for (v, &m) in v.iter_mut().zip(masks) {
+                let u = *v & m;
+                let (sum, c1) = v.overflowing_add(u);
+                let (sum, c2) = sum.overflowing_add(carry);
+                carry = u64::from(c1 || c2);
+                *v = sum | (*v - u);
+            }
+        }
+        // Zero bits among the pattern's positions count the LCS.
+        let mut zeros = 0;
+        for (w, word) in v.iter().enumerate() {
+            let bits = (self.chars - w * 64).min(64);
+            let mask = if bits == 64 {
+                u64::MAX
+            } else {
+                (1u64 << bits) - 1
+            };
+            zeros += (!word & mask).count_ones() as usize;
+        }
+        zeros
+    }
+
+    /// rapidfuzz-style ratio: 2·LCS / (|pattern| + |text|).
+    fn ratio(&self, text: &str) -> f32 {
+        let text_chars = text.chars().count();
+        if self.chars + text_chars == 0 {
+            return 1.0;
+        }
+        2.0 * self.lcs(text) as f32 / (self.chars + text_chars) as f32
+    }
 }
 
 /// The stage-3 score of one template: each compared text's similarity to the query,
 /// aggregated; below `min_threshold` it counts as 0.
 pub fn template_similarity(
-    normalized_query: &str,
-    template: &Template,
+    query: &PreparedQuery,
+    texts: &TemplateTexts,
     config: &StringSimilarity,
 ) -> f32 {
-    let mut texts: Vec<&str> = Vec::new();
+    let mut count = 0usize;
+    let mut best = 0.0f32;
+    let mut sum = 0.0f32;
     for field in &config.compare_fields {
-        match field {
-            CompareField::Description => texts.push(&template.description),
-            CompareField::NlExamples => {
-                texts.extend(template.nl_examples.iter().map(String::as_str))
-            }
+        let field_texts: &[String] = match field {
+            CompareField::Description => std::slice::from_ref(&texts.description),
+            CompareField::NlExamples => &texts.nl_examples,
+        };
+        for text in field_texts {
+            let score = query.similarity(config.algorithm, text);
+            best = best.max(score);
+            sum += score;
+            count += 1;
         }
     }
-    if texts.is_empty() {
+    if count == 0 {
         return 0.0;
     }
-    let scores = texts
-        .iter()
-        .map(|text| similarity(config.algorithm, normalized_query, &normalize_text(text)));
     let score = match config.aggregation {
-        Aggregation::Max => scores.fold(0.0f32, f32::max),
-        Aggregation::Mean => scores.sum::<f32>() / texts.len() as f32,
+        Aggregation::Max => best,
+        Aggregation::Mean => sum / count as f32,
     };
     if score < config.min_threshold {
         0.0
@@ -102,21 +196,49 @@ mod tests {
             StringAlgorithm::Levenshtein,
             StringAlgorithm::Ratio,
         ] {
-            let close = similarity(
-                algorithm,
-                "how many employees",
-                "how many employees are there",
-            );
-            let far = similarity(algorithm, "how many employees", "translate hello to french");
+            let query = PreparedQuery::new("how many employees");
+            let close = query.similarity(algorithm, "how many employees are there");
+            let far = query.similarity(algorithm, "translate hello to french");
             assert!(close > far, "{algorithm:?}: {close} <= {far}");
             assert!((0.0..=1.0).contains(&close));
-            assert_eq!(similarity(algorithm, "same", "same"), 1.0);
+            assert_eq!(query.similarity(algorithm, "how many employees"), 1.0);
         }
     }
 
+    /// The textbook dynamic programme, to check the bit-parallel one against.
+    fn lcs_by_table(a: &str, b: &str) -> usize {
+        let a: Vec<char> = a.chars().collect();
+        let b: Vec<char> = b.chars().collect();
+        let mut table = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+        for i in 0..a.len() {
+            for j in 0..b.len() {
+                table[i + 1][j + 1] = if a[i] == b[j] {
+                    table[i][j] + 1
+                } else {
+                    table[i][j + 1].max(table[i + 1][j])
+                };
+            }
+        }
+        table[a.len()][b.len()]
+    }
+
     #[test]
-    fn ratio_matches_difflib() {
-        // difflib.SequenceMatcher(None, "abcd", "bcde").ratio() == 0.75
-        assert!((indel_ratio("abcd", "bcde") - 0.75).abs() < 1e-6);
+    fn bit_parallel_lcs_matches_the_table_across_word_boundaries() {
+        let texts = [
+            "",
+            "abcd",
+            "bcde",
+            "how many employees work in engineering",
+            "café déjà vu naïve",
+            &"the quick brown fox jumps over the lazy dog ".repeat(4),
+        ];
+        for a in texts {
+            let pattern = LcsPattern::new(a);
+            for b in texts {
+                assert_eq!(pattern.lcs(b), lcs_by_table(a, b), "{a:?} / {b:?}");
+            }
+        }
+        // rapidfuzz ratio("abcd", "bcde") == 0.75
+        assert!((LcsPattern::new("abcd").ratio("bcde") - 0.75).abs() < 1e-6);
     }
 }

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use switchyard_core::api::{Api, ApiRequest, ApiResponse};
 use switchyard_core::config::Config;
 use switchyard_core::index::Index;
-use switchyard_core::invoker::LocalInvoker;
+use switchyard_core::invoker::IntentInvoker;
 use switchyard_core::router::{Access, RerankCandidate, RerankStatus, Reranker, Router};
 use switchyard_core::template::Catalog;
 use switchyard_core::Error;
@@ -33,18 +33,18 @@ fn small_router(config: Config) -> Router {
     router_for(common::small_catalog().path(), config)
 }
 
-fn api(config: Config) -> Api<LocalInvoker> {
+fn api(config: Config) -> Api<IntentInvoker> {
     let router = small_router(config);
-    let invoker = LocalInvoker::new(router.index().catalog.clone());
+    let invoker = IntentInvoker::new(router.index().catalog.clone());
     Api::new(router, invoker)
 }
 
-fn call(api: &Api<LocalInvoker>, method: &str, path: &str, body: &str) -> ApiResponse {
+fn call(api: &Api<IntentInvoker>, method: &str, path: &str, body: &str) -> ApiResponse {
     call_as(api, method, path, body, Access::All)
 }
 
 fn call_as(
-    api: &Api<LocalInvoker>,
+    api: &Api<IntentInvoker>,
     method: &str,
     path: &str,
     body: &str,

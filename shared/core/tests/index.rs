@@ -126,23 +126,19 @@ fn cache_is_reused_and_rebuilt_when_templates_change() {
     let cache = tempfile::tempdir().unwrap();
     let embedder = common::embedder();
     let config = Config::default().index;
-    let (_, built_now) = load_or_build(
-        catalog_dir.path(),
-        cache.path(),
-        embedder.as_ref(),
-        &config,
-        &|_, _| {},
-    )
-    .unwrap();
+    let build = || {
+        load_or_build(
+            catalog_dir.path(),
+            cache.path(),
+            embedder.as_ref(),
+            &config,
+            &|_, _| {},
+        )
+        .unwrap()
+    };
+    let (_, built_now) = build();
     assert!(built_now);
-    let (_, built_again) = load_or_build(
-        catalog_dir.path(),
-        cache.path(),
-        embedder.as_ref(),
-        &config,
-        &|_, _| {},
-    )
-    .unwrap();
+    let (_, built_again) = build();
     assert!(!built_again, "the cached index is reused");
     let templates = catalog_dir.path().join("hr/templates.yaml");
     let text = std::fs::read_to_string(&templates).unwrap();
@@ -151,14 +147,7 @@ fn cache_is_reused_and_rebuilt_when_templates_change() {
         text.replace("Top five salaries", "Top ten salaries"),
     )
     .unwrap();
-    let (index, rebuilt) = load_or_build(
-        catalog_dir.path(),
-        cache.path(),
-        embedder.as_ref(),
-        &config,
-        &|_, _| {},
-    )
-    .unwrap();
+    let (index, rebuilt) = build();
     assert!(rebuilt, "a template change builds a new index");
     assert!(index.catalog.datasources[1].templates[1].nl_examples[1].contains("ten"));
 }

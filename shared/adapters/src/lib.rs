@@ -1,0 +1,14 @@
+//! Datasource adapters. Each answers a routed question for one kind of datasource, behind
+//! the contract in `switchyard_core::invoker`: parameters are extracted deterministically
+//! (`switchyard_core::params`), values are always bound, and every failure is a clear
+//! status, never a made-up result.
+
+pub mod error;
+pub mod render;
+pub mod tools;
+
+pub use error::{AdapterError, Result};
+pub mod local;
+pub mod sql;
+
+pub use local::LocalAdapters;

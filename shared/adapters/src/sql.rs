@@ -1,0 +1,290 @@
+//! The SQL adapter: one read-only statement per template, named parameters always bound,
+//! results capped at the datasource's row limit and cut off at its deadline.
+//!
+//! SQLite is embedded: a datasource names a database file (`connection.database`, opened
+//! read-only) or a seed script (`connection.seed_sql`, loaded into memory, then the
+//! connection is made `query_only`).
+
+use std::ops::ControlFlow;
+use std::path::Path;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use rusqlite::types::{Value as SqlValue, ValueRef};
+use rusqlite::{Connection, OpenFlags};
+use serde_json::{Map, Value};
+use sqlparser::ast::{visit_statements, SetExpr, Statement};
+use sqlparser::dialect::{PostgreSqlDialect, SQLiteDialect};
+use sqlparser::parser::Parser;
+use switchyard_core::template::{Datasource, Template};
+
+use crate::error::{AdapterError, Result};
+
+/// Which SQL dialect a datasource speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Engine {
+    Sqlite,
+    Postgres,
+}
+
+impl Engine {
+    pub fn of(datasource: &Datasource) -> Result<Engine> {
+        match datasource.spec.connection.get("engine").map(String::as_str) {
+            Some("sqlite") => Ok(Engine::Sqlite),
+            Some("postgres" | "postgresql") => Ok(Engine::Postgres),
+            other => Err(AdapterError::Datasource {
+                datasource: datasource.spec.name.clone(),
+                message: format!(
+                    "connection.engine must be `sqlite` or `postgres`, found {}",
+                    other.map_or_else(|| "nothing".to_owned(), |e| format!("`{e}`"))
+                ),
+            }),
+        }
+    }
+}
+
+/// Refuse anything but exactly one read-only query: no writes anywhere in the syntax tree
+/// (data-modifying CTEs included), no `SELECT … INTO`, no row locks.
+pub fn check_read_only(template_id: &str, sql: &str, engine: Engine) -> Result<()> {
+    let refuse = |message: String| AdapterError::Sql {
+        template: template_id.to_owned(),
+        message,
+    };
+    let statements = match engine {
+        Engine::Sqlite => Parser::parse_sql(&SQLiteDialect {}, sql),
+        Engine::Postgres => Parser::parse_sql(&PostgreSqlDialect {}, sql),
+    }
+    .map_err(|e| refuse(format!("sql_template does not parse: {e}")))?;
+    if statements.len() != 1 {
+        return Err(refuse(format!(
+            "sql_template must be exactly one statement, found {}",
+            statements.len()
+        )));
+    }
+    let Statement::Query(query) = &statements[0] else {
+        return Err(refuse(
+            "sql_template must be a read-only query (SELECT or WITH … SELECT)".into(),
+        ));
+    };
+    if !query.locks.is_empty() {
+        return Err(refuse(
+            "sql_template must not lock rows (FOR UPDATE/SHARE)".into(),
+        ));
+    }
+    let mut problem = None;
+    let _ = visit_statements(&statements, |statement| {
+        match statement {
+            Statement::Query(query) => {
+                if let SetExpr::Select(select) = query.body.as_ref() {
+                    if select.into.is_some() {
+                        problem = Some("SELECT … INTO writes a table".to_owned());
+                    }
+                }
+            }
+            other => {
+                let text = other.to_string();
+                let verb = text.split_whitespace().next().unwrap_or("a statement");
+                problem = Some(format!("{verb} inside the query writes or changes state"));
+            }
+        }
+        if problem.is_some() {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    });
+    match problem {
+        Some(problem) => Err(refuse(format!("sql_template must be read-only: {problem}"))),
+        None => Ok(()),
+    }
+}
+
+/// Rows as returned to callers: column names, row objects, and whether the cap cut them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SqlRows {
+    pub columns: Vec<String>,
+    pub rows: Vec<Map<String, Value>>,
+    pub truncated: bool,
+}
+
+pub struct SqliteDatasource {
+    name: String,
+    connection: Mutex<Connection>,
+    max_rows: usize,
+}
+
+impl SqliteDatasource {
+    /// Open the datasource's database; `folder` is its datasource folder (paths in
+    /// `connection` are relative to it). Every template's SQL is checked here.
+    pub fn open(datasource: &Datasource, folder: &Path) -> Result<SqliteDatasource> {
+        let name = datasource.spec.name.clone();
+        let fail = |message: String| AdapterError::Datasource {
+            datasource: name.clone(),
+            message,
+        };
+        let connection = datasource.spec.connection.clone();
+        let opened = match (connection.get("database"), connection.get("seed_sql")) {
+            (Some(file), _) => {
+                let path = folder.join(file);
+                Connection::open_with_flags(&path, OpenFlags::SQLITE_OPEN_READ_ONLY)
+                    .map_err(|e| fail(format!("connection.database {}: {e}", path.display())))?
+            }
+            (None, Some(seed)) => {
+                let path = folder.join(seed);
+                let script = std::fs::read_to_string(&path)
+                    .map_err(|e| fail(format!("connection.seed_sql {}: {e}", path.display())))?;
+                let db = Connection::open_in_memory().map_err(|e| fail(e.to_string()))?;
+                db.execute_batch(&script)
+                    .map_err(|e| fail(format!("connection.seed_sql {}: {e}", path.display())))?;
+                db
+            }
+            (None, None) => {
+                return Err(fail(
+                    "connection needs `database` (a SQLite file) or `seed_sql` (a script)".into(),
+                ))
+            }
+        };
+        // Second guard behind the parser check: this connection cannot write.
+        opened
+            .pragma_update(None, "query_only", true)
+            .map_err(|e| fail(e.to_string()))?;
+        for template in &datasource.templates {
+            if let Some(sql) = &template.sql_template {
+                check_read_only(&template.id, sql, Engine::Sqlite)?;
+            }
+        }
+        Ok(SqliteDatasource {
+            name,
+            connection: Mutex::new(opened),
+            max_rows: datasource.spec.limits.max_rows as usize,
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Run `template` with `parameters` bound by name; parameters the question did not
+    /// give are bound as NULL. Stops at `deadline`.
+    pub fn query(
+        &self,
+        template: &Template,
+        parameters: &Map<String, Value>,
+        deadline: Duration,
+    ) -> Result<SqlRows> {
+        let sql_error = |e: rusqlite::Error| AdapterError::Sql {
+            template: template.id.clone(),
+            message: e.to_string(),
+        };
+        let sql = template
+            .sql_template
+            .as_deref()
+            .ok_or_else(|| AdapterError::Sql {
+                template: template.id.clone(),
+                message: "has no sql_template".into(),
+            })?;
+        let connection = self.connection.lock().unwrap_or_else(|p| p.into_inner());
+        let stop_at = Instant::now() + deadline;
+        connection.progress_handler(1000, Some(move || Instant::now() > stop_at));
+        let mut statement = connection.prepare(sql).map_err(sql_error)?;
+        for index in 1..=statement.parameter_count() {
+            let Some(placeholder) = statement.parameter_name(index) else {
+                continue;
+            };
+            let name = placeholder.trim_start_matches([':', '@', '$']).to_owned();
+            let value = parameters.get(&name).map(to_sql).unwrap_or(SqlValue::Null);
+            statement
+                .raw_bind_parameter(index, value)
+                .map_err(sql_error)?;
+        }
+        let columns: Vec<String> = statement
+            .column_names()
+            .into_iter()
+            .map(str::to_owned)
+            .collect();
+        let mut rows = Vec::new();
+        let mut truncated = false;
+        let mut cursor = statement.raw_query();
+        while let Some(row) = cursor.next().map_err(|e| match e {
+            rusqlite::Error::SqliteFailure(f, _)
+                if f.code == rusqlite::ErrorCode::OperationInterrupted =>
+            {
+                AdapterError::Sql {
+                    template: template.id.clone(),
+                    message: format!("cancelled at the deadline of {} ms", deadline.as_millis()),
+                }
+            }
+            other => sql_error(other),
+        })? {
+            if rows.len() == self.max_rows {
+                truncated = true;
+                break;
+            }
+            let mut object = Map::new();
+            for (i, column) in columns.iter().enumerate() {
+                object.insert(column.clone(), to_json(row.get_ref(i).map_err(sql_error)?));
+            }
+            rows.push(object);
+        }
+        drop(cursor);
+        drop(statement);
+        connection.progress_handler(0, None::<fn() -> bool>);
+        Ok(SqlRows {
+            columns,
+            rows,
+            truncated,
+        })
+    }
+}
+
+fn to_sql(value: &Value) -> SqlValue {
+    match value {
+        Value::Null => SqlValue::Null,
+        Value::Bool(b) => SqlValue::Integer(i64::from(*b)),
+        Value::Number(n) => match n.as_i64() {
+            Some(i) => SqlValue::Integer(i),
+            None => SqlValue::Real(n.as_f64().unwrap_or(0.0)),
+        },
+        Value::String(s) => SqlValue::Text(s.clone()),
+        other => SqlValue::Text(other.to_string()),
+    }
+}
+
+fn to_json(value: ValueRef<'_>) -> Value {
+    match value {
+        ValueRef::Null => Value::Null,
+        ValueRef::Integer(i) => Value::from(i),
+        ValueRef::Real(f) => serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number),
+        ValueRef::Text(t) => Value::String(String::from_utf8_lossy(t).into_owned()),
+        ValueRef::Blob(b) => Value::String(format!("<{} bytes>", b.len())),
+    }
+}
+
+/// A short plain-text table of the rows (at most 20 shown).
+pub fn text_table(rows: &SqlRows) -> String {
+    if rows.rows.is_empty() {
+        return "No rows.".to_owned();
+    }
+    let cell = |v: &Value| match v {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    };
+    let mut lines = vec![rows.columns.join(" | ")];
+    for row in rows.rows.iter().take(20) {
+        let cells: Vec<String> = rows.columns.iter().map(|c| cell(&row[c])).collect();
+        lines.push(cells.join(" | "));
+    }
+    if rows.rows.len() > 20 || rows.truncated {
+        lines.push(format!(
+            "({} rows{})",
+            rows.rows.len(),
+            if rows.truncated {
+                ", cut at the row limit"
+            } else {
+                ""
+            }
+        ));
+    }
+    lines.join("\n")
+}

@@ -1,0 +1,208 @@
+//! The SQL adapter on the shipped HR and EV SQLite samples: answers, bound values,
+//! read-only refusal, row caps and deadlines.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{json, Map, Value};
+use switchyard_adapters::sql::{check_read_only, Engine, SqliteDatasource};
+use switchyard_core::template::{Catalog, Datasource, Template};
+
+fn demo() -> (Catalog, PathBuf) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../templates/demo");
+    (Catalog::load(&root).unwrap(), root)
+}
+
+fn open(name: &str) -> (SqliteDatasource, Datasource) {
+    let (catalog, root) = demo();
+    let datasource = catalog.datasource(name).unwrap().clone();
+    (
+        SqliteDatasource::open(&datasource, &root.join(name)).unwrap(),
+        datasource,
+    )
+}
+
+fn template<'a>(datasource: &'a Datasource, id: &str) -> &'a Template {
+    datasource.templates.iter().find(|t| t.id == id).unwrap()
+}
+
+fn params(value: Value) -> Map<String, Value> {
+    value.as_object().unwrap().clone()
+}
+
+const SECOND: Duration = Duration::from_secs(1);
+
+#[test]
+fn counts_and_top_n_come_from_the_sample_data() {
+    let (hr, spec) = open("hr");
+    let rows = hr
+        .query(
+            template(&spec, "employees_count_by_department"),
+            &params(json!({"department": "Engineering"})),
+            SECOND,
+        )
+        .unwrap();
+    assert_eq!(rows.rows[0]["employee_count"], 14);
+    let top = hr
+        .query(
+            template(&spec, "employees_top_paid_in_department"),
+            &params(json!({"department": "Sales", "limit": 5})),
+            SECOND,
+        )
+        .unwrap();
+    assert_eq!(top.rows.len(), 5);
+
+    let (ev, spec) = open("ev");
+    let rows = ev
+        .query(
+            template(&spec, "vehicles_count_by_make_in_county"),
+            &params(json!({"make": "Tesla", "county": "King"})),
+            SECOND,
+        )
+        .unwrap();
+    assert_eq!(rows.rows[0]["vehicle_count"], 40, "{:?}", rows.rows);
+}
+
+#[test]
+fn injection_through_a_parameter_is_only_a_value() {
+    let (hr, spec) = open("hr");
+    let lookup = template(&spec, "employee_lookup");
+    let hostile = "Engineering'; DROP TABLE employees; --";
+    let rows = hr
+        .query(lookup, &params(json!({"employee": hostile})), SECOND)
+        .unwrap();
+    assert!(rows.rows.is_empty(), "{:?}", rows.rows);
+    let rows = hr
+        .query(
+            template(&spec, "employees_count_by_department"),
+            &params(json!({"department": hostile})),
+            SECOND,
+        )
+        .unwrap();
+    assert_eq!(rows.rows[0]["employee_count"], 0);
+    // The table is still there and whole.
+    let rows = hr
+        .query(
+            template(&spec, "employees_count_by_department"),
+            &params(json!({"department": "Engineering"})),
+            SECOND,
+        )
+        .unwrap();
+    assert_eq!(rows.rows[0]["employee_count"], 14);
+}
+
+#[test]
+fn writes_are_refused_wherever_they_hide() {
+    for (sql, engine, expect) in [
+        ("DELETE FROM employees", Engine::Sqlite, "read-only query"),
+        (
+            "SELECT 1; DROP TABLE employees",
+            Engine::Sqlite,
+            "exactly one statement",
+        ),
+        (
+            "UPDATE employees SET title = 'x'",
+            Engine::Sqlite,
+            "read-only query",
+        ),
+        (
+            "INSERT INTO employees (id) VALUES (1)",
+            Engine::Sqlite,
+            "read-only query",
+        ),
+        (
+            "CREATE TABLE t AS SELECT 1",
+            Engine::Sqlite,
+            "read-only query",
+        ),
+        (
+            "SELECT * INTO backup FROM employees",
+            Engine::Postgres,
+            "INTO",
+        ),
+        (
+            "SELECT * FROM employees FOR UPDATE",
+            Engine::Postgres,
+            "lock",
+        ),
+        ("SELEKT nothing", Engine::Sqlite, "does not parse"),
+        (
+            "WITH gone AS (DELETE FROM employees RETURNING id) SELECT count(*) FROM gone",
+            Engine::Postgres,
+            "read-only",
+        ),
+    ] {
+        let message = check_read_only("bad_template", sql, engine)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            message.contains("bad_template") && message.contains(expect),
+            "{sql}: {message}"
+        );
+    }
+    check_read_only(
+        "ok",
+        "WITH d AS (SELECT id FROM departments) SELECT * FROM d WHERE id = :id",
+        Engine::Sqlite,
+    )
+    .unwrap();
+    check_read_only(
+        "ok",
+        "SELECT * FROM employees WHERE name = :name",
+        Engine::Postgres,
+    )
+    .unwrap();
+}
+
+#[test]
+fn a_write_template_stops_the_datasource_from_opening() {
+    let (catalog, root) = demo();
+    let mut datasource = catalog.datasource("hr").unwrap().clone();
+    datasource.templates[0].sql_template = Some("DELETE FROM employees".into());
+    let id = datasource.templates[0].id.clone();
+    let message = SqliteDatasource::open(&datasource, &root.join("hr"))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        message.contains(&id) && message.contains("read-only"),
+        "{message}"
+    );
+}
+
+#[test]
+fn row_cap_and_deadline() {
+    let (catalog, root) = demo();
+    let mut datasource = catalog.datasource("ev").unwrap().clone();
+    datasource.spec.limits.max_rows = 7;
+    let mut all = datasource.templates[0].clone();
+    all.sql_template = Some("SELECT * FROM vehicles".into());
+    let mut slow = all.clone();
+    slow.sql_template = Some(
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT count(*) FROM n"
+            .into(),
+    );
+    let ev = SqliteDatasource::open(&datasource, &root.join("ev")).unwrap();
+    let rows = ev.query(&all, &Map::new(), SECOND).unwrap();
+    assert_eq!(rows.rows.len(), 7);
+    assert!(rows.truncated);
+    let message = ev
+        .query(&slow, &Map::new(), Duration::from_millis(50))
+        .unwrap_err()
+        .to_string();
+    assert!(message.contains("deadline"), "{message}");
+}
+
+#[test]
+fn missing_seed_file_is_named() {
+    let (catalog, _) = demo();
+    let datasource = catalog.datasource("hr").unwrap().clone();
+    let message = SqliteDatasource::open(&datasource, Path::new("/nowhere/hr"))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        message.contains("hr") && message.contains("/nowhere/hr/data/hr.sql"),
+        "{message}"
+    );
+}
