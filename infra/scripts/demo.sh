@@ -21,7 +21,7 @@ ask() {
   echo "\$ curl -s -X POST http://127.0.0.1:$PORT$1 -d '$2'"
   curl -s -X POST "http://127.0.0.1:$PORT$1" -H 'content-type: application/json' -d "$2" | python3 -m json.tool
 }
-ask /v1/route '{"query": "How many employees work in Engineering?"}'
+ask /v1/query '{"query": "How many employees work in Engineering?"}'
 ask /v1/query '{"query": "What is 15% of 200?"}'
 echo
 echo "Serving on http://127.0.0.1:$PORT (POST /v1/query, POST /v1/route, GET /v1/stats, GET /v1/health). Ctrl-C stops."

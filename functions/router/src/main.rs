@@ -44,7 +44,7 @@ async fn handle<I: AdapterInvoker>(
         .body(Body::Text(answer.body.to_string()))?)
 }
 
-fn load_api() -> anyhow::Result<Api<LocalAdapters>> {
+async fn load_api() -> anyhow::Result<Api<LocalAdapters>> {
     let config = Config::from_env(None)?;
     config.embedding.apply_threads();
     let index_path = PathBuf::from(
@@ -60,7 +60,7 @@ fn load_api() -> anyhow::Result<Api<LocalAdapters>> {
     // Adapters run in-process until the per-datasource adapter functions exist; SQLite
     // seeds are read from SWITCHYARD_TEMPLATES when set.
     let templates = std::env::var_os("SWITCHYARD_TEMPLATES").map(PathBuf::from);
-    let invoker = LocalAdapters::open(index.catalog.clone(), templates.as_deref())?;
+    let invoker = LocalAdapters::open(index.catalog.clone(), templates.as_deref()).await?;
     let router = Router::new(index, config, embedder, &index_path.display().to_string())?;
     Ok(Api::new(router, invoker))
 }
@@ -72,7 +72,7 @@ async fn main() -> Result<(), lambda_http::Error> {
         .with_current_span(false)
         .without_time()
         .init();
-    let api = Arc::new(load_api().map_err(|e| {
+    let api = Arc::new(load_api().await.map_err(|e| {
         tracing::error!(error = %format!("{e:#}"), "cold start failed");
         e
     })?);
@@ -108,7 +108,9 @@ mod tests {
         let catalog =
             switchyard_core::template::Catalog::load(&root.join("templates/clinc150")).unwrap();
         let index = Index::build(catalog, embedder.as_ref(), &config.index, &|_, _| {}).unwrap();
-        let invoker = LocalAdapters::open(index.catalog.clone(), None).unwrap();
+        let invoker = LocalAdapters::open(index.catalog.clone(), None)
+            .await
+            .unwrap();
         let api = Api::new(
             Router::new(index, config, embedder, "test").unwrap(),
             invoker,

@@ -15,10 +15,11 @@ use switchyard_core::router::{Access, Router};
 
 /// Serve `router`; adapters run in-process with their files under `templates_dir`.
 pub fn run(router: Router, templates_dir: &Path, host: &str, port: u16) -> Result<()> {
-    let invoker = LocalAdapters::open(router.index().catalog.clone(), Some(templates_dir))?;
-    let api = Arc::new(Api::new(router, invoker));
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
     runtime.block_on(async move {
+        let catalog = router.index().catalog.clone();
+        let invoker = LocalAdapters::open(catalog, Some(templates_dir)).await?;
+        let api = Arc::new(Api::new(router, invoker));
         let app = axum::Router::new().fallback(handle).with_state(api);
         let listener = tokio::net::TcpListener::bind((host, port))
             .await

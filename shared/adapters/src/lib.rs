@@ -9,6 +9,7 @@ pub mod tools;
 
 pub use error::{AdapterError, Result};
 pub mod local;
+pub mod postgres;
 pub mod sql;
 
 pub use local::LocalAdapters;

@@ -1,9 +1,8 @@
 //! The in-process adapters: one `AdapterInvoker` that answers every datasource of a
-//! catalog whose adapter runs locally (intent, SQLite, built-in tools). Kinds without a
-//! local adapter are refused as unavailable, never answered with a made-up result.
+//! catalog whose adapter runs locally (intent, SQLite, PostgreSQL, built-in tools). Kinds
+//! without a local adapter are refused as unavailable, never answered with a made-up result.
 
 use std::collections::HashMap;
-use std::future::Future;
 use std::path::Path;
 use std::time::Duration;
 
@@ -15,42 +14,70 @@ use switchyard_core::template::{Catalog, DatasourceKind, Template};
 use switchyard_core::Error;
 
 use crate::error::AdapterError;
+use crate::postgres::PostgresDatasource;
 use crate::render::{render, tool_content};
-use crate::sql::{text_table, Engine, SqliteDatasource};
+use crate::sql::{text_table, Engine, SqlRows, SqliteDatasource};
 use crate::tools;
 
 pub struct LocalAdapters {
     catalog: Catalog,
     sqlite: HashMap<String, SqliteDatasource>,
+    postgres: HashMap<String, PostgresDatasource>,
 }
 
 impl LocalAdapters {
     /// Open the local adapters of `catalog`. `templates_dir` is the catalog folder that
-    /// holds the datasources' files (SQLite seeds); a SQL datasource without its folder
-    /// there is unavailable.
-    pub fn open(catalog: Catalog, templates_dir: Option<&Path>) -> crate::Result<LocalAdapters> {
+    /// holds the datasources' files (SQLite seeds); a SQLite datasource without its folder
+    /// there is unavailable. A PostgreSQL datasource connects when the variable its
+    /// `connection.url_env` names is set, and is unavailable otherwise.
+    pub async fn open(
+        catalog: Catalog,
+        templates_dir: Option<&Path>,
+    ) -> crate::Result<LocalAdapters> {
         let mut sqlite = HashMap::new();
-        if let Some(root) = templates_dir {
-            for datasource in &catalog.datasources {
-                let folder = root.join(datasource.name());
-                if datasource.spec.kind == DatasourceKind::Sql
-                    && folder.is_dir()
-                    && Engine::of(datasource)? == Engine::Sqlite
-                {
-                    let opened = SqliteDatasource::open(datasource, &folder)?;
-                    sqlite.insert(datasource.name().to_owned(), opened);
+        let mut postgres = HashMap::new();
+        for datasource in &catalog.datasources {
+            if datasource.spec.kind != DatasourceKind::Sql {
+                continue;
+            }
+            let name = datasource.name().to_owned();
+            match Engine::of(datasource)? {
+                Engine::Sqlite => {
+                    let folder = templates_dir.map(|root| root.join(&name));
+                    if let Some(folder) = folder.filter(|f| f.is_dir()) {
+                        sqlite.insert(name, SqliteDatasource::open(datasource, &folder)?);
+                    }
+                }
+                Engine::Postgres => {
+                    let configured = datasource
+                        .spec
+                        .connection
+                        .get("url_env")
+                        .is_some_and(|variable| std::env::var_os(variable).is_some());
+                    if configured {
+                        postgres.insert(name, PostgresDatasource::connect(datasource).await?);
+                    } else {
+                        tracing::warn!(datasource = %name, "PostgreSQL URL variable not set; datasource unavailable");
+                    }
                 }
             }
         }
-        Ok(LocalAdapters { catalog, sqlite })
+        Ok(LocalAdapters {
+            catalog,
+            sqlite,
+            postgres,
+        })
     }
 
-    fn answer(&self, request: &AdapterRequest) -> Result<AdapterResponse, Error> {
+    async fn answer(&self, request: &AdapterRequest) -> Result<AdapterResponse, Error> {
         let (datasource, template) = find(&self.catalog, request)?;
         let kind = datasource.spec.kind;
+        let name = datasource.name();
         let runs_here = match kind {
             DatasourceKind::Intent | DatasourceKind::Tools => true,
-            DatasourceKind::Sql => self.sqlite.contains_key(datasource.name()),
+            DatasourceKind::Sql => {
+                self.sqlite.contains_key(name) || self.postgres.contains_key(name)
+            }
             _ => false,
         };
         if !runs_here {
@@ -60,14 +87,16 @@ impl LocalAdapters {
             });
         }
         let deadline = Duration::from_millis(request.deadline_ms.max(1));
-        Ok(respond(template, request, |parameters| {
-            self.execute(kind, datasource.name(), template, parameters, deadline)
+        Ok(respond(template, request, |parameters| async move {
+            self.execute(kind, name, template, &parameters, deadline)
+                .await
                 .map_err(|e| e.to_string())
-        }))
+        })
+        .await)
     }
 
     /// Run one template whose parameters are complete: (content, data).
-    fn execute(
+    async fn execute(
         &self,
         kind: DatasourceKind,
         datasource: &str,
@@ -92,30 +121,19 @@ impl LocalAdapters {
                 Ok((content, data))
             }
             DatasourceKind::Sql => {
-                let database =
-                    self.sqlite
-                        .get(datasource)
-                        .ok_or_else(|| AdapterError::Datasource {
-                            datasource: datasource.to_owned(),
-                            message: "no SQLite connection".into(),
-                        })?;
-                let rows = database.query(template, parameters, deadline)?;
-                let content = match &template.response_template {
-                    Some(source) => {
-                        let mut context = parameters.clone();
-                        context.insert("rows".into(), Value::from(rows.rows.clone()));
-                        context.insert("row_count".into(), Value::from(rows.rows.len()));
-                        render(&template.id, source, &Value::Object(context))?
+                let rows = match (self.sqlite.get(datasource), self.postgres.get(datasource)) {
+                    (Some(sqlite), _) => sqlite.query(template, parameters, deadline)?,
+                    (None, Some(postgres)) => {
+                        postgres.query(template, parameters, deadline).await?
                     }
-                    None => text_table(&rows),
+                    (None, None) => {
+                        return Err(AdapterError::Datasource {
+                            datasource: datasource.to_owned(),
+                            message: "no connection".into(),
+                        })
+                    }
                 };
-                let data = json!({
-                    "columns": rows.columns,
-                    "rows": rows.rows,
-                    "row_count": rows.rows.len(),
-                    "truncated": rows.truncated,
-                });
-                Ok((content, data))
+                sql_answer(template, parameters, rows)
             }
             other => Err(AdapterError::Datasource {
                 datasource: datasource.to_owned(),
@@ -125,12 +143,33 @@ impl LocalAdapters {
     }
 }
 
+/// Rows as an answer: the `response_template` over the parameters plus `rows` and
+/// `row_count`, or a short table.
+fn sql_answer(
+    template: &Template,
+    parameters: &Map<String, Value>,
+    rows: SqlRows,
+) -> crate::Result<(String, Value)> {
+    let content = match &template.response_template {
+        Some(source) => {
+            let mut context = parameters.clone();
+            context.insert("rows".into(), Value::from(rows.rows.clone()));
+            context.insert("row_count".into(), Value::from(rows.rows.len()));
+            render(&template.id, source, &Value::Object(context))?
+        }
+        None => text_table(&rows),
+    };
+    let data = json!({
+        "columns": rows.columns,
+        "rows": rows.rows,
+        "row_count": rows.rows.len(),
+        "truncated": rows.truncated,
+    });
+    Ok((content, data))
+}
+
 impl AdapterInvoker for LocalAdapters {
-    fn invoke(
-        &self,
-        request: AdapterRequest,
-    ) -> impl Future<Output = Result<AdapterResponse, Error>> + Send {
-        let answer = self.answer(&request);
-        async move { answer }
+    async fn invoke(&self, request: AdapterRequest) -> Result<AdapterResponse, Error> {
+        self.answer(&request).await
     }
 }

@@ -14,6 +14,7 @@ use chrono::{DateTime, NaiveDate, TimeDelta, Utc};
 use regex::Regex;
 use serde::Serialize;
 use serde_json::{Map, Value};
+use switchyard_core::params::parse_date;
 use switchyard_core::template::Template;
 
 use crate::error::{AdapterError, Result};
@@ -418,45 +419,6 @@ fn format_with(call: &Call, pattern: &str, formatted: impl std::fmt::Display) ->
         ))
     })?;
     Ok(out)
-}
-
-static ORDINAL_SUFFIX: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)\b(\d{1,2})(?:st|nd|rd|th)\b").expect("the ordinal pattern is valid")
-});
-
-/// Formats tried after commas are dropped and spaces collapsed.
-const DATE_FORMATS: [&str; 7] = [
-    "%Y-%m-%d",
-    "%Y/%m/%d",
-    "%d.%m.%Y",
-    "%B %d %Y", // March 15 2024, Mar 15 2024 (%B reads abbreviations too)
-    "%d %B %Y", // 15 March 2024
-    "%A %B %d %Y",
-    "%A %d %B %Y",
-];
-
-/// A calendar date in one of the accepted spellings: YYYY-MM-DD (also with a time after it),
-/// YYYY/MM/DD, DD.MM.YYYY, "March 15, 2024", "15 March 2024", "Mar 15 2024", "15th March
-/// 2024", or today / tomorrow / yesterday relative to `today`.
-pub fn parse_date(text: &str, today: NaiveDate) -> Option<NaiveDate> {
-    let text = text.trim();
-    match text.to_ascii_lowercase().as_str() {
-        "today" => return Some(today),
-        "tomorrow" => return today.succ_opt(),
-        "yesterday" => return today.pred_opt(),
-        _ => {}
-    }
-    // An ISO timestamp: its date part.
-    if let Some((date, _)) = text.split_once(['T', ' ']) {
-        if let Ok(date) = NaiveDate::parse_from_str(date, "%Y-%m-%d") {
-            return Some(date);
-        }
-    }
-    let cleaned = ORDINAL_SUFFIX.replace_all(text, "$1").replace(',', " ");
-    let cleaned = cleaned.split_whitespace().collect::<Vec<_>>().join(" ");
-    DATE_FORMATS
-        .iter()
-        .find_map(|format| NaiveDate::parse_from_str(&cleaned, format).ok())
 }
 
 // ---------------------------------------------------------------------------------------

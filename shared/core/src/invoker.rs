@@ -60,11 +60,15 @@ pub trait AdapterInvoker: Send + Sync {
 /// Answer `request` for `template`: extract its parameters; a bad value is `error` naming
 /// it, a missing required one is `needs_clarification` naming it; otherwise `execute` runs
 /// with the parameters and gives (content, data) or a plain error message.
-pub fn respond(
+pub async fn respond<F, Fut>(
     template: &Template,
     request: &AdapterRequest,
-    execute: impl FnOnce(&Map<String, Value>) -> std::result::Result<(String, Value), String>,
-) -> AdapterResponse {
+    execute: F,
+) -> AdapterResponse
+where
+    F: FnOnce(Map<String, Value>) -> Fut,
+    Fut: Future<Output = std::result::Result<(String, Value), String>>,
+{
     let start = Instant::now();
     let extraction = extract(template, &request.query, &request.session_parameters);
     let mut response = AdapterResponse {
@@ -95,7 +99,7 @@ pub fn respond(
         response.content = format!("Please give `{}`{about}.", first.name);
         None
     } else {
-        match execute(&extraction.parameters) {
+        match execute(extraction.parameters.clone()).await {
             Ok((content, data)) => {
                 response.content = content;
                 response.data = data;
@@ -155,7 +159,7 @@ impl IntentInvoker {
         IntentInvoker { catalog }
     }
 
-    fn answer(&self, request: &AdapterRequest) -> Result<AdapterResponse> {
+    async fn answer(&self, request: &AdapterRequest) -> Result<AdapterResponse> {
         let (datasource, template) = find(&self.catalog, request)?;
         if datasource.spec.kind != DatasourceKind::Intent {
             return Err(Error::AdapterUnavailable {
@@ -163,18 +167,13 @@ impl IntentInvoker {
                 kind: datasource.spec.kind.as_str().to_owned(),
             });
         }
-        Ok(respond(template, request, |_| {
-            Ok(intent_answer(datasource.name(), template))
-        }))
+        let answer = intent_answer(datasource.name(), template);
+        Ok(respond(template, request, |_| async move { Ok(answer) }).await)
     }
 }
 
 impl AdapterInvoker for IntentInvoker {
-    fn invoke(
-        &self,
-        request: AdapterRequest,
-    ) -> impl Future<Output = Result<AdapterResponse>> + Send {
-        let answer = self.answer(&request);
-        async move { answer }
+    async fn invoke(&self, request: AdapterRequest) -> Result<AdapterResponse> {
+        self.answer(&request).await
     }
 }

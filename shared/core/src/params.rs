@@ -3,6 +3,11 @@
 //! session's previous values, then defaults. Nothing is guessed: a required parameter
 //! still missing is reported by name.
 
+use std::borrow::Cow;
+use std::sync::LazyLock;
+
+use chrono::NaiveDate;
+use regex::Regex;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
@@ -30,8 +35,14 @@ pub struct InvalidParameter {
 
 pub fn extract(template: &Template, query: &str, session: &Map<String, Value>) -> Extraction {
     let mut out = Extraction::default();
+    let with_digits = number_words_as_digits(query);
     for parameter in &template.parameters {
-        let found = from_patterns(parameter, query).or_else(|| from_named_values(parameter, query));
+        // Numeric parameters also match "five" as "5".
+        let text = match parameter.param_type {
+            ParamType::Integer | ParamType::Number => with_digits.as_ref(),
+            _ => query,
+        };
+        let found = from_patterns(parameter, text).or_else(|| from_named_values(parameter, text));
         let value = match found {
             Some(raw) => match coerce(parameter, &raw) {
                 Ok(value) => Some(value),
@@ -161,23 +172,101 @@ fn coerce(parameter: &Parameter, raw: &str) -> Result<Value, String> {
             _ => return Err(format!("`{text}` is not yes/no")),
         },
         ParamType::Date => {
-            let valid = text.len() == 10
-                && text.as_bytes()[4] == b'-'
-                && text.as_bytes()[7] == b'-'
-                && text[..4].parse::<u32>().is_ok()
-                && text[5..7]
-                    .parse::<u32>()
-                    .is_ok_and(|m| (1..=12).contains(&m))
-                && text[8..]
-                    .parse::<u32>()
-                    .is_ok_and(|d| (1..=31).contains(&d));
-            if !valid {
-                return Err(format!("`{text}` is not a date (YYYY-MM-DD)"));
-            }
-            Value::String(text)
+            let today = chrono::Utc::now().date_naive();
+            let date = parse_date(&text, today).ok_or_else(|| {
+                format!("`{text}` is not a date (for example 2024-03-15 or March 15, 2024)")
+            })?;
+            Value::String(date.format("%Y-%m-%d").to_string())
         }
     };
     Ok(value)
+}
+
+const NUMBER_WORDS: [(&str, u32); 29] = [
+    ("zero", 0),
+    ("one", 1),
+    ("two", 2),
+    ("three", 3),
+    ("four", 4),
+    ("five", 5),
+    ("six", 6),
+    ("seven", 7),
+    ("eight", 8),
+    ("nine", 9),
+    ("ten", 10),
+    ("eleven", 11),
+    ("twelve", 12),
+    ("thirteen", 13),
+    ("fourteen", 14),
+    ("fifteen", 15),
+    ("sixteen", 16),
+    ("seventeen", 17),
+    ("eighteen", 18),
+    ("nineteen", 19),
+    ("twenty", 20),
+    ("thirty", 30),
+    ("forty", 40),
+    ("fifty", 50),
+    ("sixty", 60),
+    ("seventy", 70),
+    ("eighty", 80),
+    ("ninety", 90),
+    ("hundred", 100),
+];
+
+static NUMBER_WORD: LazyLock<Regex> = LazyLock::new(|| {
+    let words: Vec<&str> = NUMBER_WORDS.iter().map(|(w, _)| *w).collect();
+    Regex::new(&format!(r"(?i)\b(?:{})\b", words.join("|"))).expect("a valid pattern")
+});
+
+/// "top five earners" → "top 5 earners", so numeric patterns see digits.
+fn number_words_as_digits(text: &str) -> Cow<'_, str> {
+    NUMBER_WORD.replace_all(text, |captures: &regex::Captures<'_>| {
+        let word = captures[0].to_ascii_lowercase();
+        NUMBER_WORDS
+            .iter()
+            .find(|(w, _)| *w == word)
+            .map_or_else(|| word.clone(), |(_, n)| n.to_string())
+    })
+}
+
+static ORDINAL_SUFFIX: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)\b(\d{1,2})(?:st|nd|rd|th)\b").expect("the ordinal pattern is valid")
+});
+
+/// Formats tried after commas are dropped and spaces collapsed.
+const DATE_FORMATS: [&str; 7] = [
+    "%Y-%m-%d",
+    "%Y/%m/%d",
+    "%d.%m.%Y",
+    "%B %d %Y", // March 15 2024, Mar 15 2024 (%B reads abbreviations too)
+    "%d %B %Y", // 15 March 2024
+    "%A %B %d %Y",
+    "%A %d %B %Y",
+];
+
+/// A calendar date in one of the accepted spellings: YYYY-MM-DD (also with a time after it),
+/// YYYY/MM/DD, DD.MM.YYYY, "March 15, 2024", "15 March 2024", "Mar 15 2024", "15th March
+/// 2024", or today / tomorrow / yesterday relative to `today`.
+pub fn parse_date(text: &str, today: NaiveDate) -> Option<NaiveDate> {
+    let text = text.trim();
+    match text.to_ascii_lowercase().as_str() {
+        "today" => return Some(today),
+        "tomorrow" => return today.succ_opt(),
+        "yesterday" => return today.pred_opt(),
+        _ => {}
+    }
+    // An ISO timestamp: its date part.
+    if let Some((date, _)) = text.split_once(['T', ' ']) {
+        if let Ok(date) = NaiveDate::parse_from_str(date, "%Y-%m-%d") {
+            return Some(date);
+        }
+    }
+    let cleaned = ORDINAL_SUFFIX.replace_all(text, "$1").replace(',', " ");
+    let cleaned = cleaned.split_whitespace().collect::<Vec<_>>().join(" ");
+    DATE_FORMATS
+        .iter()
+        .find_map(|format| NaiveDate::parse_from_str(&cleaned, format).ok())
 }
 
 fn check_bounds(parameter: &Parameter, n: f64) -> Result<(), String> {
@@ -223,6 +312,18 @@ mod tests {
         let got = extract(&t, "how many people?", &session);
         assert!(got.missing.is_empty());
         assert_eq!(got.parameters["department"], "Sales");
+    }
+
+    #[test]
+    fn number_words_and_date_spellings() {
+        let t = template(
+            "  - name: limit\n    type: integer\n    extraction_patterns: ['top (\\d+)']\n  - name: day\n    type: date\n    extraction_patterns: ['on (.+)$']\n",
+        );
+        let got = extract(&t, "top five earners on March 15, 2024", &Map::new());
+        assert_eq!(got.parameters["limit"], 5);
+        assert_eq!(got.parameters["day"], "2024-03-15");
+        let bad = extract(&t, "top 3 on 2023-02-29", &Map::new());
+        assert_eq!(bad.invalid[0].name, "day", "{bad:?}");
     }
 
     #[test]

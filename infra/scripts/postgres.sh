@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# A throwaway PostgreSQL for the tests, on 127.0.0.1 only:
+#   postgres.sh start   install (Debian's packages) if needed, init, start, load the EV sample
+#   postgres.sh stop    stop it and delete its data
+# It listens on $SWITCHYARD_PG_PORT (default 55432); the URL of the loaded database is
+# postgres://postgres@127.0.0.1:$SWITCHYARD_PG_PORT/ev
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+PORT="${SWITCHYARD_PG_PORT:-55432}"
+DATA="/tmp/switchyard-pg-$PORT"
+
+bin_dir() { ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1; }
+
+case "${1:-}" in
+  start)
+    if [ -z "$(bin_dir)" ]; then
+      echo "postgres: installing from Debian's packages"
+      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
+    fi
+    BIN="$(bin_dir)"
+    as_postgres() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+    if [ -f "$DATA/postmaster.pid" ]; then
+      as_postgres "$BIN/pg_ctl" -D "$DATA" stop -m fast >/dev/null 2>&1 || true
+    fi
+    rm -rf "$DATA"
+    mkdir -p "$DATA"
+    [ "$(id -u)" = 0 ] && chown postgres "$DATA"
+    as_postgres "$BIN/initdb" -D "$DATA" -A trust -U postgres >/dev/null
+    as_postgres "$BIN/pg_ctl" -D "$DATA" -l "$DATA/server.log" \
+      -o "-c listen_addresses=127.0.0.1 -p $PORT -k $DATA" -w start >/dev/null
+    psql -q -h 127.0.0.1 -p "$PORT" -U postgres -c "CREATE DATABASE ev" >/dev/null
+    PGOPTIONS="-c client_min_messages=warning" psql -q -h 127.0.0.1 -p "$PORT" -U postgres -d ev -v ON_ERROR_STOP=1 -f templates/demo/ev/data/ev.sql >/dev/null
+    echo "postgres: postgres://postgres@127.0.0.1:$PORT/ev"
+    ;;
+  stop)
+    BIN="$(bin_dir)"
+    if [ -n "$BIN" ] && [ -f "$DATA/postmaster.pid" ]; then
+      if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$BIN/pg_ctl" -D "$DATA" stop -m fast >/dev/null
+      else "$BIN/pg_ctl" -D "$DATA" stop -m fast >/dev/null; fi
+    fi
+    rm -rf "$DATA"
+    echo "postgres: stopped"
+    ;;
+  *)
+    echo "usage: $0 start|stop" >&2
+    exit 2
+    ;;
+esac
