@@ -6,7 +6,8 @@ cd "$(dirname "$0")/../.."
 PORT="${PORT:-8080}"
 
 ./infra/scripts/fetch-model.sh
-cargo build -p switchyard-cli
+# The same build as the tests, so the two commands share one set of artifacts.
+cargo build --workspace --bins
 ./target/debug/switchyard serve --port "$PORT" &
 server=$!
 trap 'kill $server 2>/dev/null || true' EXIT INT TERM
