@@ -4,6 +4,7 @@
 //! status, never a made-up result.
 
 pub mod error;
+pub mod http;
 pub mod render;
 pub mod tools;
 

@@ -1,5 +1,6 @@
 //! The in-process adapters: one `AdapterInvoker` that answers every datasource of a
-//! catalog whose adapter runs locally (intent, SQLite, PostgreSQL, built-in tools). Kinds
+//! catalog whose adapter runs locally (intent, SQLite, PostgreSQL, HTTP/JSON, GraphQL,
+//! built-in tools). Kinds
 //! without a local adapter are refused as unavailable, never answered with a made-up result.
 
 use std::collections::HashMap;
@@ -14,6 +15,7 @@ use switchyard_core::template::{Catalog, DatasourceKind, Template};
 use switchyard_core::Error;
 
 use crate::error::AdapterError;
+use crate::http::HttpDatasource;
 use crate::postgres::PostgresDatasource;
 use crate::render::{render, tool_content};
 use crate::sql::{text_table, Engine, SqlRows, SqliteDatasource};
@@ -23,6 +25,7 @@ pub struct LocalAdapters {
     catalog: Catalog,
     sqlite: HashMap<String, SqliteDatasource>,
     postgres: HashMap<String, PostgresDatasource>,
+    http: HashMap<String, HttpDatasource>,
 }
 
 impl LocalAdapters {
@@ -36,11 +39,19 @@ impl LocalAdapters {
     ) -> crate::Result<LocalAdapters> {
         let mut sqlite = HashMap::new();
         let mut postgres = HashMap::new();
+        let mut http = HashMap::new();
         for datasource in &catalog.datasources {
+            let name = datasource.name().to_owned();
+            if matches!(
+                datasource.spec.kind,
+                DatasourceKind::Http | DatasourceKind::Graphql
+            ) {
+                http.insert(name, HttpDatasource::open(datasource)?);
+                continue;
+            }
             if datasource.spec.kind != DatasourceKind::Sql {
                 continue;
             }
-            let name = datasource.name().to_owned();
             match Engine::of(datasource)? {
                 Engine::Sqlite => {
                     let folder = templates_dir.map(|root| root.join(&name));
@@ -66,6 +77,7 @@ impl LocalAdapters {
             catalog,
             sqlite,
             postgres,
+            http,
         })
     }
 
@@ -75,6 +87,7 @@ impl LocalAdapters {
         let name = datasource.name();
         let runs_here = match kind {
             DatasourceKind::Intent | DatasourceKind::Tools => true,
+            DatasourceKind::Http | DatasourceKind::Graphql => self.http.contains_key(name),
             DatasourceKind::Sql => {
                 self.sqlite.contains_key(name) || self.postgres.contains_key(name)
             }
@@ -134,6 +147,30 @@ impl LocalAdapters {
                     }
                 };
                 sql_answer(template, parameters, rows)
+            }
+            DatasourceKind::Http | DatasourceKind::Graphql => {
+                let api = self
+                    .http
+                    .get(datasource)
+                    .ok_or_else(|| AdapterError::Datasource {
+                        datasource: datasource.to_owned(),
+                        message: "not opened".into(),
+                    })?;
+                let result = api.call(template, parameters, deadline).await?;
+                let content = match &template.response_template {
+                    Some(source) => {
+                        let mut context = parameters.clone();
+                        context.insert("result".into(), result.data.clone());
+                        render(&template.id, source, &Value::Object(context))?
+                    }
+                    None => crate::render::plain_text(&result.data),
+                };
+                let data = json!({
+                    "status": result.status,
+                    "result": result.data,
+                    "truncated": result.truncated,
+                });
+                Ok((content, data))
             }
             other => Err(AdapterError::Datasource {
                 datasource: datasource.to_owned(),
