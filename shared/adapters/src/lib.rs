@@ -5,6 +5,7 @@
 
 pub mod error;
 pub mod http;
+pub mod llm;
 pub mod render;
 pub mod tools;
 
