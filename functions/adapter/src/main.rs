@@ -9,7 +9,9 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use lambda_runtime::{service_fn, LambdaEvent};
+use switchyard_adapters::local::LlmFeatures;
 use switchyard_adapters::LocalAdapters;
+use switchyard_core::config::Config;
 use switchyard_core::invoker::{AdapterInvoker, AdapterRequest, AdapterResponse, AdapterStatus};
 use switchyard_core::template::Catalog;
 
@@ -45,7 +47,11 @@ async fn load() -> anyhow::Result<LocalAdapters> {
         "SWITCHYARD_DATASOURCE: no datasource `{name}` in {}",
         templates.display()
     );
-    Ok(LocalAdapters::open(catalog, Some(&templates)).await?)
+    let config = Config::from_env(None)?;
+    let llm = LlmFeatures::from_config(&config.llm)?;
+    Ok(LocalAdapters::open(catalog, Some(&templates))
+        .await?
+        .with_llm(llm))
 }
 
 #[tokio::main]

@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use lambda_http::{service_fn, Body, Request, Response};
+use switchyard_adapters::local::LlmFeatures;
 use switchyard_adapters::LocalAdapters;
 use switchyard_core::api::{Api, ApiRequest};
 use switchyard_core::config::Config;
@@ -60,7 +61,10 @@ async fn load_api() -> anyhow::Result<Api<LocalAdapters>> {
     // Adapters run in-process until the per-datasource adapter functions exist; SQLite
     // seeds are read from SWITCHYARD_TEMPLATES when set.
     let templates = std::env::var_os("SWITCHYARD_TEMPLATES").map(PathBuf::from);
-    let invoker = LocalAdapters::open(index.catalog.clone(), templates.as_deref()).await?;
+    let llm = LlmFeatures::from_config(&config.llm)?;
+    let invoker = LocalAdapters::open(index.catalog.clone(), templates.as_deref())
+        .await?
+        .with_llm(llm);
     let router = Router::new(index, config, embedder, &index_path.display().to_string())?;
     Ok(Api::new(router, invoker))
 }

@@ -9,6 +9,7 @@ use axum::body::{to_bytes, Body};
 use axum::extract::{Request, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
+use switchyard_adapters::local::LlmFeatures;
 use switchyard_adapters::LocalAdapters;
 use switchyard_core::api::{Api, ApiRequest, ApiResponse, MAX_BODY_BYTES};
 use switchyard_core::router::{Access, Router};
@@ -18,7 +19,10 @@ pub fn run(router: Router, templates_dir: &Path, host: &str, port: u16) -> Resul
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
     runtime.block_on(async move {
         let catalog = router.index().catalog.clone();
-        let invoker = LocalAdapters::open(catalog, Some(templates_dir)).await?;
+        let llm = LlmFeatures::from_config(&router.config().llm)?;
+        let invoker = LocalAdapters::open(catalog, Some(templates_dir))
+            .await?
+            .with_llm(llm);
         let api = Arc::new(Api::new(router, invoker));
         let app = axum::Router::new().fallback(handle).with_state(api);
         let listener = tokio::net::TcpListener::bind((host, port))

@@ -8,14 +8,17 @@ use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{json, Map, Value};
+use switchyard_core::config::LlmConfig;
 use switchyard_core::invoker::{
-    find, intent_answer, respond, AdapterInvoker, AdapterRequest, AdapterResponse,
+    find, intent_answer, respond, AdapterInvoker, AdapterRequest, AdapterResponse, AdapterStatus,
 };
+use switchyard_core::params::extract;
 use switchyard_core::template::{Catalog, DatasourceKind, Template};
 use switchyard_core::Error;
 
 use crate::error::AdapterError;
 use crate::http::HttpDatasource;
+use crate::llm::ChatClient;
 use crate::postgres::PostgresDatasource;
 use crate::render::{render, tool_content};
 use crate::sql::{text_table, Engine, SqlRows, SqliteDatasource};
@@ -26,6 +29,36 @@ pub struct LocalAdapters {
     sqlite: HashMap<String, SqliteDatasource>,
     postgres: HashMap<String, PostgresDatasource>,
     http: HashMap<String, HttpDatasource>,
+    llm: Option<LlmFeatures>,
+}
+
+/// The optional model behind the adapters and which of its features are on.
+pub struct LlmFeatures {
+    pub client: ChatClient,
+    pub fill_missing_parameters: bool,
+    pub synthesize_response: bool,
+}
+
+impl LlmFeatures {
+    /// From the `llm` configuration: `None` when no feature is on.
+    pub fn from_config(config: &LlmConfig) -> crate::Result<Option<LlmFeatures>> {
+        let (Some(endpoint), Some(model)) = (&config.endpoint, &config.model) else {
+            return Ok(None);
+        };
+        if !(config.fill_missing_parameters || config.synthesize_response) {
+            return Ok(None);
+        }
+        Ok(Some(LlmFeatures {
+            client: ChatClient::new(
+                endpoint.clone(),
+                model.clone(),
+                config.api_key_env.clone(),
+                Duration::from_millis(config.timeout_ms),
+            )?,
+            fill_missing_parameters: config.fill_missing_parameters,
+            synthesize_response: config.synthesize_response,
+        }))
+    }
 }
 
 impl LocalAdapters {
@@ -78,7 +111,47 @@ impl LocalAdapters {
             sqlite,
             postgres,
             http,
+            llm: None,
         })
+    }
+
+    /// Use a model to fill missing parameters and/or rewrite answers.
+    pub fn with_llm(mut self, llm: Option<LlmFeatures>) -> LocalAdapters {
+        self.llm = llm;
+        self
+    }
+
+    /// Required parameters the question leaves out, asked of the model when that is on.
+    /// They join the request's supplied values and are checked like any other; a model
+    /// failure leaves them missing, so the answer asks the user.
+    async fn fill_with_model(
+        &self,
+        template: &Template,
+        request: &AdapterRequest,
+    ) -> AdapterRequest {
+        let mut request = request.clone();
+        let Some(llm) = self.llm.as_ref().filter(|l| l.fill_missing_parameters) else {
+            return request;
+        };
+        let missing: Vec<String> = extract(template, &request.query, &request.session_parameters)
+            .missing
+            .into_iter()
+            .map(|m| m.name)
+            .collect();
+        if missing.is_empty() {
+            return request;
+        }
+        match llm
+            .client
+            .fill_missing(template, &request.query, &missing)
+            .await
+        {
+            Ok(values) => request.session_parameters.extend(values),
+            Err(e) => {
+                tracing::warn!(template = %template.id, error = %e, "model could not fill parameters")
+            }
+        }
+        request
     }
 
     async fn answer(&self, request: &AdapterRequest) -> Result<AdapterResponse, Error> {
@@ -100,12 +173,28 @@ impl LocalAdapters {
             });
         }
         let deadline = Duration::from_millis(request.deadline_ms.max(1));
-        Ok(respond(template, request, |parameters| async move {
+        let request = self.fill_with_model(template, request).await;
+        let mut response = respond(template, &request, |parameters| async move {
             self.execute(kind, name, template, &parameters, deadline)
                 .await
                 .map_err(|e| e.to_string())
         })
-        .await)
+        .await;
+        if let Some(llm) = self.llm.as_ref().filter(|l| l.synthesize_response) {
+            if response.status == AdapterStatus::Ok && kind != DatasourceKind::Intent {
+                match llm
+                    .client
+                    .synthesize(&request.query, &response.content, &response.data)
+                    .await
+                {
+                    Ok(text) => response.content = text,
+                    Err(e) => {
+                        tracing::warn!(template = %template.id, error = %e, "synthesis failed; answering with the rendered template")
+                    }
+                }
+            }
+        }
+        Ok(response)
     }
 
     /// Run one template whose parameters are complete: (content, data).

@@ -17,7 +17,19 @@ pub const ENV_PREFIX: &str = "SWITCHYARD__";
 pub struct Config {
     pub composite_retrieval: CompositeRetrieval,
     pub embedding: EmbeddingConfig,
+    pub llm: LlmConfig,
     pub index: IndexConfig,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LlmConfig {
+    pub endpoint: Option<String>,
+    pub model: Option<String>,
+    pub api_key_env: Option<String>,
+    pub timeout_ms: u64,
+    pub fill_missing_parameters: bool,
+    pub synthesize_response: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -230,6 +242,15 @@ impl Config {
             return fail(
                 "composite_retrieval.string_similarity.compare_fields",
                 "must name at least one field when the stage is enabled",
+            );
+        }
+        let llm = &self.llm;
+        if (llm.fill_missing_parameters || llm.synthesize_response)
+            && (llm.endpoint.is_none() || llm.model.is_none())
+        {
+            return fail(
+                "llm",
+                "endpoint and model are needed when an LLM feature is on",
             );
         }
         if self.embedding.batch_size == 0 {

@@ -42,7 +42,11 @@ pub fn extract(template: &Template, query: &str, session: &Map<String, Value>) -
             ParamType::Integer | ParamType::Number => with_digits.as_ref(),
             _ => query,
         };
-        let found = from_patterns(parameter, text).or_else(|| from_named_values(parameter, text));
+        // The question's own words first, then values supplied from outside it (the
+        // session's previous turn, a model's fill): both go through the same checks.
+        let found = from_patterns(parameter, text)
+            .or_else(|| from_named_values(parameter, text))
+            .or_else(|| session.get(&parameter.name).and_then(value_text));
         let value = match found {
             Some(raw) => match coerce(parameter, &raw) {
                 Ok(value) => Some(value),
@@ -55,10 +59,7 @@ pub fn extract(template: &Template, query: &str, session: &Map<String, Value>) -
                     continue;
                 }
             },
-            None => session
-                .get(&parameter.name)
-                .cloned()
-                .or_else(|| parameter.default.clone().filter(|v| !v.is_null())),
+            None => parameter.default.clone().filter(|v| !v.is_null()),
         };
         match value {
             Some(value) => {
