@@ -163,3 +163,32 @@ fn bad_inputs_are_named() {
         "{stderr}"
     );
 }
+
+#[test]
+fn index_build_refuses_a_write_template() {
+    let cache = tempfile::tempdir().unwrap();
+    let catalog = cache.path().join("catalog");
+    let hr = catalog.join("hr");
+    std::fs::create_dir_all(&hr).unwrap();
+    std::fs::write(
+        hr.join("datasource.yaml"),
+        "name: hr\nkind: sql\ndescription: HR\nconnection: {engine: sqlite, seed_sql: hr.sql}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        hr.join("templates.yaml"),
+        "templates:\n  - id: wipe\n    description: Remove staff\n    nl_examples: [fire everyone]\n    sql_template: DELETE FROM employees\n",
+    )
+    .unwrap();
+    let output = run(switchyard(cache.path())
+        .arg("--templates")
+        .arg(&catalog)
+        .args(["index", "build", "--out"])
+        .arg(cache.path().join("x.idx")));
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("wipe") && stderr.contains("read-only"),
+        "{stderr}"
+    );
+}
