@@ -21,7 +21,7 @@ use serde_json::{json, Map, Value};
 use switchyard_core::template::{Datasource, Template};
 use tokio::time::{sleep, timeout_at, Instant};
 
-use crate::error::{AdapterError, Result};
+use crate::error::{describe, AdapterError, Result};
 
 /// The response size cap when `connection.max_response_bytes` is not set: 1 MiB.
 pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 1 << 20;
@@ -971,21 +971,6 @@ fn redact_error(mut error: AdapterError, secrets: &[String]) -> AdapterError {
         redact_text(message, secrets);
     }
     error
-}
-
-/// An error with its causes, on one line.
-fn describe(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ use reqwest::{redirect, Client, Url};
 use serde_json::{json, Map, Value};
 use switchyard_core::template::{ParamType, Template};
 
-use crate::error::{AdapterError, Result};
+use crate::error::{describe, AdapterError, Result};
 
 /// The `datasource` named in this module's errors.
 const SOURCE: &str = "llm";
@@ -345,19 +345,4 @@ async fn read_capped(response: &mut reqwest::Response) -> reqwest::Result<(Vec<u
         body.extend_from_slice(&chunk);
     }
     Ok((body, false))
-}
-
-/// An error with its causes, on one line.
-fn describe(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
 }
