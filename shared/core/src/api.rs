@@ -11,7 +11,7 @@ use serde_json::{json, Map, Value};
 
 use crate::error::Error;
 use crate::invoker::{AdapterInvoker, AdapterRequest};
-use crate::router::{Access, Match, Router, Routing};
+use crate::router::{decimal, Access, Match, Router, Routing};
 
 /// Largest request body accepted (a 2,000-character query fits many times over).
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
@@ -270,7 +270,7 @@ impl<I: AdapterInvoker> Api<I> {
             }
         };
         let mut body = answer;
-        body["confidence"] = json!(selected.combined_score);
+        body["confidence"] = json!(decimal(selected.combined_score));
         body["metadata"] = metadata;
         ApiResponse { status, body }
     }
@@ -286,7 +286,7 @@ impl<I: AdapterInvoker> Api<I> {
                     "datasource": m.datasource,
                     "template_id": m.template_id,
                     "description": template.description,
-                    "score": m.combined_score,
+                    "score": decimal(m.combined_score),
                 })
             })
             .collect();
@@ -304,7 +304,7 @@ impl<I: AdapterInvoker> Api<I> {
                 "composite_routing": {
                     "selected_adapter": null,
                     "template_id": null,
-                    "similarity_score": routing.best().map(|m| m.embedding_score),
+                    "similarity_score": routing.best().map(|m| decimal(m.embedding_score)),
                     "adapters_searched": routing.adapters_searched,
                     "total_matches_found": routing.matches.len(),
                     "reason": routing.reason(),
@@ -347,7 +347,7 @@ impl Render<'_> {
             "child_adapter_count": adapters.len(),
             "child_adapters": adapters,
             "configuration": {
-                "confidence_threshold": config.confidence_threshold,
+                "confidence_threshold": decimal(config.confidence_threshold),
                 "max_templates_per_source": config.max_templates_per_source,
                 "parallel_search": config.parallel_search,
                 "search_timeout_ms": config.search_timeout_ms,
@@ -375,9 +375,9 @@ impl Render<'_> {
 
     fn scoring_details(&self, routing: &Routing) -> Value {
         json!({
-            "embedding_weight": routing.weights.embedding_weight,
-            "rerank_weight": routing.weights.rerank_weight,
-            "string_similarity_weight": routing.weights.string_similarity_weight,
+            "embedding_weight": decimal(routing.weights.embedding_weight),
+            "rerank_weight": decimal(routing.weights.rerank_weight),
+            "string_similarity_weight": decimal(routing.weights.string_similarity_weight),
         })
     }
 
@@ -386,10 +386,10 @@ impl Render<'_> {
         json!({
             "template_id": m.template_id,
             "source_adapter": m.datasource,
-            "embedding_score": m.embedding_score,
-            "combined_score": m.combined_score,
-            "rerank_score": m.rerank_score,
-            "string_similarity_score": m.string_similarity_score,
+            "embedding_score": decimal(m.embedding_score),
+            "combined_score": decimal(m.combined_score),
+            "rerank_score": m.rerank_score.map(decimal),
+            "string_similarity_score": m.string_similarity_score.map(decimal),
             "description": template.description,
             "nl_examples": template.nl_examples,
             "above_threshold": m.combined_score >= routing.threshold,
@@ -404,16 +404,16 @@ impl Render<'_> {
             Some(m) => json!({
                 "would_route_to": m.datasource,
                 "selected_template": m.template_id,
-                "selection_score": m.combined_score,
-                "embedding_score": m.embedding_score,
-                "rerank_score": m.rerank_score,
-                "string_similarity_score": m.string_similarity_score,
+                "selection_score": decimal(m.combined_score),
+                "embedding_score": decimal(m.embedding_score),
+                "rerank_score": m.rerank_score.map(decimal),
+                "string_similarity_score": m.string_similarity_score.map(decimal),
                 "reason": routing.reason(),
             }),
             None => json!({
                 "would_route_to": null,
                 "selected_template": null,
-                "selection_score": routing.best().map(|m| m.combined_score),
+                "selection_score": routing.best().map(|m| decimal(m.combined_score)),
                 "reason": routing.reason(),
             }),
         };
@@ -424,7 +424,7 @@ impl Render<'_> {
             "all_matches": routing.matches.iter().map(|m| self.match_json(routing, m)).collect::<Vec<_>>(),
             "routing_decision": decision,
             "configuration": {
-                "confidence_threshold": routing.threshold,
+                "confidence_threshold": decimal(routing.threshold),
                 "adapters_searched": routing.adapters_searched,
                 "adapters_timed_out": routing.timed_out,
                 "multistage_enabled": self.multistage_enabled(),
@@ -432,9 +432,9 @@ impl Render<'_> {
                 "rerank": routing.rerank,
                 "string_similarity_enabled": config.string_similarity.enabled,
                 "scoring_weights": {
-                    "embedding": routing.weights.embedding_weight,
-                    "reranking": routing.weights.rerank_weight,
-                    "string_similarity": routing.weights.string_similarity_weight,
+                    "embedding": decimal(routing.weights.embedding_weight),
+                    "reranking": decimal(routing.weights.rerank_weight),
+                    "string_similarity": decimal(routing.weights.string_similarity_weight),
                 },
             },
             "timings_ms": routing.timings,
@@ -445,15 +445,15 @@ impl Render<'_> {
         json!({
             "selected_adapter": m.datasource,
             "template_id": m.template_id,
-            "similarity_score": m.embedding_score,
+            "similarity_score": decimal(m.embedding_score),
             "adapters_searched": routing.adapters_searched,
             "total_matches_found": routing.matches.len(),
             "multistage_scoring": {
                 "enabled": self.multistage_enabled(),
-                "combined_score": m.combined_score,
-                "embedding_score": m.embedding_score,
-                "rerank_score": m.rerank_score,
-                "string_similarity_score": m.string_similarity_score,
+                "combined_score": decimal(m.combined_score),
+                "embedding_score": decimal(m.embedding_score),
+                "rerank_score": m.rerank_score.map(decimal),
+                "string_similarity_score": m.string_similarity_score.map(decimal),
                 "scoring_details": self.scoring_details(routing),
                 "rerank": routing.rerank,
             },

@@ -20,6 +20,26 @@ use crate::template::{Datasource, Template};
 
 pub const MAX_QUERY_CHARS: usize = 2000;
 
+/// An f32 as the f64 with the same shortest decimal form, for JSON (0.8f32 → 0.8, not
+/// 0.800000011920929).
+pub fn decimal(x: f32) -> f64 {
+    x.to_string().parse().unwrap_or(f64::from(x))
+}
+
+fn serialize_decimal<S: serde::Serializer>(x: &f32, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_f64(decimal(*x))
+}
+
+fn serialize_decimal_option<S: serde::Serializer>(
+    x: &Option<f32>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    match x {
+        Some(x) => serializer.serialize_some(&decimal(*x)),
+        None => serializer.serialize_none(),
+    }
+}
+
 /// Which datasources a caller may use. Every stage sees only these partitions.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Access {
@@ -73,16 +93,23 @@ pub struct Match {
     pub datasource_position: usize,
     #[serde(skip)]
     pub template_position: usize,
+    #[serde(serialize_with = "serialize_decimal")]
     pub embedding_score: f32,
+    #[serde(serialize_with = "serialize_decimal_option")]
     pub rerank_score: Option<f32>,
+    #[serde(serialize_with = "serialize_decimal_option")]
     pub string_similarity_score: Option<f32>,
+    #[serde(serialize_with = "serialize_decimal")]
     pub combined_score: f32,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Weights {
+    #[serde(serialize_with = "serialize_decimal")]
     pub embedding_weight: f32,
+    #[serde(serialize_with = "serialize_decimal")]
     pub rerank_weight: f32,
+    #[serde(serialize_with = "serialize_decimal")]
     pub string_similarity_weight: f32,
 }
 
@@ -122,6 +149,7 @@ pub struct Routing {
     pub timed_out: Vec<String>,
     /// Index into `matches` of the winner, if it clears the threshold.
     pub selected: Option<usize>,
+    #[serde(serialize_with = "serialize_decimal")]
     pub threshold: f32,
     pub weights: Weights,
     pub rerank: RerankStatus,

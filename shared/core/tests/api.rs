@@ -326,7 +326,12 @@ fn intent_queries_answer_with_parameters_and_metadata() {
     }
     assert!(stages["rerank_score"].is_null());
     assert_eq!(body["confidence"], stages["combined_score"]);
-    assert!(stages["scoring_details"]["embedding_weight"].is_number());
+    // Weights read as written in the configuration, not as widened f32s.
+    assert_eq!(stages["scoring_details"]["embedding_weight"], json!(0.8));
+    assert_eq!(
+        stages["scoring_details"]["string_similarity_weight"],
+        json!(0.2)
+    );
 }
 
 #[test]
