@@ -112,7 +112,7 @@ fn main() -> Result<()> {
         } => {
             let embedder = load_embedder(&config)?;
             let catalog = Catalog::load(&cli.templates)?;
-            switchyard_adapters::sql::check_catalog(&catalog)?;
+            switchyard_adapters::check_catalog(&catalog)?;
             let start = Instant::now();
             let bar = progress_bar();
             let index = Index::build(catalog, embedder.as_ref(), &config.index, &|done, total| {

@@ -47,6 +47,9 @@ pub struct HttpResult {
 pub struct HttpDatasource {
     name: String,
     base_url: Option<Url>,
+    /// The base URL comes from a variable this process does not have (an index build on a
+    /// machine without the runtime environment): relative endpoints are checked at start.
+    base_deferred: bool,
     hosts: Arc<Vec<HostRule>>,
     client: Client,
     max_response_bytes: usize,
@@ -60,19 +63,38 @@ impl HttpDatasource {
     /// must be http(s) on the base_url's host or a host in `allowed_hosts`, placeholders may
     /// only fill the path, and its method, headers and `response_mapping` must be usable.
     pub fn open(datasource: &Datasource) -> Result<HttpDatasource> {
+        Self::open_checked(datasource, false)
+    }
+
+    /// The checks an index build runs: as [`HttpDatasource::open`], but a `base_url_env`
+    /// variable this machine lacks defers the checks of relative endpoints to the adapter's
+    /// start instead of failing (absolute endpoints are still held to the allow-list).
+    pub fn check(datasource: &Datasource) -> Result<()> {
+        Self::open_checked(datasource, true).map(|_| ())
+    }
+
+    fn open_checked(datasource: &Datasource, at_build: bool) -> Result<HttpDatasource> {
         let name = datasource.spec.name.clone();
         let fail = |message: String| AdapterError::Datasource {
             datasource: name.clone(),
             message,
         };
         let connection = &datasource.spec.connection;
+        let mut base_deferred = false;
         let base_text = match (connection.get("base_url"), connection.get("base_url_env")) {
             (Some(url), _) => Some(url.clone()),
-            (None, Some(variable)) => Some(std::env::var(variable).map_err(|_| {
-                fail(format!(
-                    "connection.base_url_env: the variable {variable} is not set"
-                ))
-            })?),
+            (None, Some(variable)) => match std::env::var(variable) {
+                Ok(url) => Some(url),
+                Err(_) if at_build => {
+                    base_deferred = true;
+                    None
+                }
+                Err(_) => {
+                    return Err(fail(format!(
+                        "connection.base_url_env: the variable {variable} is not set"
+                    )))
+                }
+            },
             (None, None) => None,
         };
         let base_url = match base_text {
@@ -125,6 +147,7 @@ impl HttpDatasource {
         let source = HttpDatasource {
             name: name.clone(),
             base_url,
+            base_deferred,
             client: client(Arc::clone(&hosts)).map_err(|e| fail(describe(&e)))?,
             hosts,
             max_response_bytes,
@@ -134,7 +157,7 @@ impl HttpDatasource {
         for template in &datasource.templates {
             if template.endpoint_template.is_some() || template.graphql_template.is_some() {
                 source
-                    .check(template)
+                    .check_template(template)
                     .map_err(|m| fail(format!("template `{}`: {m}", template.id)))?;
             }
         }
@@ -430,7 +453,7 @@ impl HttpDatasource {
     }
 
     /// Open-time checks of one template; the message is about the template.
-    fn check(&self, template: &Template) -> std::result::Result<(), String> {
+    fn check_template(&self, template: &Template) -> std::result::Result<(), String> {
         if let Some(endpoint) = &template.endpoint_template {
             if let Some(authority) = authority(endpoint)? {
                 if authority.contains(['{', '}']) {
@@ -448,14 +471,19 @@ impl HttpDatasource {
                 }
                 probe.replace_range(range, "x");
             }
-            let url = self.resolve(&probe)?;
-            if !self.allows(&url) {
+            let deferred = self.base_deferred && authority(endpoint)?.is_none();
+            let url = if deferred {
+                None
+            } else {
+                Some(self.resolve(&probe)?)
+            };
+            if let Some(url) = url.filter(|url| !self.allows(url)) {
                 return Err(format!(
                     "endpoint host `{}` is neither the base_url's host nor in allowed_hosts",
                     url.host_str().unwrap_or_default()
                 ));
             }
-        } else if self.base_url.is_none() {
+        } else if self.base_url.is_none() && !self.base_deferred {
             return Err("graphql_template needs connection.base_url (the GraphQL endpoint)".into());
         }
         if template.graphql_template.is_none() {

@@ -15,3 +15,27 @@ pub mod postgres;
 pub mod sql;
 
 pub use local::LocalAdapters;
+
+use switchyard_core::template::{Catalog, DatasourceKind};
+
+/// The checks an index build runs on a catalog, so a template that could never run is
+/// refused before it is published: SQL must be one read-only statement; HTTP, GraphQL and
+/// `http_call` tool endpoints must stay on their datasource's allowed hosts; a tool's
+/// `execution` must parse. Each adapter checks again when it starts.
+pub fn check_catalog(catalog: &Catalog) -> Result<()> {
+    for datasource in &catalog.datasources {
+        match datasource.spec.kind {
+            DatasourceKind::Sql => sql::check_datasource(datasource)?,
+            DatasourceKind::Http | DatasourceKind::Graphql => {
+                http::HttpDatasource::check(datasource)?
+            }
+            DatasourceKind::Tools => {
+                if let Some(calls) = tools::http_call_datasource(datasource)? {
+                    http::HttpDatasource::check(&calls)?;
+                }
+            }
+            DatasourceKind::Intent | DatasourceKind::Documents => {}
+        }
+    }
+    Ok(())
+}

@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{json, Map, Value};
 use switchyard_core::config::LlmConfig;
@@ -29,6 +29,8 @@ pub struct LocalAdapters {
     sqlite: HashMap<String, SqliteDatasource>,
     postgres: HashMap<String, PostgresDatasource>,
     http: HashMap<String, HttpDatasource>,
+    /// The HTTP request of each `execution.type: http_call` tool, by template id.
+    http_tools: HashMap<String, Template>,
     llm: Option<LlmFeatures>,
 }
 
@@ -73,8 +75,18 @@ impl LocalAdapters {
         let mut sqlite = HashMap::new();
         let mut postgres = HashMap::new();
         let mut http = HashMap::new();
+        let mut http_tools = HashMap::new();
         for datasource in &catalog.datasources {
             let name = datasource.name().to_owned();
+            if datasource.spec.kind == DatasourceKind::Tools {
+                if let Some(calls) = tools::http_call_datasource(datasource)? {
+                    http.insert(name.clone(), HttpDatasource::open(&calls)?);
+                    for template in calls.templates {
+                        http_tools.insert(template.id.clone(), template);
+                    }
+                }
+                continue;
+            }
             if matches!(
                 datasource.spec.kind,
                 DatasourceKind::Http | DatasourceKind::Graphql
@@ -111,6 +123,7 @@ impl LocalAdapters {
             sqlite,
             postgres,
             http,
+            http_tools,
             llm: None,
         })
     }
@@ -209,7 +222,19 @@ impl LocalAdapters {
         match kind {
             DatasourceKind::Intent => Ok(intent_answer(datasource, template)),
             DatasourceKind::Tools => {
-                let outcome = tools::run(template, parameters, chrono::Utc::now())?;
+                let started = Instant::now();
+                let outcome = match (self.http_tools.get(&template.id), self.http.get(datasource)) {
+                    (Some(call), Some(api)) => {
+                        let result = api.call(call, parameters, deadline).await?;
+                        tools::ToolOutcome {
+                            tool: template.tool_name.clone().unwrap_or_default(),
+                            operation: tools::HTTP_CALL.to_owned(),
+                            result: result.data,
+                        }
+                    }
+                    _ => tools::run(template, parameters, chrono::Utc::now())?,
+                };
+                let execution_time_ms = started.elapsed().as_secs_f64() * 1000.0;
                 let content = tool_content(template, parameters, &outcome)?;
                 let data = json!({
                     "tool_execution": {
@@ -218,6 +243,7 @@ impl LocalAdapters {
                         "parameters": parameters,
                         "result": outcome.result,
                         "status": "ok",
+                        "execution_time_ms": (execution_time_ms * 1000.0).round() / 1000.0,
                     }
                 });
                 Ok((content, data))

@@ -289,18 +289,13 @@ pub fn text_table(rows: &SqlRows) -> String {
     lines.join("\n")
 }
 
-/// The checks an index build runs on a catalog's SQL: every SQL template must be one
-/// read-only statement for its datasource's engine (the adapter checks again at start).
-pub fn check_catalog(catalog: &switchyard_core::template::Catalog) -> Result<()> {
-    for datasource in &catalog.datasources {
-        if datasource.spec.kind != switchyard_core::template::DatasourceKind::Sql {
-            continue;
-        }
-        let engine = Engine::of(datasource)?;
-        for template in &datasource.templates {
-            if let Some(sql) = &template.sql_template {
-                check_read_only(&template.id, sql, engine)?;
-            }
+/// The index build's check of a SQL datasource: every template must be one read-only
+/// statement for the datasource's engine (the adapter checks again at start).
+pub fn check_datasource(datasource: &switchyard_core::template::Datasource) -> Result<()> {
+    let engine = Engine::of(datasource)?;
+    for template in &datasource.templates {
+        if let Some(sql) = &template.sql_template {
+            check_read_only(&template.id, sql, engine)?;
         }
     }
     Ok(())
