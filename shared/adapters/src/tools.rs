@@ -719,11 +719,15 @@ struct HttpCall {
     response_mapping: Option<Value>,
 }
 
-/// The operation name `tool_execution` reports for HTTP tools.
+/// `execution.type` of HTTP tools, and the operation `tool_execution` reports for them.
 pub const HTTP_CALL: &str = "http_call";
 
+/// `execution.type` of the built-in tools (the same as no `execution`).
+const BUILTIN: &str = "builtin";
+
 /// The HTTP template an `execution.type: http_call` tool runs (its parameters, response
-/// template and id, with the execution's request fields), `None` for built-in tools. A
+/// template and id, with the execution's request fields), `None` for built-in tools
+/// (no `execution`, or `type: builtin`). A
 /// malformed `execution` is an error naming the template and the field.
 pub fn http_call_template(template: &Template) -> Result<Option<Template>> {
     let Some(execution) = &template.execution else {
@@ -734,12 +738,15 @@ pub fn http_call_template(template: &Template) -> Result<Option<Template>> {
         operation: HTTP_CALL.to_owned(),
         message: format!("template `{}`: {message}", template.id),
     };
-    let kind = execution.get("type").and_then(Value::as_str);
-    if kind != Some(HTTP_CALL) {
-        return Err(fail(format!(
-            "execution.type must be `{HTTP_CALL}` (built-in tools need no execution), found {}",
-            execution.get("type").map_or("nothing".into(), shown)
-        )));
+    match execution.get("type").and_then(Value::as_str) {
+        Some(BUILTIN) => return Ok(None),
+        Some(HTTP_CALL) => {}
+        _ => {
+            return Err(fail(format!(
+                "execution.type must be `{BUILTIN}` or `{HTTP_CALL}`, found {}",
+                execution.get("type").map_or("nothing".into(), shown)
+            )))
+        }
     }
     let call: HttpCall = serde_path_to_error::deserialize(execution)
         .map_err(|e| fail(format!("execution.{}: {}", e.path(), e.inner())))?;

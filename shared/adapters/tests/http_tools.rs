@@ -155,7 +155,7 @@ fn a_malformed_execution_is_refused_naming_the_field() {
     );
     let error = check_catalog(&bad_type).unwrap_err().to_string();
     assert!(
-        error.contains("execution.type must be `http_call`"),
+        error.contains("execution.type must be `builtin` or `http_call`, found `shell`"),
         "{error}"
     );
     assert!(error.contains("weather_forecast"), "{error}");
