@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# Local stand-ins for the AWS services, on 127.0.0.1 only:
+#   aws-local.sh start    start both and wait until they answer
+#   aws-local.sh stop     stop both (idempotent)
+#   aws-local.sh status   say what runs
+#   aws-local.sh env      print the export lines that point SDKs and tests at them
+# moto_server (S3, DynamoDB, ...) listens on $SWITCHYARD_MOTO_PORT (default 55500);
+# `cargo lambda watch` emulates the Lambda Invoke API on $SWITCHYARD_LAMBDA_PORT (default
+# 55501) and serves the workspace's binaries by name: POST
+# /2015-03-31/functions/switchyard-adapter/invocations runs `switchyard-adapter` with
+# SWITCHYARD_TEMPLATES=<repo>/templates/demo and no SWITCHYARD_DATASOURCE (every
+# datasource of the catalog). It compiles a binary on its first invoke (a debug build),
+# and does not rebuild on source changes unless SWITCHYARD_LAMBDA_RELOAD=1.
+# State and logs: /tmp/switchyard-aws-local/ (moto.log, lambda.log, *.pid).
+# Needs moto_server and cargo-lambda: ./infra/scripts/aws-tools.sh installs them.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+ROOT="$PWD"
+MOTO_PORT="${SWITCHYARD_MOTO_PORT:-55500}"
+LAMBDA_PORT="${SWITCHYARD_LAMBDA_PORT:-55501}"
+STATE="/tmp/switchyard-aws-local"
+TIMEOUT="${SWITCHYARD_AWS_LOCAL_TIMEOUT:-60}"
+MOTO_URL="http://127.0.0.1:$MOTO_PORT"
+LAMBDA_URL="http://127.0.0.1:$LAMBDA_PORT"
+
+# The process group a pid file names, if it still runs the command we started there.
+running() { # name pattern
+  local pid
+  pid=$(cat "$STATE/$1.pid" 2>/dev/null) || return 1
+  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 1
+  tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q -- "$2" || return 1
+  echo "$pid"
+}
+
+moto_up() { curl -fs -o /dev/null --max-time 2 "$MOTO_URL/moto-api/"; }
+# Any HTTP answer from cargo lambda watch (it routes unknown paths to 404).
+lambda_up() {
+  local code
+  code=$(curl -sS -o /dev/null -w '%{http_code}' --max-time 2 "$LAMBDA_URL/" 2>/dev/null) || return 1
+  [ "$code" != "000" ]
+}
+port_taken() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# Stop a process group: TERM, then KILL after 10 s.
+stop_one() { # name pattern
+  local pid
+  if pid=$(running "$1" "$2"); then
+    kill -TERM -- "-$pid" 2>/dev/null || true
+    for _ in $(seq 1 100); do
+      kill -0 -- "-$pid" 2>/dev/null || break
+      sleep 0.1
+    done
+    kill -KILL -- "-$pid" 2>/dev/null || true
+    echo "aws-local: stopped $1 (process group $pid)"
+  fi
+  rm -f "$STATE/$1.pid"
+}
+
+fail_start() { # message
+  echo "aws-local: $1" >&2
+  for log in "$STATE/moto.log" "$STATE/lambda.log"; do
+    [ -s "$log" ] || continue
+    echo "--- last lines of $log" >&2
+    tail -n 20 "$log" >&2
+  done
+  echo "aws-local: logs: $STATE/moto.log, $STATE/lambda.log" >&2
+  "$0" stop >/dev/null 2>&1 || true
+  exit 1
+}
+
+start() {
+  for cmd in moto_server cargo-lambda curl setsid; do
+    command -v "$cmd" >/dev/null || {
+      echo "aws-local: $cmd not found; run ./infra/scripts/aws-tools.sh first" >&2
+      exit 1
+    }
+  done
+  mkdir -p "$STATE"
+
+  if running moto moto_server >/dev/null; then
+    echo "aws-local: moto already running"
+  else
+    port_taken "$MOTO_PORT" && fail_start "port $MOTO_PORT is taken by another process (SWITCHYARD_MOTO_PORT)"
+    # setsid: its own process group, so `stop` ends it and everything it started.
+    setsid moto_server -H 127.0.0.1 -p "$MOTO_PORT" >"$STATE/moto.log" 2>&1 </dev/null &
+    echo $! >"$STATE/moto.pid"
+  fi
+
+  if running lambda "lambda watch" >/dev/null; then
+    echo "aws-local: cargo lambda watch already running"
+  else
+    port_taken "$LAMBDA_PORT" && fail_start "port $LAMBDA_PORT is taken by another process (SWITCHYARD_LAMBDA_PORT)"
+    local reload=(--ignore-changes)
+    [ "${SWITCHYARD_LAMBDA_RELOAD:-0}" = 1 ] && reload=()
+    # From the repository root, so it serves the workspace's binaries.
+    setsid cargo lambda watch \
+      --invoke-address 127.0.0.1 --invoke-port "$LAMBDA_PORT" \
+      "${reload[@]}" \
+      --env-var "SWITCHYARD_TEMPLATES=$ROOT/templates/demo" \
+      --env-var "RUST_LOG=${RUST_LOG:-info}" \
+      >"$STATE/lambda.log" 2>&1 </dev/null &
+    echo $! >"$STATE/lambda.pid"
+  fi
+
+  local deadline=$((SECONDS + TIMEOUT))
+  until moto_up && lambda_up; do
+    running moto moto_server >/dev/null || fail_start "moto_server exited"
+    running lambda "lambda watch" >/dev/null || fail_start "cargo lambda watch exited"
+    [ "$SECONDS" -lt "$deadline" ] || fail_start "not answering after ${TIMEOUT}s (SWITCHYARD_AWS_LOCAL_TIMEOUT)"
+    sleep 0.5
+  done
+  echo "aws-local: moto on $MOTO_URL, cargo lambda watch on $LAMBDA_URL (logs in $STATE)"
+}
+
+case "${1:-}" in
+  start) start ;;
+  stop)
+    stop_one lambda "lambda watch"
+    stop_one moto moto_server
+    echo "aws-local: stopped"
+    ;;
+  status)
+    up=0
+    if running moto moto_server >/dev/null && moto_up; then echo "moto: $MOTO_URL"; else echo "moto: down"; up=1; fi
+    if running lambda "lambda watch" >/dev/null && lambda_up; then echo "lambda: $LAMBDA_URL"; else echo "lambda: down"; up=1; fi
+    exit "$up"
+    ;;
+  env)
+    cat <<EOF
+export AWS_ENDPOINT_URL=$MOTO_URL
+export AWS_ENDPOINT_URL_LAMBDA=$LAMBDA_URL
+export AWS_ACCESS_KEY_ID=test
+export AWS_SECRET_ACCESS_KEY=test
+export AWS_REGION=us-east-1
+export AWS_DEFAULT_REGION=us-east-1
+export SWITCHYARD_TEST_MOTO_URL=$MOTO_URL
+export SWITCHYARD_TEST_LAMBDA_URL=$LAMBDA_URL
+EOF
+    ;;
+  *)
+    echo "usage: $0 start|stop|status|env" >&2
+    exit 2
+    ;;
+esac
