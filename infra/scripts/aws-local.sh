@@ -20,6 +20,10 @@ MOTO_PORT="${SWITCHYARD_MOTO_PORT:-55500}"
 LAMBDA_PORT="${SWITCHYARD_LAMBDA_PORT:-55501}"
 STATE="/tmp/switchyard-aws-local"
 TIMEOUT="${SWITCHYARD_AWS_LOCAL_TIMEOUT:-60}"
+for port in "$MOTO_PORT" "$LAMBDA_PORT"; do
+  case "$port" in ''|*[!0-9]*) echo "aws-local: bad port '$port'" >&2; exit 2 ;; esac
+  [ "$port" -ge 1 ] && [ "$port" -le 65535 ] || { echo "aws-local: bad port '$port'" >&2; exit 2; }
+done
 MOTO_URL="http://127.0.0.1:$MOTO_PORT"
 LAMBDA_URL="http://127.0.0.1:$LAMBDA_PORT"
 
@@ -32,14 +36,13 @@ running() { # name pattern
   echo "$pid"
 }
 
+# The process we just started is still there (its command line may not be exec'd yet).
+alive() { kill -0 "$(cat "$STATE/$1.pid" 2>/dev/null)" 2>/dev/null; }
+
 moto_up() { curl -fs -o /dev/null --max-time 2 "$MOTO_URL/moto-api/"; }
-# Any HTTP answer from cargo lambda watch (it routes unknown paths to 404).
-lambda_up() {
-  local code
-  code=$(curl -sS -o /dev/null -w '%{http_code}' --max-time 2 "$LAMBDA_URL/" 2>/dev/null) || return 1
-  [ "$code" != "000" ]
-}
 port_taken() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+# cargo lambda watch accepts connections (a TCP connect: an HTTP probe would log an error).
+lambda_up() { port_taken "$LAMBDA_PORT"; }
 
 # Stop a process group: TERM, then KILL after 10 s.
 stop_one() { # name pattern
@@ -54,6 +57,12 @@ stop_one() { # name pattern
     echo "aws-local: stopped $1 (process group $pid)"
   fi
   rm -f "$STATE/$1.pid"
+}
+
+refuse() { # message: nothing to show in the logs
+  echo "aws-local: $1" >&2
+  "$0" stop >/dev/null 2>&1 || true
+  exit 1
 }
 
 fail_start() { # message
@@ -80,7 +89,7 @@ start() {
   if running moto moto_server >/dev/null; then
     echo "aws-local: moto already running"
   else
-    port_taken "$MOTO_PORT" && fail_start "port $MOTO_PORT is taken by another process (SWITCHYARD_MOTO_PORT)"
+    port_taken "$MOTO_PORT" && refuse "port $MOTO_PORT is taken by another process (SWITCHYARD_MOTO_PORT)"
     # setsid: its own process group, so `stop` ends it and everything it started.
     setsid moto_server -H 127.0.0.1 -p "$MOTO_PORT" >"$STATE/moto.log" 2>&1 </dev/null &
     echo $! >"$STATE/moto.pid"
@@ -89,7 +98,7 @@ start() {
   if running lambda "lambda watch" >/dev/null; then
     echo "aws-local: cargo lambda watch already running"
   else
-    port_taken "$LAMBDA_PORT" && fail_start "port $LAMBDA_PORT is taken by another process (SWITCHYARD_LAMBDA_PORT)"
+    port_taken "$LAMBDA_PORT" && refuse "port $LAMBDA_PORT is taken by another process (SWITCHYARD_LAMBDA_PORT)"
     local reload=(--ignore-changes)
     [ "${SWITCHYARD_LAMBDA_RELOAD:-0}" = 1 ] && reload=()
     # From the repository root, so it serves the workspace's binaries.
@@ -104,8 +113,8 @@ start() {
 
   local deadline=$((SECONDS + TIMEOUT))
   until moto_up && lambda_up; do
-    running moto moto_server >/dev/null || fail_start "moto_server exited"
-    running lambda "lambda watch" >/dev/null || fail_start "cargo lambda watch exited"
+    alive moto || fail_start "moto_server exited"
+    alive lambda || fail_start "cargo lambda watch exited"
     [ "$SECONDS" -lt "$deadline" ] || fail_start "not answering after ${TIMEOUT}s (SWITCHYARD_AWS_LOCAL_TIMEOUT)"
     sleep 0.5
   done
