@@ -1,6 +1,7 @@
 //! The adapter Lambda: one binary for every datasource, configured by environment. At cold
 //! start it loads its datasource's templates (`SWITCHYARD_TEMPLATES` catalog folder,
-//! `SWITCHYARD_DATASOURCE` name), checks them (SQL read-only, HTTP allow-lists) and opens
+//! `SWITCHYARD_DATASOURCE` name; unset, every datasource of the catalog, as under
+//! `cargo lambda watch`), checks them (SQL read-only, HTTP allow-lists) and opens
 //! the connection; then each invocation is the adapter contract:
 //! `{request_id, datasource, template_id, query, session_parameters, deadline_ms}` in,
 //! `{status, content, data, parameters, missing, error, execution_time_ms}` out.
@@ -38,15 +39,16 @@ async fn load() -> anyhow::Result<LocalAdapters> {
         std::env::var_os("SWITCHYARD_TEMPLATES")
             .context("SWITCHYARD_TEMPLATES must name the catalog folder")?,
     );
-    let name = std::env::var("SWITCHYARD_DATASOURCE")
-        .context("SWITCHYARD_DATASOURCE must name this function's datasource")?;
     let mut catalog = Catalog::load(&templates)?;
-    catalog.datasources.retain(|d| d.spec.name == name);
-    anyhow::ensure!(
-        !catalog.datasources.is_empty(),
-        "SWITCHYARD_DATASOURCE: no datasource `{name}` in {}",
-        templates.display()
-    );
+    if let Ok(name) = std::env::var("SWITCHYARD_DATASOURCE") {
+        catalog.datasources.retain(|d| d.spec.name == name);
+        anyhow::ensure!(
+            !catalog.datasources.is_empty(),
+            "SWITCHYARD_DATASOURCE: no datasource `{name}` in {}",
+            templates.display()
+        );
+    }
+    switchyard_adapters::check_catalog(&catalog)?;
     let config = Config::from_env(None)?;
     let llm = LlmFeatures::from_config(&config.llm)?;
     Ok(LocalAdapters::open(catalog, Some(&templates))

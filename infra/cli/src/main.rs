@@ -85,6 +85,16 @@ enum IndexCommand {
     },
     /// Verify an artifact and print its manifest.
     Inspect { file: PathBuf },
+    /// Publish an artifact to S3: uploaded under `<prefix>/<sha256>.idx`, read back and
+    /// checked, then made `<prefix>/current` (the router's pointer). AWS settings come
+    /// from the usual environment (`AWS_REGION`, credentials, `AWS_ENDPOINT_URL`).
+    Push {
+        file: PathBuf,
+        #[arg(long, env = "SWITCHYARD_INDEX_BUCKET")]
+        bucket: String,
+        #[arg(long, env = "SWITCHYARD_INDEX_PREFIX", default_value = "indexes")]
+        prefix: String,
+    },
 }
 
 fn main() -> Result<()> {
@@ -100,6 +110,26 @@ fn main() -> Result<()> {
     config.embedding.apply_threads();
 
     match &cli.command {
+        Command::Index {
+            command:
+                IndexCommand::Push {
+                    file,
+                    bucket,
+                    prefix,
+                },
+        } => {
+            let bytes =
+                std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
+            let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
+            let pointer = runtime.block_on(async {
+                let sdk = switchyard_aws::sdk_config().await;
+                switchyard_aws::S3IndexStore::new(switchyard_aws::s3_client(&sdk), bucket, prefix)
+                    .push(&bytes)
+                    .await
+            })?;
+            println!("{}", serde_json::to_string_pretty(&pointer)?);
+            Ok(())
+        }
         Command::Index {
             command: IndexCommand::Inspect { file },
         } => {

@@ -12,7 +12,9 @@ use axum::response::{IntoResponse, Response};
 use switchyard_adapters::local::LlmFeatures;
 use switchyard_adapters::LocalAdapters;
 use switchyard_core::api::{Api, ApiRequest, ApiResponse, MAX_BODY_BYTES};
-use switchyard_core::router::{Access, Router};
+use switchyard_core::auth::Identity;
+use switchyard_core::router::Router;
+use switchyard_core::session::MemorySessionStore;
 
 /// Serve `router`; adapters run in-process with their files under `templates_dir`.
 pub fn run(router: Router, templates_dir: &Path, host: &str, port: u16) -> Result<()> {
@@ -23,7 +25,8 @@ pub fn run(router: Router, templates_dir: &Path, host: &str, port: u16) -> Resul
         let invoker = LocalAdapters::open(catalog, Some(templates_dir))
             .await?
             .with_llm(llm);
-        let api = Arc::new(Api::new(router, invoker));
+        let sessions = MemorySessionStore::new(router.config().sessions.clone());
+        let api = Arc::new(Api::new(router, invoker, sessions));
         let app = axum::Router::new().fallback(handle).with_state(api);
         let listener = tokio::net::TcpListener::bind((host, port))
             .await
@@ -40,15 +43,25 @@ pub fn run(router: Router, templates_dir: &Path, host: &str, port: u16) -> Resul
     })
 }
 
-async fn handle(State(api): State<Arc<Api<LocalAdapters>>>, request: Request) -> Response {
+type LocalApi = Api<LocalAdapters, MemorySessionStore>;
+
+async fn handle(State(api): State<Arc<LocalApi>>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
+    let identity = Identity {
+        api_key: parts
+            .headers
+            .get("x-api-key")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned),
+        claims: None,
+    };
     let response = match to_bytes(body, MAX_BODY_BYTES).await {
         Ok(bytes) => {
             api.handle(ApiRequest {
                 method: parts.method.to_string(),
                 path: parts.uri.path().to_owned(),
                 body: bytes.to_vec(),
-                access: Access::All,
+                identity,
             })
             .await
         }

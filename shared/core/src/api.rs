@@ -9,9 +9,11 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Map, Value};
 
+use crate::auth::{authorize, Identity};
 use crate::error::Error;
-use crate::invoker::{AdapterInvoker, AdapterRequest};
+use crate::invoker::{AdapterInvoker, AdapterRequest, AdapterStatus};
 use crate::router::{decimal, Access, Match, Router, Routing};
+use crate::session::{carried_parameters, SessionStore, Turn};
 
 /// Largest request body accepted (a 2,000-character query fits many times over).
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
@@ -20,8 +22,8 @@ pub struct ApiRequest {
     pub method: String,
     pub path: String,
     pub body: Vec<u8>,
-    /// What the caller may use (from its identity; `All` locally).
-    pub access: Access,
+    /// Who is calling: what they may use follows from the `auth` configuration.
+    pub identity: Identity,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -62,6 +64,10 @@ impl ApiResponse {
                 Some("datasources"),
                 e.to_string(),
             ),
+            Error::Unauthenticated(_) => {
+                ApiResponse::error(401, "unauthenticated", None, e.to_string())
+            }
+            Error::Forbidden(_) => ApiResponse::error(403, "forbidden", None, e.to_string()),
             _ => ApiResponse::error(500, "internal", None, e.to_string()),
         }
     }
@@ -143,14 +149,19 @@ fn parse_query_body(bytes: &[u8]) -> Result<QueryBody, Error> {
     })
 }
 
-pub struct Api<I> {
+pub struct Api<I, S> {
     router: Router,
     invoker: I,
+    sessions: S,
 }
 
-impl<I: AdapterInvoker> Api<I> {
-    pub fn new(router: Router, invoker: I) -> Self {
-        Api { router, invoker }
+impl<I: AdapterInvoker, S: SessionStore> Api<I, S> {
+    pub fn new(router: Router, invoker: I, sessions: S) -> Self {
+        Api {
+            router,
+            invoker,
+            sessions,
+        }
     }
 
     pub fn router(&self) -> &Router {
@@ -159,14 +170,24 @@ impl<I: AdapterInvoker> Api<I> {
 
     pub async fn handle(&self, request: ApiRequest) -> ApiResponse {
         let path = request.path.trim_end_matches('/');
+        let known = matches!(path, "/v1/health" | "/v1/stats" | "/v1/route" | "/v1/query");
+        // Health tells nothing about templates: it stays open for load balancers.
+        let access = if known && path != "/v1/health" {
+            match authorize(&self.router.config().auth, &request.identity) {
+                Ok(access) => access,
+                Err(e) => return ApiResponse::from_error(&e),
+            }
+        } else {
+            Access::All
+        };
         match (request.method.as_str(), path) {
             ("GET", "/v1/health") => self.health(),
-            ("GET", "/v1/stats") => ApiResponse::ok(stats(&self.router, &request.access)),
-            ("POST", "/v1/route") => match self.routing(&request) {
+            ("GET", "/v1/stats") => ApiResponse::ok(stats(&self.router, &access)),
+            ("POST", "/v1/route") => match self.routing(&request, &access) {
                 Ok((routing, _)) => ApiResponse::ok(route_report(&self.router, &routing)),
                 Err(e) => ApiResponse::from_error(&e),
             },
-            ("POST", "/v1/query") => match self.routing(&request) {
+            ("POST", "/v1/query") => match self.routing(&request, &access) {
                 Ok((routing, body)) => self.query(routing, body).await,
                 Err(e) => ApiResponse::from_error(&e),
             },
@@ -180,13 +201,18 @@ impl<I: AdapterInvoker> Api<I> {
         }
     }
 
-    fn routing(&self, request: &ApiRequest) -> Result<(Routing, QueryBody), Error> {
+    fn routing(
+        &self,
+        request: &ApiRequest,
+        access: &Access,
+    ) -> Result<(Routing, QueryBody), Error> {
         let body = parse_query_body(&request.body)?;
         let access = match &body.datasources {
-            Some(names) => request.access.narrow(names, self.router.index())?,
-            None => request.access.clone(),
+            Some(names) => access.narrow(names, self.router.index())?,
+            None => access.clone(),
         };
         let routing = self.router.route(&body.query, &access)?;
+        record_routing(&routing);
         tracing::info!(
             query_chars = body.query.chars().count(),
             session_id = body.session_id.as_deref().unwrap_or(""),
@@ -218,12 +244,31 @@ impl<I: AdapterInvoker> Api<I> {
             return self.no_match(&routing, &request_id);
         };
         let (datasource, _) = self.router.template(selected);
+        let now = unix_now();
+        // Context is a help, never a precondition: a failing store answers without it.
+        let (session_parameters, mut session) = match &body.session_id {
+            None => (Map::new(), json!(null)),
+            Some(id) => match self.sessions.recent(id, now).await {
+                Ok(turns) => (
+                    carried_parameters(&turns),
+                    json!({"status": "ok", "turns": turns.len()}),
+                ),
+                Err(e) => {
+                    metrics::counter!("SessionStoreErrors").increment(1);
+                    tracing::warn!(session_id = %id, error = %e, "session context unavailable; answering without it");
+                    (
+                        Map::new(),
+                        json!({"status": "unavailable", "error": e.to_string()}),
+                    )
+                }
+            },
+        };
         let request = AdapterRequest {
             request_id: request_id.clone(),
             datasource: selected.datasource.clone(),
             template_id: selected.template_id.clone(),
             query: routing.query.clone(),
-            session_parameters: Map::new(),
+            session_parameters,
             deadline_ms: datasource.spec.limits.timeout_ms,
         };
         let mut metadata = json!({
@@ -234,7 +279,37 @@ impl<I: AdapterInvoker> Api<I> {
             "composite_routing": Render(&self.router).composite_routing(&routing, selected),
             "timings_ms": routing.timings,
         });
-        let (status, answer) = match self.invoker.invoke(request).await {
+        let invoked = std::time::Instant::now();
+        let outcome = self.invoker.invoke(request).await;
+        let adapter_ms = invoked.elapsed().as_secs_f64() * 1000.0;
+        let datasource_label = selected.datasource.clone();
+        metrics::histogram!("AdapterLatencyMs", "Datasource" => datasource_label.clone())
+            .record(adapter_ms);
+        let failed = !matches!(&outcome, Ok(r) if r.status != AdapterStatus::Error);
+        if failed {
+            metrics::counter!("AdapterErrors", "Datasource" => datasource_label).increment(1);
+        }
+        if let (Some(id), Ok(response)) = (&body.session_id, &outcome) {
+            if response.status != AdapterStatus::Error && session["status"] == "ok" {
+                let turn = Turn {
+                    query: routing.query.clone(),
+                    datasource: selected.datasource.clone(),
+                    template_id: selected.template_id.clone(),
+                    parameters: response.parameters.clone(),
+                    at: now,
+                };
+                if let Err(e) = self.sessions.append(id, turn).await {
+                    metrics::counter!("SessionStoreErrors").increment(1);
+                    tracing::warn!(session_id = %id, error = %e, "turn not saved");
+                    session["saved"] = json!(false);
+                    session["error"] = json!(e.to_string());
+                } else {
+                    session["saved"] = json!(true);
+                }
+            }
+        }
+        metadata["session"] = session;
+        let (status, answer) = match outcome {
             Ok(response) => {
                 metadata["adapter"] = json!({
                     "status": response.status,
@@ -469,6 +544,31 @@ pub fn stats(router: &Router, access: &Access) -> Value {
 /// The route-only report: every match with its stage scores, the decision, the configuration.
 pub fn route_report(router: &Router, routing: &Routing) -> Value {
     Render(router).route_report(routing)
+}
+
+/// Per-request metrics (the router Lambda writes them as CloudWatch EMF; elsewhere they
+/// go to whatever `metrics` recorder is installed, or nowhere).
+fn record_routing(routing: &Routing) {
+    let t = &routing.timings;
+    metrics::histogram!("EmbedLatencyMs").record(t.embedding_ms);
+    metrics::histogram!("SearchLatencyMs").record(t.search_ms);
+    metrics::histogram!("StringLatencyMs").record(t.string_similarity_ms);
+    metrics::histogram!("RerankLatencyMs").record(t.rerank_ms);
+    metrics::histogram!("RouteLatencyMs").record(t.total_ms);
+    match routing.selected_match() {
+        Some(m) => {
+            metrics::counter!("Requests", "Datasource" => m.datasource.clone()).increment(1);
+            metrics::histogram!("Confidence").record(f64::from(m.combined_score));
+        }
+        None => metrics::counter!("NoMatch").increment(1),
+    }
+}
+
+fn unix_now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
 }
 
 fn new_request_id() -> String {

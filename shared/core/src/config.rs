@@ -19,6 +19,34 @@ pub struct Config {
     pub embedding: EmbeddingConfig,
     pub llm: LlmConfig,
     pub index: IndexConfig,
+    pub sessions: SessionsConfig,
+    pub rerank_cache: RerankCacheConfig,
+    pub auth: AuthConfig,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SessionsConfig {
+    pub max_turns: usize,
+    pub ttl_seconds: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RerankCacheConfig {
+    pub ttl_seconds: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuthConfig {
+    pub required: bool,
+    /// SHA-256 (hex) of an API key → the principal it identifies.
+    pub api_keys: std::collections::BTreeMap<String, String>,
+    /// Principal → the datasources it may use (`"*"`: all).
+    pub principals: std::collections::BTreeMap<String, Vec<String>>,
+    pub datasources_claim: String,
+    pub principal_claim: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -252,6 +280,24 @@ impl Config {
                 "llm",
                 "endpoint and model are needed when an LLM feature is on",
             );
+        }
+        if self.sessions.max_turns == 0 || self.sessions.ttl_seconds == 0 {
+            return fail("sessions", "max_turns and ttl_seconds must be at least 1");
+        }
+        for (hash, principal) in &self.auth.api_keys {
+            let is_sha256 = hash.len() == 64 && hash.bytes().all(|b| b.is_ascii_hexdigit());
+            if !is_sha256 {
+                return fail(
+                    &format!("auth.api_keys.{hash}"),
+                    "keys are listed by the SHA-256 of the key, as 64 hex digits (never the key itself)",
+                );
+            }
+            if !self.auth.principals.contains_key(principal) {
+                return fail(
+                    &format!("auth.api_keys.{hash}"),
+                    &format!("names principal `{principal}`, which auth.principals does not list"),
+                );
+            }
         }
         if self.embedding.batch_size == 0 {
             return fail("embedding.batch_size", "must be at least 1");

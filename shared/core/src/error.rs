@@ -65,6 +65,18 @@ pub enum Error {
 
     #[error("reranker `{reranker}`: {message}")]
     Rerank { reranker: String, message: String },
+
+    /// The session store or rerank cache (`store` names which) failed.
+    #[error("{store}: {message}")]
+    Store { store: String, message: String },
+
+    /// The caller is not identified (401).
+    #[error("unauthenticated: {0}")]
+    Unauthenticated(String),
+
+    /// The caller is identified but may use nothing here (403).
+    #[error("forbidden: {0}")]
+    Forbidden(String),
 }
 
 impl Error {

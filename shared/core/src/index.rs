@@ -10,7 +10,7 @@
 //! centroids (an exact scan for small partitions, an instant-distance HNSW graph for large
 //! ones); candidates are then scored exactly on all their vectors.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use instant_distance::{Builder, HnswMap, Search};
@@ -585,4 +585,24 @@ pub fn load_or_build(
     let index = Index::build(catalog, embedder, config, progress)?;
     index.write(&path)?;
     Ok((index, true))
+}
+
+/// Where the router gets its index artifact's bytes: a file locally, S3 on AWS
+/// (`switchyard-aws`). `origin` names the place for errors and logs.
+pub trait IndexSource: Send + Sync {
+    fn origin(&self) -> String;
+    fn fetch(&self) -> impl std::future::Future<Output = Result<Vec<u8>>> + Send;
+}
+
+/// An artifact on the local file system.
+pub struct FileIndexSource(pub PathBuf);
+
+impl IndexSource for FileIndexSource {
+    fn origin(&self) -> String {
+        self.0.display().to_string()
+    }
+
+    async fn fetch(&self) -> Result<Vec<u8>> {
+        std::fs::read(&self.0).map_err(|e| Error::io(&self.0, e))
+    }
 }

@@ -3,6 +3,7 @@
 //! edges (S3, DynamoDB, Lambda, HTTP servers) into the traits defined in this crate.
 
 pub mod api;
+pub mod auth;
 pub mod config;
 pub mod embed;
 pub mod error;
@@ -10,7 +11,9 @@ pub mod eval;
 pub mod index;
 pub mod invoker;
 pub mod params;
+pub mod rerank_cache;
 pub mod router;
+pub mod session;
 pub mod similarity;
 pub mod synthetic;
 pub mod template;

@@ -99,6 +99,7 @@ pub fn synthetic_index(
                 connection: Default::default(),
                 limits: Limits::default(),
                 allowed_hosts: Vec::new(),
+                function_name: None,
             },
             templates: spec_templates,
         });

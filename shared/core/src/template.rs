@@ -57,6 +57,10 @@ pub struct DatasourceSpec {
     pub limits: Limits,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub allowed_hosts: Vec<String>,
+    /// The adapter Lambda that answers this datasource on AWS (the router's
+    /// `SWITCHYARD_ADAPTER_FUNCTION_<NAME>` variable overrides it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub function_name: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -6,11 +6,14 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
 use switchyard_core::api::{Api, ApiRequest, ApiResponse};
+use switchyard_core::auth::Identity;
 use switchyard_core::config::Config;
 use switchyard_core::index::Index;
 use switchyard_core::invoker::IntentInvoker;
 use switchyard_core::router::{Access, RerankCandidate, RerankStatus, Reranker, Router};
+use switchyard_core::session::{MemorySessionStore, SessionStore, Turn};
 use switchyard_core::template::Catalog;
 use switchyard_core::Error;
 
@@ -33,23 +36,20 @@ fn small_router(config: Config) -> Router {
     router_for(common::small_catalog().path(), config)
 }
 
-fn api(config: Config) -> Api<IntentInvoker> {
+type TestApi = Api<IntentInvoker, MemorySessionStore>;
+
+fn api(config: Config) -> TestApi {
+    let sessions = MemorySessionStore::new(config.sessions.clone());
     let router = small_router(config);
     let invoker = IntentInvoker::new(router.index().catalog.clone());
-    Api::new(router, invoker)
+    Api::new(router, invoker, sessions)
 }
 
-fn call(api: &Api<IntentInvoker>, method: &str, path: &str, body: &str) -> ApiResponse {
-    call_as(api, method, path, body, Access::All)
+fn call(api: &TestApi, method: &str, path: &str, body: &str) -> ApiResponse {
+    call_as(api, method, path, body, Identity::default())
 }
 
-fn call_as(
-    api: &Api<IntentInvoker>,
-    method: &str,
-    path: &str,
-    body: &str,
-    access: Access,
-) -> ApiResponse {
+fn call_as(api: &TestApi, method: &str, path: &str, body: &str, identity: Identity) -> ApiResponse {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap();
@@ -57,7 +57,7 @@ fn call_as(
         method: method.into(),
         path: path.into(),
         body: body.as_bytes().to_vec(),
-        access,
+        identity,
     }))
 }
 
@@ -200,9 +200,30 @@ fn reranker_scores_are_weighed_and_failures_degrade() {
     assert_eq!(routing.selected_match().unwrap().template_id, "weather");
 }
 
+fn with_key(key: &str) -> Identity {
+    Identity {
+        api_key: Some(key.into()),
+        claims: None,
+    }
+}
+
+/// Auth on: the key "k-helper" identifies principal `helper`, which may use `assistant`.
+fn guarded_api() -> TestApi {
+    let hash = hex::encode(Sha256::digest(b"k-helper"));
+    api(config_with(&[
+        ("SWITCHYARD__AUTH__REQUIRED", "true"),
+        (
+            "SWITCHYARD__AUTH__PRINCIPALS",
+            "{helper: [assistant], idle: []}",
+        ),
+        ("SWITCHYARD__AUTH__API_KEYS", &format!("{{{hash}: helper}}")),
+    ]))
+}
+
 #[test]
 fn a_caller_sees_only_its_datasources() {
-    let api = api(Config::default());
+    let api = guarded_api();
+    let caller = || with_key("k-helper");
     let only_assistant = Access::Only(BTreeSet::from(["assistant".to_owned()]));
     let routing = api
         .router()
@@ -216,13 +237,13 @@ fn a_caller_sees_only_its_datasources() {
         "POST",
         "/v1/route",
         r#"{"query": "How many employees work in Engineering?"}"#,
-        only_assistant.clone(),
+        caller(),
     );
     assert!(!response
         .body
         .to_string()
         .contains("employees_by_department"));
-    let response = call_as(&api, "GET", "/v1/stats", "", only_assistant.clone());
+    let response = call_as(&api, "GET", "/v1/stats", "", caller());
     assert_eq!(response.body["child_adapter_count"], 1);
     assert!(response.body["child_adapters"].get("hr").is_none());
     let response = call_as(
@@ -230,10 +251,135 @@ fn a_caller_sees_only_its_datasources() {
         "POST",
         "/v1/query",
         r#"{"query": "How many employees?", "datasources": ["hr"]}"#,
-        only_assistant,
+        caller(),
     );
     assert_eq!(response.status, 400);
     assert_eq!(response.body["error"]["code"], "unknown_datasource");
+    // Executing: only the caller's datasources can be reached.
+    let response = call_as(
+        &api,
+        "POST",
+        "/v1/query",
+        r#"{"query": "How many employees work in Engineering?"}"#,
+        caller(),
+    );
+    assert_ne!(
+        response.body["metadata"]["composite_routing"]["selected_adapter"],
+        "hr"
+    );
+    assert!(!response
+        .body
+        .to_string()
+        .contains("employees_by_department"));
+}
+
+#[test]
+fn unknown_callers_get_401_and_callers_without_datasources_403() {
+    let api = guarded_api();
+    let query = r#"{"query": "How many employees work in Engineering?"}"#;
+    for identity in [Identity::default(), with_key("wrong")] {
+        for (method, path, body) in [
+            ("POST", "/v1/query", query),
+            ("POST", "/v1/route", query),
+            ("GET", "/v1/stats", ""),
+        ] {
+            let response = call_as(&api, method, path, body, identity.clone());
+            assert_eq!(response.status, 401, "{path}: {}", response.body);
+            assert_eq!(response.body["error"]["code"], "unauthenticated");
+        }
+    }
+    let claims = json!({"sub": "idle"}).as_object().cloned();
+    let response = call_as(
+        &api,
+        "POST",
+        "/v1/query",
+        query,
+        Identity {
+            api_key: None,
+            claims,
+        },
+    );
+    assert_eq!(response.status, 403, "{}", response.body);
+    // A token's own datasources claim.
+    let claims = json!({"switchyard_datasources": "hr"}).as_object().cloned();
+    let response = call_as(
+        &api,
+        "POST",
+        "/v1/route",
+        query,
+        Identity {
+            api_key: None,
+            claims,
+        },
+    );
+    assert_eq!(response.status, 200, "{}", response.body);
+    assert_eq!(response.body["routing_decision"]["would_route_to"], "hr");
+    // Health stays open.
+    assert_eq!(call(&api, "GET", "/v1/health", "").status, 200);
+}
+
+/// A session store that is down.
+struct UnreachableSessions;
+
+impl SessionStore for UnreachableSessions {
+    async fn recent(&self, _: &str, _: i64) -> Result<Vec<Turn>, Error> {
+        Err(Error::Store {
+            store: "sessions".into(),
+            message: "connection refused".into(),
+        })
+    }
+    async fn append(&self, _: &str, _: Turn) -> Result<(), Error> {
+        Err(Error::Store {
+            store: "sessions".into(),
+            message: "connection refused".into(),
+        })
+    }
+}
+
+#[test]
+fn a_failing_session_store_still_answers_and_says_so() {
+    let router = small_router(Config::default());
+    let invoker = IntentInvoker::new(router.index().catalog.clone());
+    let api = Api::new(router, invoker, UnreachableSessions);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let response = runtime.block_on(api.handle(ApiRequest {
+        method: "POST".into(),
+        path: "/v1/query".into(),
+        body: br#"{"query": "remind me to feed the cat", "session_id": "s1"}"#.to_vec(),
+        identity: Identity::default(),
+    }));
+    assert_eq!(response.status, 200, "{}", response.body);
+    assert_eq!(response.body["status"], "ok");
+    assert_eq!(
+        response.body["metadata"]["session"]["status"],
+        "unavailable"
+    );
+    assert!(response.body["metadata"]["session"]["error"]
+        .as_str()
+        .unwrap()
+        .contains("connection refused"));
+}
+
+#[test]
+fn a_session_keeps_its_turns() {
+    let api = api(Config::default());
+    let body = r#"{"query": "remind me to feed the cat", "session_id": "s1"}"#;
+    let first = call(&api, "POST", "/v1/query", body);
+    assert_eq!(
+        first.body["metadata"]["session"],
+        json!({"status": "ok", "turns": 0, "saved": true})
+    );
+    let second = call(&api, "POST", "/v1/query", body);
+    assert_eq!(second.body["metadata"]["session"]["turns"], 1);
+    let alone = call(
+        &api,
+        "POST",
+        "/v1/query",
+        r#"{"query": "remind me to feed the cat"}"#,
+    );
+    assert!(alone.body["metadata"]["session"].is_null());
 }
 
 #[test]

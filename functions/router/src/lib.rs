@@ -1,0 +1,232 @@
+//! The router Lambda's parts, kept out of `main` so tests drive them against emulators:
+//! [`Settings`] from the environment, [`cold_start`] (index from S3 or a file, checked;
+//! the model; the stores; the adapter invoker), and [`handle`] (an API Gateway HTTP API
+//! event through the transport-independent API).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use lambda_http::request::RequestContext;
+use lambda_http::{Body, Request, RequestExt, Response};
+use serde_json::{Map, Value};
+use switchyard_aws::{DynamoSessionStore, LambdaInvoker, S3IndexStore};
+use switchyard_core::api::{Api, ApiRequest};
+use switchyard_core::auth::Identity;
+use switchyard_core::config::Config;
+use switchyard_core::embed::{Embedder, MiniLmEmbedder};
+use switchyard_core::index::{FileIndexSource, Index, IndexSource};
+use switchyard_core::router::Router;
+use switchyard_core::session::{MemorySessionStore, SessionStore, Turn};
+use switchyard_core::{Error, Result};
+
+/// Where the router's parts live, from the environment.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settings {
+    pub index: IndexLocation,
+    /// `SWITCHYARD_SESSIONS_TABLE`; without it sessions live in this instance's memory.
+    pub sessions_table: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum IndexLocation {
+    /// `SWITCHYARD_INDEX_BUCKET` + `SWITCHYARD_INDEX_PREFIX` (default `indexes`): the
+    /// artifact the `<prefix>/current` pointer names.
+    S3 { bucket: String, prefix: String },
+    /// `SWITCHYARD_INDEX`: an artifact file (local runs, `sam local invoke`).
+    File(PathBuf),
+}
+
+impl Settings {
+    pub fn from_env(variable: impl Fn(&str) -> Option<String>) -> Result<Settings> {
+        let index = match (variable("SWITCHYARD_INDEX_BUCKET"), variable("SWITCHYARD_INDEX")) {
+            (Some(bucket), _) => IndexLocation::S3 {
+                bucket,
+                prefix: variable("SWITCHYARD_INDEX_PREFIX").unwrap_or_else(|| "indexes".into()),
+            },
+            (None, Some(path)) => IndexLocation::File(PathBuf::from(path)),
+            (None, None) => {
+                return Err(Error::Config {
+                    origin: "environment".into(),
+                    field: "SWITCHYARD_INDEX_BUCKET".into(),
+                    message: "set it (with SWITCHYARD_INDEX_PREFIX) to the index bucket, or SWITCHYARD_INDEX to an artifact file".into(),
+                })
+            }
+        };
+        Ok(Settings {
+            index,
+            sessions_table: variable("SWITCHYARD_SESSIONS_TABLE"),
+        })
+    }
+}
+
+/// Sessions in DynamoDB on AWS, in memory without a table.
+pub enum Sessions {
+    Dynamo(DynamoSessionStore),
+    Memory(MemorySessionStore),
+}
+
+impl SessionStore for Sessions {
+    async fn recent(&self, session_id: &str, now: i64) -> Result<Vec<Turn>> {
+        match self {
+            Sessions::Dynamo(store) => store.recent(session_id, now).await,
+            Sessions::Memory(store) => store.recent(session_id, now).await,
+        }
+    }
+
+    async fn append(&self, session_id: &str, turn: Turn) -> Result<()> {
+        match self {
+            Sessions::Dynamo(store) => store.append(session_id, turn).await,
+            Sessions::Memory(store) => store.append(session_id, turn).await,
+        }
+    }
+}
+
+pub type RouterApi = Api<LambdaInvoker, Sessions>;
+
+/// How long each part of the cold start took, in milliseconds.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ColdStart {
+    pub index_origin: String,
+    pub index_bytes: usize,
+    pub fetch_ms: f64,
+    pub load_ms: f64,
+    pub model_ms: f64,
+    pub total_ms: f64,
+}
+
+/// The SDK clients the router uses (built once in `main`, or by tests for emulators).
+pub struct Clients {
+    pub s3: aws_sdk_s3::Client,
+    pub dynamodb: aws_sdk_dynamodb::Client,
+    pub lambda: aws_sdk_lambda::Client,
+}
+
+/// Everything the handler needs, loaded and checked once: the index (verified, and
+/// matched against the model), the model, the session store and the adapter invoker.
+/// Errors name the bucket and key, the file or the model folder, and why.
+pub async fn cold_start(
+    settings: &Settings,
+    config: Config,
+    clients: Clients,
+    variable: impl Fn(&str) -> Option<String>,
+) -> Result<(RouterApi, ColdStart)> {
+    let started = Instant::now();
+    let (origin, bytes) = match &settings.index {
+        IndexLocation::S3 { bucket, prefix } => {
+            let store = S3IndexStore::new(clients.s3, bucket, prefix);
+            (store.origin(), store.fetch().await?)
+        }
+        IndexLocation::File(path) => {
+            let source = FileIndexSource(path.clone());
+            (source.origin(), source.fetch().await?)
+        }
+    };
+    let fetch_ms = ms_since(started);
+    let loading = Instant::now();
+    let index = Index::from_bytes(&bytes, &origin)?;
+    let load_ms = ms_since(loading);
+    let model = Instant::now();
+    let model_dir = config.embedding.resolved_model_dir();
+    let embedder: Arc<dyn Embedder> = Arc::new(MiniLmEmbedder::load(
+        &model_dir,
+        config.embedding.batch_size,
+    )?);
+    let model_ms = ms_since(model);
+    let sessions = match &settings.sessions_table {
+        Some(table) => Sessions::Dynamo(DynamoSessionStore::new(
+            clients.dynamodb,
+            table,
+            config.sessions.clone(),
+        )),
+        None => Sessions::Memory(MemorySessionStore::new(config.sessions.clone())),
+    };
+    let invoker = LambdaInvoker::new(clients.lambda, index.catalog.clone(), variable);
+    let router = Router::new(index, config, embedder, &origin)?;
+    let report = ColdStart {
+        index_origin: origin,
+        index_bytes: bytes.len(),
+        fetch_ms,
+        load_ms,
+        model_ms,
+        total_ms: ms_since(started),
+    };
+    Ok((Api::new(router, invoker, sessions), report))
+}
+
+fn ms_since(start: Instant) -> f64 {
+    start.elapsed().as_secs_f64() * 1000.0
+}
+
+/// Who is calling: the `x-api-key` header and the JWT authorizer's claims.
+pub fn identity(event: &Request) -> Identity {
+    let api_key = event
+        .headers()
+        .get("x-api-key")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let claims = match event.request_context_ref() {
+        Some(RequestContext::ApiGatewayV2(context)) => context
+            .authorizer
+            .as_ref()
+            .and_then(|a| a.jwt.as_ref())
+            .map(|jwt| {
+                jwt.claims
+                    .iter()
+                    .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+                    .collect::<Map<String, Value>>()
+            }),
+        _ => None,
+    };
+    Identity { api_key, claims }
+}
+
+/// Turn an API Gateway request into the API's request, and its answer into a response.
+pub async fn handle(api: &RouterApi, event: Request) -> Response<Body> {
+    let body = match event.body() {
+        Body::Empty => Vec::new(),
+        Body::Text(text) => text.as_bytes().to_vec(),
+        Body::Binary(bytes) => bytes.clone(),
+        _ => Vec::new(),
+    };
+    let started = Instant::now();
+    let answer = api
+        .handle(ApiRequest {
+            method: event.method().to_string(),
+            path: event.uri().path().to_owned(),
+            body,
+            identity: identity(&event),
+        })
+        .await;
+    metrics::histogram!("RequestLatencyMs").record(ms_since(started));
+    Response::builder()
+        .status(answer.status)
+        .header("content-type", "application/json")
+        .body(Body::Text(answer.body.to_string()))
+        .expect("a status and a JSON body always make a response")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identity_comes_from_the_jwt_claims_and_the_api_key() {
+        let event = serde_json::json!({
+            "version": "2.0", "routeKey": "GET /v1/stats", "rawPath": "/v1/stats", "rawQueryString": "",
+            "headers": {"x-api-key": "k-1"},
+            "requestContext": {"accountId": "1", "apiId": "api", "domainName": "example.com",
+                "domainPrefix": "example", "http": {"method": "GET", "path": "/v1/stats", "protocol": "HTTP/1.1",
+                "sourceIp": "127.0.0.1", "userAgent": "test"}, "requestId": "r1", "routeKey": "GET /v1/stats",
+                "stage": "$default", "time": "21/Nov/2026:00:00:00 +0000", "timeEpoch": 0,
+                "authorizer": {"jwt": {"claims": {"sub": "alice", "switchyard_datasources": "[hr tools]"}, "scopes": null}}},
+            "isBase64Encoded": false
+        });
+        let request = lambda_http::request::from_str(&event.to_string()).unwrap();
+        let identity = identity(&request);
+        assert_eq!(identity.api_key.as_deref(), Some("k-1"));
+        let claims = identity.claims.unwrap();
+        assert_eq!(claims["sub"], "alice");
+        assert_eq!(claims["switchyard_datasources"], "[hr tools]");
+    }
+}

@@ -1,0 +1,539 @@
+//! The router Lambda against real protocol endpoints on 127.0.0.1: `moto_server` for S3 and
+//! DynamoDB (`SWITCHYARD_TEST_MOTO_URL`) and `cargo lambda watch` running the adapter
+//! binary (`SWITCHYARD_TEST_LAMBDA_URL`); `./infra/scripts/aws-local.sh start` starts both
+//! and `./infra/scripts/test.sh` sets the variables. Failure injection (a Lambda endpoint
+//! that stalls or fails, a DynamoDB that is not there) uses small servers of its own.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use aws_sdk_dynamodb::types::{
+    AttributeDefinition, AttributeValue, BillingMode, KeySchemaElement, KeyType,
+    ScalarAttributeType,
+};
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use axum::routing::post;
+use lambda_http::Body;
+use serde_json::{json, Value};
+use switchyard_aws::{DynamoRerankCache, DynamoSessionStore, LambdaInvoker, S3IndexStore};
+use switchyard_core::config::{Config, SessionsConfig};
+use switchyard_core::embed::MiniLmEmbedder;
+use switchyard_core::index::{Index, IndexSource};
+use switchyard_core::invoker::{AdapterInvoker, AdapterRequest};
+use switchyard_core::rerank_cache::{CachedScores, RerankCache};
+use switchyard_core::session::{SessionStore, Turn};
+use switchyard_core::template::Catalog;
+use switchyard_core::Error;
+use switchyard_router::{cold_start, handle, Clients, IndexLocation, Settings};
+
+fn endpoint(variable: &str) -> String {
+    std::env::var(variable).unwrap_or_else(|_| {
+        panic!("{variable} is not set: start the emulators with ./infra/scripts/aws-local.sh start and export what `aws-local.sh env` prints (./infra/scripts/test.sh does both)")
+    })
+}
+
+async fn sdk(url: &str) -> aws_config::SdkConfig {
+    aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .endpoint_url(url)
+        .region(aws_config::Region::new("us-east-1"))
+        .credentials_provider(aws_sdk_s3::config::Credentials::new(
+            "test", "test", None, None, "tests",
+        ))
+        .load()
+        .await
+}
+
+async fn clients(moto: &str, lambda: &str) -> Clients {
+    let moto_config = sdk(moto).await;
+    Clients {
+        s3: switchyard_aws::s3_client(&moto_config),
+        dynamodb: aws_sdk_dynamodb::Client::new(&moto_config),
+        lambda: aws_sdk_lambda::Client::new(&sdk(lambda).await),
+    }
+}
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The demo catalog's index, built once with the real model.
+fn demo_index_bytes() -> &'static [u8] {
+    static BYTES: OnceLock<Vec<u8>> = OnceLock::new();
+    BYTES.get_or_init(|| {
+        let config = Config::default();
+        let embedder =
+            MiniLmEmbedder::load(&config.embedding.resolved_model_dir(), 32).expect("the model");
+        let catalog = Catalog::load(&root().join("templates/demo")).unwrap();
+        Index::build(catalog, &embedder, &config.index, &|_, _| {})
+            .unwrap()
+            .to_bytes()
+            .unwrap()
+    })
+}
+
+/// A fresh name per test, so tests share the emulator without sharing state.
+fn unique(prefix: &str) -> String {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    format!(
+        "{prefix}-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+async fn create_bucket(s3: &aws_sdk_s3::Client) -> String {
+    let bucket = unique("index");
+    s3.create_bucket().bucket(&bucket).send().await.unwrap();
+    bucket
+}
+
+async fn create_table(dynamodb: &aws_sdk_dynamodb::Client, key: &str) -> String {
+    let table = unique(key);
+    dynamodb
+        .create_table()
+        .table_name(&table)
+        .attribute_definitions(
+            AttributeDefinition::builder()
+                .attribute_name(key)
+                .attribute_type(ScalarAttributeType::S)
+                .build()
+                .unwrap(),
+        )
+        .key_schema(
+            KeySchemaElement::builder()
+                .attribute_name(key)
+                .key_type(KeyType::Hash)
+                .build()
+                .unwrap(),
+        )
+        .billing_mode(BillingMode::PayPerRequest)
+        .send()
+        .await
+        .unwrap();
+    table
+}
+
+/// An API Gateway HTTP API (v2) event.
+fn event(method: &str, path: &str, body: Value, headers: Value) -> lambda_http::Request {
+    let event = json!({
+        "version": "2.0", "routeKey": format!("{method} {path}"), "rawPath": path, "rawQueryString": "",
+        "headers": headers,
+        "requestContext": {"accountId": "123456789012", "apiId": "api", "domainName": "example.com",
+            "domainPrefix": "example", "http": {"method": method, "path": path, "protocol": "HTTP/1.1",
+            "sourceIp": "127.0.0.1", "userAgent": "test"}, "requestId": "r1", "routeKey": format!("{method} {path}"),
+            "stage": "$default", "time": "21/Nov/2026:00:00:00 +0000", "timeEpoch": 0},
+        "body": body.to_string(),
+        "isBase64Encoded": false
+    });
+    lambda_http::request::from_str(&event.to_string()).unwrap()
+}
+
+fn json_body(response: &lambda_http::Response<Body>) -> Value {
+    match response.body() {
+        Body::Text(text) => serde_json::from_str(text).unwrap(),
+        other => panic!("a text body, got {other:?}"),
+    }
+}
+
+/// Every adapter function is the `switchyard-adapter` binary under `cargo lambda watch`.
+fn adapter_functions(name: &str) -> Option<String> {
+    name.starts_with("SWITCHYARD_ADAPTER_FUNCTION_")
+        .then(|| "switchyard-adapter".to_owned())
+}
+
+#[tokio::test]
+async fn end_to_end_from_s3_through_lambda_to_the_session_table() {
+    let (moto, lambda) = (
+        endpoint("SWITCHYARD_TEST_MOTO_URL"),
+        endpoint("SWITCHYARD_TEST_LAMBDA_URL"),
+    );
+    let clients = clients(&moto, &lambda).await;
+    let bucket = create_bucket(&clients.s3).await;
+    let sessions_table = create_table(&clients.dynamodb, "session_id").await;
+    let pointer = S3IndexStore::new(clients.s3.clone(), &bucket, "indexes")
+        .push(demo_index_bytes())
+        .await
+        .unwrap();
+    assert!(pointer.key.starts_with("indexes/") && pointer.key.ends_with(".idx"));
+    let dynamodb = clients.dynamodb.clone();
+
+    let settings = Settings {
+        index: IndexLocation::S3 {
+            bucket: bucket.clone(),
+            prefix: "indexes".into(),
+        },
+        sessions_table: Some(sessions_table.clone()),
+    };
+    let (api, report) = cold_start(&settings, Config::default(), clients, adapter_functions)
+        .await
+        .unwrap();
+    assert_eq!(report.index_bytes, demo_index_bytes().len());
+    assert_eq!(
+        report.index_origin,
+        format!("s3://{bucket}/indexes/current")
+    );
+
+    let response = handle(
+        &api,
+        event(
+            "POST",
+            "/v1/query",
+            json!({"query": "How many employees work in Engineering?", "session_id": "e2e-1"}),
+            json!({"content-type": "application/json"}),
+        ),
+    )
+    .await;
+    let body = json_body(&response);
+    assert_eq!(response.status(), 200, "{body}");
+    assert_eq!(body["status"], "ok", "{body}");
+    assert_eq!(body["content"], "14 employees work in Engineering.");
+    assert_eq!(
+        body["metadata"]["composite_routing"]["selected_adapter"],
+        "hr"
+    );
+    assert_eq!(
+        body["metadata"]["template_id"],
+        "employees_count_by_department"
+    );
+    assert_eq!(body["metadata"]["adapter"]["status"], "ok");
+    assert_eq!(body["metadata"]["session"]["saved"], true, "{body}");
+
+    // The turn is in the table.
+    let item = dynamodb
+        .get_item()
+        .table_name(&sessions_table)
+        .key("session_id", AttributeValue::S("e2e-1".into()))
+        .send()
+        .await
+        .unwrap()
+        .item
+        .expect("the session item");
+    let turns: Vec<Turn> = serde_json::from_str(item["turns"].as_s().unwrap()).unwrap();
+    assert_eq!(turns.len(), 1);
+    assert_eq!(turns[0].template_id, "employees_count_by_department");
+    assert_eq!(turns[0].parameters["department"], "Engineering");
+    assert!(item["expires_at"].as_n().unwrap().parse::<i64>().unwrap() > turns[0].at);
+
+    // A follow-up that leaves the department out takes it from the session.
+    let response = handle(
+        &api,
+        event(
+            "POST",
+            "/v1/query",
+            json!({"query": "How many employees work there?", "session_id": "e2e-1"}),
+            json!({}),
+        ),
+    )
+    .await;
+    let body = json_body(&response);
+    assert_eq!(body["metadata"]["session"]["turns"], 1, "{body}");
+    if body["metadata"]["template_id"] == "employees_count_by_department" {
+        assert_eq!(body["content"], "14 employees work in Engineering.");
+    }
+
+    // A tools question through the same adapter function.
+    let response = handle(
+        &api,
+        event(
+            "POST",
+            "/v1/query",
+            json!({"query": "What is 15% of 200?"}),
+            json!({}),
+        ),
+    )
+    .await;
+    let body = json_body(&response);
+    assert_eq!(body["content"], "15% of 200 is **30**", "{body}");
+}
+
+#[tokio::test]
+async fn a_missing_or_corrupt_index_names_the_bucket_and_key() {
+    let moto = endpoint("SWITCHYARD_TEST_MOTO_URL");
+    let clients = clients(&moto, &moto).await;
+    let bucket = create_bucket(&clients.s3).await;
+    let store = S3IndexStore::new(clients.s3.clone(), &bucket, "indexes");
+
+    let error = store.fetch().await.unwrap_err().to_string();
+    assert_eq!(
+        error,
+        format!("index s3://{bucket}/indexes/current: no such object")
+    );
+
+    // A corrupt artifact is refused before any upload; the pointer does not move.
+    let mut corrupt = demo_index_bytes().to_vec();
+    let middle = corrupt.len() / 2;
+    corrupt[middle] ^= 0xff;
+    let error = store.push(&corrupt).await.unwrap_err().to_string();
+    assert!(error.contains("the artifact to push"), "{error}");
+    assert!(
+        store.current().await.is_err(),
+        "no pointer after a refused push"
+    );
+
+    // An artifact corrupted in the bucket after publishing is caught at load.
+    let pointer = store.push(demo_index_bytes()).await.unwrap();
+    clients
+        .s3
+        .put_object()
+        .bucket(&bucket)
+        .key(&pointer.key)
+        .body(corrupt.into())
+        .send()
+        .await
+        .unwrap();
+    let settings = Settings {
+        index: IndexLocation::S3 {
+            bucket: bucket.clone(),
+            prefix: "indexes".into(),
+        },
+        sessions_table: None,
+    };
+    let error = match cold_start(&settings, Config::default(), clients, adapter_functions).await {
+        Ok(_) => panic!("a corrupt index must not load"),
+        Err(e) => e.to_string(),
+    };
+    assert!(
+        error.contains(&format!("s3://{bucket}/{}", pointer.key)),
+        "{error}"
+    );
+    assert!(error.contains("does not match the pointer"), "{error}");
+}
+
+#[tokio::test]
+async fn an_unreachable_session_table_still_answers() {
+    let (moto, lambda) = (
+        endpoint("SWITCHYARD_TEST_MOTO_URL"),
+        endpoint("SWITCHYARD_TEST_LAMBDA_URL"),
+    );
+    let mut clients = clients(&moto, &lambda).await;
+    let bucket = create_bucket(&clients.s3).await;
+    S3IndexStore::new(clients.s3.clone(), &bucket, "indexes")
+        .push(demo_index_bytes())
+        .await
+        .unwrap();
+    // Nothing listens on port 9 of loopback.
+    let nowhere = aws_sdk_dynamodb::config::Builder::from(&sdk("http://127.0.0.1:9").await)
+        .retry_config(aws_sdk_dynamodb::config::retry::RetryConfig::disabled())
+        .build();
+    clients.dynamodb = aws_sdk_dynamodb::Client::from_conf(nowhere);
+    let settings = Settings {
+        index: IndexLocation::S3 {
+            bucket,
+            prefix: "indexes".into(),
+        },
+        sessions_table: Some("sessions".into()),
+    };
+    let (api, _) = cold_start(&settings, Config::default(), clients, adapter_functions)
+        .await
+        .unwrap();
+    let response = handle(
+        &api,
+        event(
+            "POST",
+            "/v1/query",
+            json!({"query": "What is 15% of 200?", "session_id": "s-down"}),
+            json!({}),
+        ),
+    )
+    .await;
+    let body = json_body(&response);
+    assert_eq!(response.status(), 200, "{body}");
+    assert_eq!(body["content"], "15% of 200 is **30**");
+    assert_eq!(body["metadata"]["session"]["status"], "unavailable");
+    assert!(body["metadata"]["session"]["error"]
+        .as_str()
+        .unwrap()
+        .contains("sessions table `sessions`"));
+}
+
+#[tokio::test]
+async fn concurrent_turns_of_one_session_are_all_kept() {
+    let moto = endpoint("SWITCHYARD_TEST_MOTO_URL");
+    let client = aws_sdk_dynamodb::Client::new(&sdk(&moto).await);
+    let table = create_table(&client, "session_id").await;
+    let store = Arc::new(DynamoSessionStore::new(
+        client,
+        &table,
+        SessionsConfig {
+            max_turns: 50,
+            ttl_seconds: 3600,
+        },
+    ));
+    let now = 1_900_000_000;
+    let writers: Vec<_> = (0..12)
+        .map(|n| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                let turn = Turn {
+                    query: format!("question {n}"),
+                    datasource: "hr".into(),
+                    template_id: "t".into(),
+                    parameters: Default::default(),
+                    at: now,
+                };
+                store.append("busy", turn).await
+            })
+        })
+        .collect();
+    for writer in writers {
+        writer.await.unwrap().unwrap();
+    }
+    let turns = store.recent("busy", now).await.unwrap();
+    let mut queries: Vec<_> = turns.iter().map(|t| t.query.clone()).collect();
+    queries.sort();
+    let mut expected: Vec<_> = (0..12).map(|n| format!("question {n}")).collect();
+    expected.sort();
+    assert_eq!(queries, expected, "every concurrent turn is kept");
+    // Past its expiry the session reads as empty, though moto never deletes the item.
+    assert!(store.recent("busy", now + 3600).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn expired_rerank_cache_entries_are_ignored() {
+    let moto = endpoint("SWITCHYARD_TEST_MOTO_URL");
+    let client = aws_sdk_dynamodb::Client::new(&sdk(&moto).await);
+    let table = create_table(&client, "cache_key").await;
+    let cache = DynamoRerankCache::new(client.clone(), &table);
+    let entry = CachedScores {
+        scores: vec![0.75, 0.5],
+        expires_at: 1_000,
+    };
+    cache.put("k1", entry).await.unwrap();
+    assert_eq!(cache.get("k1", 999).await.unwrap(), Some(vec![0.75, 0.5]));
+    assert_eq!(cache.get("k1", 1_000).await.unwrap(), None);
+    assert_eq!(cache.get("absent", 0).await.unwrap(), None);
+    // The item is still stored: the filtering is ours.
+    let item = client
+        .get_item()
+        .table_name(&table)
+        .key("cache_key", AttributeValue::S("k1".into()))
+        .send()
+        .await
+        .unwrap()
+        .item;
+    assert!(item.is_some());
+}
+
+/// A Lambda Invoke endpoint that answers every call with `status`, `headers` and `body`
+/// after `delay`: failure injection for what a real function rarely does on demand.
+async fn fake_lambda(
+    status: StatusCode,
+    headers: Vec<(&'static str, &'static str)>,
+    body: &'static str,
+    delay: Duration,
+) -> String {
+    let app = axum::Router::new().route(
+        "/2015-03-31/functions/{name}/invocations",
+        post(move || {
+            let headers = headers.clone();
+            async move {
+                tokio::time::sleep(delay).await;
+                let mut response = (status, body).into_response();
+                for (name, value) in headers {
+                    response.headers_mut().insert(name, value.parse().unwrap());
+                }
+                response
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    format!("http://{address}")
+}
+
+async fn invoker_at(url: &str) -> LambdaInvoker {
+    let catalog = Catalog::load(&root().join("templates/demo")).unwrap();
+    let config = aws_sdk_lambda::config::Builder::from(&sdk(url).await)
+        .retry_config(aws_sdk_lambda::config::retry::RetryConfig::standard().with_max_attempts(2))
+        .build();
+    LambdaInvoker::new(
+        aws_sdk_lambda::Client::from_conf(config),
+        catalog,
+        adapter_functions,
+    )
+}
+
+fn tools_request(deadline_ms: u64) -> AdapterRequest {
+    serde_json::from_value(json!({
+        "request_id": "r", "datasource": "tools", "template_id": "calculator_percentage",
+        "query": "What is 15% of 200?", "session_parameters": {}, "deadline_ms": deadline_ms,
+    }))
+    .unwrap()
+}
+
+#[tokio::test]
+async fn adapter_failures_are_named() {
+    // A function error, as Lambda reports it.
+    let url = fake_lambda(
+        StatusCode::OK,
+        vec![("x-amz-function-error", "Unhandled")],
+        r#"{"errorType": "PanicError", "errorMessage": "adapter blew up"}"#,
+        Duration::ZERO,
+    )
+    .await;
+    let error = invoker_at(&url)
+        .await
+        .invoke(tools_request(1000))
+        .await
+        .unwrap_err();
+    assert!(matches!(error, Error::AdapterFailed { .. }), "{error}");
+    assert!(
+        error.to_string().contains("PanicError: adapter blew up"),
+        "{error}"
+    );
+
+    // A 5xx carrying the runtime's error shape (as emulators answer).
+    let url = fake_lambda(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        vec![],
+        r#"{"errorType": "Runtime.ExitError", "errorMessage": "exited with status 101"}"#,
+        Duration::ZERO,
+    )
+    .await;
+    let error = invoker_at(&url)
+        .await
+        .invoke(tools_request(1000))
+        .await
+        .unwrap_err();
+    assert!(
+        error.to_string().contains("exited with status 101"),
+        "{error}"
+    );
+
+    // An answer that is not an adapter response.
+    let url = fake_lambda(StatusCode::OK, vec![], r#"{"hello": 1}"#, Duration::ZERO).await;
+    let error = invoker_at(&url)
+        .await
+        .invoke(tools_request(1000))
+        .await
+        .unwrap_err();
+    assert!(
+        error.to_string().contains("not an adapter response"),
+        "{error}"
+    );
+
+    // No answer within the deadline (plus the invoke grace).
+    let url = fake_lambda(StatusCode::OK, vec![], "{}", Duration::from_secs(30)).await;
+    let started = std::time::Instant::now();
+    let error = invoker_at(&url)
+        .await
+        .invoke(tools_request(100))
+        .await
+        .unwrap_err();
+    assert!(matches!(error, Error::AdapterTimeout { .. }), "{error}");
+    assert!(started.elapsed() < Duration::from_secs(10));
+
+    // A datasource without a function is unavailable, not guessed.
+    let catalog = Catalog::load(&root().join("templates/demo")).unwrap();
+    let none = LambdaInvoker::new(
+        aws_sdk_lambda::Client::new(&sdk(&url).await),
+        catalog,
+        |_| None,
+    );
+    let error = none.invoke(tools_request(100)).await.unwrap_err();
+    assert!(matches!(error, Error::AdapterUnavailable { .. }), "{error}");
+}

@@ -1,0 +1,147 @@
+//! Adapters through Lambda `Invoke`: the adapter request as the payload, the adapter
+//! response back, within the datasource's deadline. One error per failure: no function
+//! for the datasource (`AdapterUnavailable`), no answer in time (`AdapterTimeout`), the
+//! function failed or answered something that is not an adapter response
+//! (`AdapterFailed`, with the function's `errorType`/`errorMessage` when it gave them).
+//! `intent` datasources need no adapter and are answered here.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use aws_sdk_lambda::primitives::Blob;
+use serde_json::Value;
+use switchyard_core::invoker::{
+    find, intent_answer, respond, AdapterInvoker, AdapterRequest, AdapterResponse,
+};
+use switchyard_core::template::{Catalog, DatasourceKind};
+use switchyard_core::{Error, Result};
+
+use crate::describe;
+
+/// Time added to a datasource's deadline for the invoke itself (network, an adapter's
+/// cold start); the adapter enforces the deadline on its own work.
+pub const INVOKE_GRACE: Duration = Duration::from_millis(3000);
+
+pub struct LambdaInvoker {
+    client: aws_sdk_lambda::Client,
+    catalog: Catalog,
+    /// Datasource → function name or ARN.
+    functions: HashMap<String, String>,
+}
+
+impl LambdaInvoker {
+    /// Function names from each datasource's `function_name`, overridden by the variable
+    /// [`LambdaInvoker::function_variable`] names (looked up with `variable`).
+    pub fn new(
+        client: aws_sdk_lambda::Client,
+        catalog: Catalog,
+        variable: impl Fn(&str) -> Option<String>,
+    ) -> Self {
+        let functions = catalog
+            .datasources
+            .iter()
+            .filter_map(|d| {
+                let name = variable(&Self::function_variable(d.name()))
+                    .or_else(|| d.spec.function_name.clone())?;
+                Some((d.name().to_owned(), name))
+            })
+            .collect();
+        LambdaInvoker {
+            client,
+            catalog,
+            functions,
+        }
+    }
+
+    /// `SWITCHYARD_ADAPTER_FUNCTION_<DATASOURCE>`, upper-cased, other characters as `_`.
+    pub fn function_variable(datasource: &str) -> String {
+        let name: String = datasource
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() {
+                    c.to_ascii_uppercase()
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        format!("SWITCHYARD_ADAPTER_FUNCTION_{name}")
+    }
+
+    pub fn function(&self, datasource: &str) -> Option<&str> {
+        self.functions.get(datasource).map(String::as_str)
+    }
+
+    async fn call(&self, function: &str, request: &AdapterRequest) -> Result<AdapterResponse> {
+        let datasource = request.datasource.clone();
+        let failed = |message: String| Error::AdapterFailed {
+            datasource: datasource.clone(),
+            message: format!("function `{function}`: {message}"),
+        };
+        let payload = serde_json::to_vec(request).expect("a request always serialises");
+        let deadline = Duration::from_millis(request.deadline_ms) + INVOKE_GRACE;
+        let sent = self
+            .client
+            .invoke()
+            .function_name(function)
+            .payload(Blob::new(payload))
+            .send();
+        let output = match tokio::time::timeout(deadline, sent).await {
+            Err(_) => {
+                return Err(Error::AdapterTimeout {
+                    datasource: datasource.clone(),
+                    after_ms: deadline.as_millis() as u64,
+                })
+            }
+            Ok(Err(e)) => {
+                // Emulators (and some proxies) answer a failed function with a 5xx whose
+                // body is the runtime's {errorType, errorMessage}.
+                let body = e
+                    .raw_response()
+                    .and_then(|r| r.body().bytes())
+                    .and_then(function_error_text);
+                return Err(failed(body.unwrap_or_else(|| describe(&e))));
+            }
+            Ok(Ok(output)) => output,
+        };
+        let bytes = output.payload.map(Blob::into_inner).unwrap_or_default();
+        if let Some(kind) = output.function_error {
+            let detail = function_error_text(&bytes).unwrap_or_else(|| kind.clone());
+            return Err(failed(detail));
+        }
+        serde_json::from_slice::<AdapterResponse>(&bytes).map_err(|e| {
+            failed(format!(
+                "answered {} bytes that are not an adapter response: {e}",
+                bytes.len()
+            ))
+        })
+    }
+}
+
+/// `errorType: errorMessage` from a Lambda error payload.
+fn function_error_text(bytes: &[u8]) -> Option<String> {
+    let value: Value = serde_json::from_slice(bytes).ok()?;
+    let message = value.get("errorMessage")?.as_str()?;
+    Some(match value.get("errorType").and_then(Value::as_str) {
+        Some(kind) => format!("{kind}: {message}"),
+        None => message.to_owned(),
+    })
+}
+
+impl AdapterInvoker for LambdaInvoker {
+    async fn invoke(&self, request: AdapterRequest) -> Result<AdapterResponse> {
+        let (datasource, template) = find(&self.catalog, &request)?;
+        if datasource.spec.kind == DatasourceKind::Intent {
+            let answer = intent_answer(datasource.name(), template);
+            return Ok(respond(template, &request, |_| async move { Ok(answer) }).await);
+        }
+        let Some(function) = self.function(datasource.name()) else {
+            return Err(Error::AdapterUnavailable {
+                datasource: request.datasource.clone(),
+                kind: datasource.spec.kind.as_str().to_owned(),
+            });
+        };
+        let function = function.to_owned();
+        self.call(&function, &request).await
+    }
+}

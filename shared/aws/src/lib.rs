@@ -1,0 +1,48 @@
+//! The AWS edges of Switchyard, each implementing one trait of `switchyard-core`:
+//! [`S3IndexStore`] (`IndexSource`, plus publishing), [`DynamoSessionStore`]
+//! (`SessionStore`), [`DynamoRerankCache`] (`RerankCache`) and [`LambdaInvoker`]
+//! (`AdapterInvoker`). Failures are reported in the domain's error vocabulary
+//! (`switchyard_core::Error`), naming the bucket, key, table or function.
+//!
+//! Endpoints follow the SDK's usual configuration, `AWS_ENDPOINT_URL` included, which is how
+//! the tests reach `moto_server` and `cargo lambda watch` on 127.0.0.1.
+
+pub mod index_store;
+pub mod invoker;
+pub mod rerank_cache;
+pub mod sessions;
+
+pub use index_store::{IndexPointer, S3IndexStore};
+pub use invoker::LambdaInvoker;
+pub use rerank_cache::DynamoRerankCache;
+pub use sessions::DynamoSessionStore;
+
+/// The SDK configuration from the environment (region, credentials, `AWS_ENDPOINT_URL`).
+pub async fn sdk_config() -> aws_config::SdkConfig {
+    aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await
+}
+
+/// An S3 client for `config`. Path-style addressing when a custom endpoint is set: an
+/// emulator on 127.0.0.1 has no `bucket.host` names.
+pub fn s3_client(config: &aws_config::SdkConfig) -> aws_sdk_s3::Client {
+    let path_style = config.endpoint_url().is_some();
+    let s3 = aws_sdk_s3::config::Builder::from(config)
+        .force_path_style(path_style)
+        .build();
+    aws_sdk_s3::Client::from_conf(s3)
+}
+
+/// An error with its sources on one line (SDK errors hide the useful part in the chain).
+pub(crate) fn describe(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}

@@ -1,0 +1,162 @@
+//! Sessions in DynamoDB: one item per `session_id` holding its recent turns (JSON), a
+//! `version` number and the `expires_at` TTL attribute. Appends are optimistic: read,
+//! add the turn, write on the condition that `version` is unchanged, and on a conflict
+//! read again, so two concurrent requests of one session both keep their turn. Reads
+//! ignore expired items themselves (DynamoDB deletes them up to days late). Throttling is
+//! retried with backoff by the SDK's standard retry policy.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use switchyard_core::config::SessionsConfig;
+use switchyard_core::session::{push_bounded, SessionStore, Turn};
+use switchyard_core::{Error, Result};
+
+use crate::describe;
+
+/// Attempts at an append before giving up on a hotly contended session.
+const APPEND_ATTEMPTS: usize = 8;
+
+pub struct DynamoSessionStore {
+    client: aws_sdk_dynamodb::Client,
+    table: String,
+    config: SessionsConfig,
+}
+
+/// A stored session: its turns and the version the next write must find.
+struct Stored {
+    turns: Vec<Turn>,
+    version: Option<u64>,
+    expires_at: i64,
+}
+
+impl DynamoSessionStore {
+    pub fn new(client: aws_sdk_dynamodb::Client, table: &str, config: SessionsConfig) -> Self {
+        DynamoSessionStore {
+            client,
+            table: table.to_owned(),
+            config,
+        }
+    }
+
+    fn fail(&self, message: String) -> Error {
+        Error::Store {
+            store: format!("sessions table `{}`", self.table),
+            message,
+        }
+    }
+
+    async fn load(&self, session_id: &str) -> Result<Stored> {
+        let item = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key("session_id", AttributeValue::S(session_id.to_owned()))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|e| self.fail(describe(&e)))?
+            .item;
+        let Some(item) = item else {
+            return Ok(Stored {
+                turns: Vec::new(),
+                version: None,
+                expires_at: 0,
+            });
+        };
+        let number = |name: &str| -> Result<i64> {
+            match item.get(name) {
+                Some(AttributeValue::N(n)) => n
+                    .parse()
+                    .map_err(|_| self.fail(format!("`{name}` of session `{session_id}` is `{n}`"))),
+                _ => Err(self.fail(format!("session `{session_id}` has no number `{name}`"))),
+            }
+        };
+        let turns = match item.get("turns") {
+            Some(AttributeValue::S(json)) => serde_json::from_str(json).map_err(|e| {
+                self.fail(format!(
+                    "`turns` of session `{session_id}` does not parse: {e}"
+                ))
+            })?,
+            _ => return Err(self.fail(format!("session `{session_id}` has no `turns`"))),
+        };
+        Ok(Stored {
+            turns,
+            version: Some(number("version")? as u64),
+            expires_at: number("expires_at")?,
+        })
+    }
+}
+
+impl SessionStore for DynamoSessionStore {
+    async fn recent(&self, session_id: &str, now: i64) -> Result<Vec<Turn>> {
+        let stored = self.load(session_id).await?;
+        Ok(if stored.expires_at > now {
+            stored.turns
+        } else {
+            Vec::new()
+        })
+    }
+
+    async fn append(&self, session_id: &str, turn: Turn) -> Result<()> {
+        for attempt in 0..APPEND_ATTEMPTS {
+            let stored = self.load(session_id).await?;
+            // An expired session starts afresh; its item is overwritten.
+            let mut turns = if stored.expires_at > turn.at {
+                stored.turns
+            } else {
+                Vec::new()
+            };
+            let expires_at = turn.at + self.config.ttl_seconds as i64;
+            push_bounded(&mut turns, turn.clone(), self.config.max_turns);
+            let next_version = stored.version.map_or(1, |v| v + 1);
+            let item = HashMap::from([
+                (
+                    "session_id".to_owned(),
+                    AttributeValue::S(session_id.to_owned()),
+                ),
+                (
+                    "turns".to_owned(),
+                    AttributeValue::S(serde_json::to_string(&turns).expect("turns serialise")),
+                ),
+                (
+                    "version".to_owned(),
+                    AttributeValue::N(next_version.to_string()),
+                ),
+                (
+                    "expires_at".to_owned(),
+                    AttributeValue::N(expires_at.to_string()),
+                ),
+            ]);
+            let mut put = self
+                .client
+                .put_item()
+                .table_name(&self.table)
+                .set_item(Some(item));
+            put = match stored.version {
+                None => put.condition_expression("attribute_not_exists(session_id)"),
+                Some(version) => put
+                    .condition_expression("version = :expected")
+                    .expression_attribute_values(
+                        ":expected",
+                        AttributeValue::N(version.to_string()),
+                    ),
+            };
+            match put.send().await {
+                Ok(_) => return Ok(()),
+                Err(e)
+                    if e.as_service_error()
+                        .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
+                {
+                    // Someone else wrote first: read their turn and try again.
+                    tokio::time::sleep(Duration::from_millis(5 * (attempt as u64 + 1))).await;
+                }
+                Err(e) => return Err(self.fail(describe(&e))),
+            }
+        }
+        Err(self.fail(format!(
+            "session `{session_id}`: {APPEND_ATTEMPTS} concurrent writers in a row; the turn was not saved"
+        )))
+    }
+}

@@ -1,0 +1,166 @@
+//! Who is calling and which datasources they may use. The transport collects the
+//! caller's [`Identity`] (API Gateway JWT authorizer claims, an `x-api-key` header); the
+//! configuration's `auth` block turns it into an [`Access`] that every stage honours.
+
+use std::collections::BTreeSet;
+
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+
+use crate::config::AuthConfig;
+use crate::error::{Error, Result};
+use crate::router::Access;
+
+/// What the transport knows of the caller.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Identity {
+    /// The `x-api-key` header, if sent.
+    pub api_key: Option<String>,
+    /// Claims a JWT authorizer verified (API Gateway `requestContext.authorizer.jwt.claims`).
+    pub claims: Option<Map<String, Value>>,
+}
+
+/// The datasources `identity` may use. With `auth.required: false`, everything. Otherwise
+/// the JWT's datasources claim, else its principal claim, else the API key's principal;
+/// no identity (or an unknown key) is [`Error::Unauthenticated`], an identity with no
+/// datasources [`Error::Forbidden`].
+pub fn authorize(config: &AuthConfig, identity: &Identity) -> Result<Access> {
+    if !config.required {
+        return Ok(Access::All);
+    }
+    if let Some(claims) = &identity.claims {
+        if let Some(listed) = claims.get(&config.datasources_claim) {
+            return access(claim_names(listed), "the token's datasources claim");
+        }
+        if let Some(principal) = claims.get(&config.principal_claim).and_then(Value::as_str) {
+            return principal_access(config, principal);
+        }
+        return Err(Error::Forbidden(format!(
+            "the token has neither a `{}` nor a `{}` claim",
+            config.datasources_claim, config.principal_claim
+        )));
+    }
+    if let Some(key) = &identity.api_key {
+        let hash = hex::encode(Sha256::digest(key.as_bytes()));
+        let principal = config
+            .api_keys
+            .get(&hash)
+            .ok_or_else(|| Error::Unauthenticated("unknown API key".into()))?;
+        return principal_access(config, principal);
+    }
+    Err(Error::Unauthenticated(
+        "send a bearer token or an x-api-key header".into(),
+    ))
+}
+
+fn principal_access(config: &AuthConfig, principal: &str) -> Result<Access> {
+    let names = config
+        .principals
+        .get(principal)
+        .ok_or_else(|| Error::Forbidden(format!("principal `{principal}` has no datasources")))?;
+    access(names.iter().cloned(), &format!("principal `{principal}`"))
+}
+
+fn access(names: impl IntoIterator<Item = String>, whose: &str) -> Result<Access> {
+    let names: BTreeSet<String> = names.into_iter().filter(|n| !n.is_empty()).collect();
+    if names.contains("*") {
+        return Ok(Access::All);
+    }
+    if names.is_empty() {
+        return Err(Error::Forbidden(format!("{whose} allows no datasources")));
+    }
+    Ok(Access::Only(names))
+}
+
+/// A claim's datasource names: a JSON list, or one string separated by spaces or commas
+/// (API Gateway passes list claims as `"[a b]"` strings).
+fn claim_names(value: &Value) -> Vec<String> {
+    match value {
+        Value::Array(items) => items
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect(),
+        Value::String(text) => text
+            .trim_matches(|c| c == '[' || c == ']')
+            .split(|c: char| c == ',' || c.is_whitespace())
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn config() -> AuthConfig {
+        let key_hash = hex::encode(Sha256::digest(b"k-hr"));
+        serde_json::from_value(json!({
+            "required": true,
+            "api_keys": {key_hash: "hr-team"},
+            "principals": {"hr-team": ["hr", "tools"], "admin": ["*"], "nobody": []},
+            "datasources_claim": "switchyard_datasources",
+            "principal_claim": "sub",
+        }))
+        .unwrap()
+    }
+
+    fn only(names: &[&str]) -> Access {
+        Access::Only(names.iter().map(|s| s.to_string()).collect())
+    }
+
+    fn claims(value: Value) -> Identity {
+        Identity {
+            api_key: None,
+            claims: Some(value.as_object().unwrap().clone()),
+        }
+    }
+
+    #[test]
+    fn identities_map_to_their_datasources() {
+        let config = config();
+        let key = Identity {
+            api_key: Some("k-hr".into()),
+            claims: None,
+        };
+        assert_eq!(authorize(&config, &key).unwrap(), only(&["hr", "tools"]));
+        let listed = claims(json!({"switchyard_datasources": "[ev tools]"}));
+        assert_eq!(authorize(&config, &listed).unwrap(), only(&["ev", "tools"]));
+        let listed = claims(json!({"switchyard_datasources": ["ev"]}));
+        assert_eq!(authorize(&config, &listed).unwrap(), only(&["ev"]));
+        let admin = claims(json!({"sub": "admin"}));
+        assert_eq!(authorize(&config, &admin).unwrap(), Access::All);
+    }
+
+    #[test]
+    fn unknown_callers_are_401_and_empty_ones_403() {
+        let config = config();
+        let unauthenticated = |identity: &Identity| {
+            matches!(authorize(&config, identity), Err(Error::Unauthenticated(_)))
+        };
+        let forbidden =
+            |identity: &Identity| matches!(authorize(&config, identity), Err(Error::Forbidden(_)));
+        assert!(unauthenticated(&Identity::default()));
+        assert!(unauthenticated(&Identity {
+            api_key: Some("guess".into()),
+            claims: None
+        }));
+        assert!(forbidden(&claims(json!({"sub": "stranger"}))));
+        assert!(forbidden(&claims(json!({"sub": "nobody"}))));
+        assert!(forbidden(&claims(json!({"switchyard_datasources": ""}))));
+        assert!(forbidden(&claims(json!({"email": "a@b"}))));
+    }
+
+    #[test]
+    fn not_required_allows_everyone() {
+        let mut config = config();
+        config.required = false;
+        assert_eq!(
+            authorize(&config, &Identity::default()).unwrap(),
+            Access::All
+        );
+    }
+}

@@ -1,0 +1,139 @@
+//! Conversation context: the recent turns of a session. A follow-up ("and in Sales?")
+//! takes the parameters it leaves out from them. The store is a trait: in memory locally,
+//! DynamoDB on AWS (`switchyard-aws`).
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::Mutex;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::config::SessionsConfig;
+use crate::error::Result;
+
+/// One answered question of a session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Turn {
+    pub query: String,
+    pub datasource: String,
+    pub template_id: String,
+    pub parameters: Map<String, Value>,
+    /// Unix seconds.
+    pub at: i64,
+}
+
+/// Recent turns per session id, bounded in number and in age.
+pub trait SessionStore: Send + Sync {
+    /// The session's turns, oldest first; none for an unknown or expired session.
+    fn recent(&self, session_id: &str, now: i64) -> impl Future<Output = Result<Vec<Turn>>> + Send;
+
+    /// Add a turn, keeping the newest `max_turns`, and push the session's expiry to
+    /// `now + ttl_seconds`. Concurrent appends to one session must all be kept.
+    fn append(&self, session_id: &str, turn: Turn) -> impl Future<Output = Result<()>> + Send;
+}
+
+/// The parameters a session supplies to a follow-up: every turn's, newer winning.
+pub fn carried_parameters(turns: &[Turn]) -> Map<String, Value> {
+    let mut carried = Map::new();
+    for turn in turns {
+        for (name, value) in &turn.parameters {
+            carried.insert(name.clone(), value.clone());
+        }
+    }
+    carried
+}
+
+/// Add `turn` to `turns`, keeping the newest `max_turns` (shared by every store).
+pub fn push_bounded(turns: &mut Vec<Turn>, turn: Turn, max_turns: usize) {
+    turns.push(turn);
+    let excess = turns.len().saturating_sub(max_turns);
+    turns.drain(..excess);
+}
+
+/// Sessions in this process (local `serve`, tests).
+pub struct MemorySessionStore {
+    config: SessionsConfig,
+    /// Session id → (expires_at, turns).
+    sessions: Mutex<HashMap<String, (i64, Vec<Turn>)>>,
+}
+
+impl MemorySessionStore {
+    pub fn new(config: SessionsConfig) -> Self {
+        MemorySessionStore {
+            config,
+            sessions: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+impl SessionStore for MemorySessionStore {
+    async fn recent(&self, session_id: &str, now: i64) -> Result<Vec<Turn>> {
+        let sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        Ok(match sessions.get(session_id) {
+            Some((expires_at, turns)) if *expires_at > now => turns.clone(),
+            _ => Vec::new(),
+        })
+    }
+
+    async fn append(&self, session_id: &str, turn: Turn) -> Result<()> {
+        let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        let expires_at = turn.at + self.config.ttl_seconds as i64;
+        let entry = sessions
+            .entry(session_id.to_owned())
+            .or_insert_with(|| (expires_at, Vec::new()));
+        if entry.0 <= turn.at {
+            entry.1.clear();
+        }
+        entry.0 = expires_at;
+        push_bounded(&mut entry.1, turn, self.config.max_turns);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn turn(at: i64, parameters: Value) -> Turn {
+        Turn {
+            query: format!("q{at}"),
+            datasource: "hr".into(),
+            template_id: "t".into(),
+            parameters: parameters.as_object().unwrap().clone(),
+            at,
+        }
+    }
+
+    #[tokio::test]
+    async fn turns_are_bounded_and_expire() {
+        let store = MemorySessionStore::new(SessionsConfig {
+            max_turns: 2,
+            ttl_seconds: 100,
+        });
+        for at in 1..=3 {
+            store.append("s", turn(at, json!({}))).await.unwrap();
+        }
+        let turns = store.recent("s", 50).await.unwrap();
+        assert_eq!(
+            turns.iter().map(|t| t.at).collect::<Vec<_>>(),
+            vec![2, 3],
+            "the oldest turn is dropped"
+        );
+        assert!(store.recent("s", 103).await.unwrap().is_empty());
+        assert!(store.recent("other", 50).await.unwrap().is_empty());
+    }
+
+    #[test]
+    fn newer_parameters_win() {
+        let carried = carried_parameters(&[
+            turn(1, json!({"department": "Sales", "limit": 5})),
+            turn(2, json!({"department": "Engineering"})),
+        ]);
+        assert_eq!(
+            Value::Object(carried),
+            json!({"department": "Engineering", "limit": 5})
+        );
+    }
+}
