@@ -6,11 +6,28 @@ cd "$(dirname "$0")/../.."
 ./infra/scripts/fetch-model.sh
 cargo fmt --all -- --check
 
-# A real PostgreSQL on 127.0.0.1 for the SQL adapter's tests, stopped on exit.
-./infra/scripts/postgres.sh start
-trap './infra/scripts/postgres.sh stop' EXIT
-export SWITCHYARD_TEST_PG_URL="postgres://postgres@127.0.0.1:${SWITCHYARD_PG_PORT:-55432}/ev"
+# The AWS tooling (moto_server, cargo-lambda, cfn-lint, sam) and the template's lint.
+./infra/scripts/aws-tools.sh
+export PATH="$HOME/.local/bin:$PATH"
+./infra/scripts/lint-template.sh
 
-# The end-to-end tests run the `switchyard` binary, so build it first.
+# The tests run binaries (the CLI; the adapter under cargo lambda watch): build them first.
 cargo build --workspace --bins
+
+# Real servers on 127.0.0.1, stopped on exit: PostgreSQL for the SQL adapter, moto_server
+# for S3 and DynamoDB, cargo lambda watch for Lambda invokes.
+cleanup() {
+  ./infra/scripts/aws-local.sh stop || true
+  ./infra/scripts/postgres.sh stop || true
+}
+trap cleanup EXIT
+./infra/scripts/postgres.sh start
+export SWITCHYARD_TEST_PG_URL="postgres://postgres@127.0.0.1:${SWITCHYARD_PG_PORT:-55432}/ev"
+./infra/scripts/aws-local.sh start
+eval "$(./infra/scripts/aws-local.sh env)"
+# The first invoke starts the adapter binary; do it before the tests' deadlines count.
+curl -fsS --max-time 600 -o /dev/null \
+  -d '{"request_id":"warm-up","datasource":"tools","template_id":"calculator_percentage","query":"What is 15% of 200?","session_parameters":{},"deadline_ms":5000}' \
+  "$SWITCHYARD_TEST_LAMBDA_URL/2015-03-31/functions/switchyard-adapter/invocations"
+
 cargo test --workspace
