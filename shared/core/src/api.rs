@@ -216,11 +216,19 @@ impl<I: AdapterInvoker, S: SessionStore> Api<I, S> {
         tracing::info!(
             query_chars = body.query.chars().count(),
             session_id = body.session_id.as_deref().unwrap_or(""),
-            selected = routing
+            datasource = routing
+                .selected_match()
+                .map(|m| m.datasource.as_str())
+                .unwrap_or(""),
+            template = routing
                 .selected_match()
                 .map(|m| m.template_id.as_str())
                 .unwrap_or(""),
             score = routing.best().map(|m| m.combined_score).unwrap_or(0.0),
+            embedding_ms = routing.timings.embedding_ms,
+            search_ms = routing.timings.search_ms,
+            string_similarity_ms = routing.timings.string_similarity_ms,
+            rerank_ms = routing.timings.rerank_ms,
             total_ms = routing.timings.total_ms,
             "routed"
         );
