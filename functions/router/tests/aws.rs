@@ -230,9 +230,12 @@ async fn end_to_end_from_s3_through_lambda_to_the_session_table() {
     .await;
     let body = json_body(&response);
     assert_eq!(body["metadata"]["session"]["turns"], 1, "{body}");
-    if body["metadata"]["template_id"] == "employees_count_by_department" {
-        assert_eq!(body["content"], "14 employees work in Engineering.");
-    }
+    assert_eq!(
+        body["metadata"]["template_id"],
+        "employees_count_by_department"
+    );
+    assert_eq!(body["parameters"]["department"], "Engineering", "{body}");
+    assert_eq!(body["content"], "14 employees work in Engineering.");
 
     // A tools question through the same adapter function.
     let response = handle(

@@ -30,17 +30,4 @@ pub enum AdapterError {
 
 pub type Result<T, E = AdapterError> = std::result::Result<T, E>;
 
-/// An error with its causes, on one line.
-pub(crate) fn describe(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
-}
+pub(crate) use switchyard_core::error::describe;

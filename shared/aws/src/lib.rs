@@ -32,17 +32,4 @@ pub fn s3_client(config: &aws_config::SdkConfig) -> aws_sdk_s3::Client {
     aws_sdk_s3::Client::from_conf(s3)
 }
 
-/// An error with its sources on one line (SDK errors hide the useful part in the chain).
-pub(crate) fn describe(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
-}
+pub(crate) use switchyard_core::error::describe;

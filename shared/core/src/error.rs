@@ -115,3 +115,19 @@ impl Error {
         }
     }
 }
+
+/// An error with its causes, on one line (client libraries hide the useful part in the
+/// chain).
+pub fn describe(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
