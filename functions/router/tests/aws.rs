@@ -26,7 +26,7 @@ use switchyard_core::rerank_cache::{CachedScores, RerankCache};
 use switchyard_core::session::{SessionStore, Turn};
 use switchyard_core::template::Catalog;
 use switchyard_core::Error;
-use switchyard_router::{cold_start, handle, Clients, IndexLocation, Settings};
+use switchyard_router::{cold_start, handle, Clients, IndexLocation, RouterApi, Settings};
 
 fn endpoint(variable: &str) -> String {
     std::env::var(variable).unwrap_or_else(|_| {
@@ -116,26 +116,29 @@ async fn create_table(dynamodb: &aws_sdk_dynamodb::Client, key: &str) -> String 
     table
 }
 
-/// An API Gateway HTTP API (v2) event.
-fn event(method: &str, path: &str, body: Value, headers: Value) -> lambda_http::Request {
+/// `POST /v1/query` with `body`, as an API Gateway HTTP API (v2) event through the
+/// router's handler: the status and the JSON answer.
+async fn query(api: &RouterApi, body: Value) -> (u16, Value) {
     let event = json!({
-        "version": "2.0", "routeKey": format!("{method} {path}"), "rawPath": path, "rawQueryString": "",
-        "headers": headers,
+        "version": "2.0", "routeKey": "POST /v1/query", "rawPath": "/v1/query", "rawQueryString": "",
+        "headers": {"content-type": "application/json"},
         "requestContext": {"accountId": "123456789012", "apiId": "api", "domainName": "example.com",
-            "domainPrefix": "example", "http": {"method": method, "path": path, "protocol": "HTTP/1.1",
-            "sourceIp": "127.0.0.1", "userAgent": "test"}, "requestId": "r1", "routeKey": format!("{method} {path}"),
+            "domainPrefix": "example", "http": {"method": "POST", "path": "/v1/query", "protocol": "HTTP/1.1",
+            "sourceIp": "127.0.0.1", "userAgent": "test"}, "requestId": "r1", "routeKey": "POST /v1/query",
             "stage": "$default", "time": "21/Nov/2026:00:00:00 +0000", "timeEpoch": 0},
         "body": body.to_string(),
         "isBase64Encoded": false
     });
-    lambda_http::request::from_str(&event.to_string()).unwrap()
-}
-
-fn json_body(response: &lambda_http::Response<Body>) -> Value {
-    match response.body() {
+    let response = handle(
+        api,
+        lambda_http::request::from_str(&event.to_string()).unwrap(),
+    )
+    .await;
+    let body = match response.body() {
         Body::Text(text) => serde_json::from_str(text).unwrap(),
         other => panic!("a text body, got {other:?}"),
-    }
+    };
+    (response.status().as_u16(), body)
 }
 
 /// Every adapter function is the `switchyard-adapter` binary under `cargo lambda watch`.
@@ -176,18 +179,12 @@ async fn end_to_end_from_s3_through_lambda_to_the_session_table() {
         format!("s3://{bucket}/indexes/current")
     );
 
-    let response = handle(
+    let (status, body) = query(
         &api,
-        event(
-            "POST",
-            "/v1/query",
-            json!({"query": "How many employees work in Engineering?", "session_id": "e2e-1"}),
-            json!({"content-type": "application/json"}),
-        ),
+        json!({"query": "How many employees work in Engineering?", "session_id": "e2e-1"}),
     )
     .await;
-    let body = json_body(&response);
-    assert_eq!(response.status(), 200, "{body}");
+    assert_eq!(status, 200, "{body}");
     assert_eq!(body["status"], "ok", "{body}");
     assert_eq!(body["content"], "14 employees work in Engineering.");
     assert_eq!(
@@ -218,17 +215,11 @@ async fn end_to_end_from_s3_through_lambda_to_the_session_table() {
     assert!(item["expires_at"].as_n().unwrap().parse::<i64>().unwrap() > turns[0].at);
 
     // A follow-up that leaves the department out takes it from the session.
-    let response = handle(
+    let (_, body) = query(
         &api,
-        event(
-            "POST",
-            "/v1/query",
-            json!({"query": "How many employees work there?", "session_id": "e2e-1"}),
-            json!({}),
-        ),
+        json!({"query": "How many employees work there?", "session_id": "e2e-1"}),
     )
     .await;
-    let body = json_body(&response);
     assert_eq!(body["metadata"]["session"]["turns"], 1, "{body}");
     assert_eq!(
         body["metadata"]["template_id"],
@@ -238,17 +229,7 @@ async fn end_to_end_from_s3_through_lambda_to_the_session_table() {
     assert_eq!(body["content"], "14 employees work in Engineering.");
 
     // A tools question through the same adapter function.
-    let response = handle(
-        &api,
-        event(
-            "POST",
-            "/v1/query",
-            json!({"query": "What is 15% of 200?"}),
-            json!({}),
-        ),
-    )
-    .await;
-    let body = json_body(&response);
+    let (_, body) = query(&api, json!({"query": "What is 15% of 200?"})).await;
     assert_eq!(body["content"], "15% of 200 is **30**", "{body}");
 }
 
@@ -332,18 +313,12 @@ async fn an_unreachable_session_table_still_answers() {
     let (api, _) = cold_start(&settings, Config::default(), clients, adapter_functions)
         .await
         .unwrap();
-    let response = handle(
+    let (status, body) = query(
         &api,
-        event(
-            "POST",
-            "/v1/query",
-            json!({"query": "What is 15% of 200?", "session_id": "s-down"}),
-            json!({}),
-        ),
+        json!({"query": "What is 15% of 200?", "session_id": "s-down"}),
     )
     .await;
-    let body = json_body(&response);
-    assert_eq!(response.status(), 200, "{body}");
+    assert_eq!(status, 200, "{body}");
     assert_eq!(body["content"], "15% of 200 is **30**");
     assert_eq!(body["metadata"]["session"]["status"], "unavailable");
     assert!(body["metadata"]["session"]["error"]

@@ -141,7 +141,6 @@ impl AdapterInvoker for LambdaInvoker {
                 kind: datasource.spec.kind.as_str().to_owned(),
             });
         };
-        let function = function.to_owned();
-        self.call(&function, &request).await
+        self.call(function, &request).await
     }
 }
