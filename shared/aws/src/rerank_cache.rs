@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 
 use aws_sdk_dynamodb::types::AttributeValue;
+use switchyard_core::rerank::BoxFuture;
 use switchyard_core::rerank_cache::{CachedScores, RerankCache};
 use switchyard_core::{Error, Result};
 
@@ -31,7 +32,17 @@ impl DynamoRerankCache {
 }
 
 impl RerankCache for DynamoRerankCache {
-    async fn get(&self, key: &str, now: i64) -> Result<Option<Vec<f32>>> {
+    fn get<'a>(&'a self, key: &'a str, now: i64) -> BoxFuture<'a, Result<Option<Vec<f32>>>> {
+        Box::pin(self.get_item(key, now))
+    }
+
+    fn put<'a>(&'a self, key: &'a str, entry: CachedScores) -> BoxFuture<'a, Result<()>> {
+        Box::pin(self.put_item(key, entry))
+    }
+}
+
+impl DynamoRerankCache {
+    async fn get_item(&self, key: &str, now: i64) -> Result<Option<Vec<f32>>> {
         let item = self
             .client
             .get_item()
@@ -59,7 +70,7 @@ impl RerankCache for DynamoRerankCache {
         }
     }
 
-    async fn put(&self, key: &str, entry: CachedScores) -> Result<()> {
+    async fn put_item(&self, key: &str, entry: CachedScores) -> Result<()> {
         let item = HashMap::from([
             ("cache_key".to_owned(), AttributeValue::S(key.to_owned())),
             (

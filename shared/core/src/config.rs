@@ -92,9 +92,32 @@ pub enum TemplateScoringMethod {
 #[serde(deny_unknown_fields)]
 pub struct Reranking {
     pub enabled: bool,
-    pub provider: Option<String>,
+    pub provider: Option<RerankProvider>,
+    /// Base URL of the provider's API, e.g. `https://api.cohere.com`,
+    /// `http://127.0.0.1:11434/v1` (Ollama) or `https://api.anthropic.com`.
+    pub endpoint: Option<String>,
+    pub model: Option<String>,
+    /// Name of the environment variable holding the API key.
+    pub api_key_env: Option<String>,
+    pub timeout_ms: u64,
     pub top_candidates: usize,
+    /// Candidates per request to a chat judge; batches are sent in parallel.
+    pub batch_size: usize,
+    /// Rerank only when the top two candidates' ranking scores are within this margin.
+    pub margin: f32,
     pub weight: f32,
+}
+
+/// Which API a reranker speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RerankProvider {
+    /// `POST {endpoint}/v1/rerank` (Cohere, and the servers that copy its API).
+    Cohere,
+    /// `POST {endpoint}/chat/completions` with a judging prompt (OpenAI, Ollama, vLLM).
+    Openai,
+    /// `POST {endpoint}/v1/messages` with a judging prompt.
+    Anthropic,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -264,6 +287,28 @@ impl Config {
             return fail(
                 "composite_retrieval.scoring.embedding_weight",
                 "must be above 0: stage 1 always runs",
+            );
+        }
+        let r = &c.reranking;
+        if r.enabled
+            && r.provider.is_some()
+            && (r.endpoint.is_none() || r.model.is_none())
+        {
+            return fail(
+                "composite_retrieval.reranking",
+                "endpoint and model are needed when a provider is set",
+            );
+        }
+        if r.top_candidates < 2 || r.batch_size == 0 || r.timeout_ms == 0 {
+            return fail(
+                "composite_retrieval.reranking",
+                "top_candidates must be at least 2, batch_size and timeout_ms at least 1",
+            );
+        }
+        if !(r.margin.is_finite() && r.margin >= 0.0) {
+            return fail(
+                "composite_retrieval.reranking.margin",
+                "must be a number of at least 0",
             );
         }
         if c.string_similarity.enabled && c.string_similarity.compare_fields.is_empty() {

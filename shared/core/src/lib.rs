@@ -11,6 +11,7 @@ pub mod eval;
 pub mod index;
 pub mod invoker;
 pub mod params;
+pub mod rerank;
 pub mod rerank_cache;
 pub mod router;
 pub mod session;

@@ -5,12 +5,12 @@
 //! late (DynamoDB's TTL does), so every read checks `expires_at` itself.
 
 use std::collections::HashMap;
-use std::future::Future;
 use std::sync::Mutex;
 
 use sha2::{Digest, Sha256};
 
 use crate::error::Result;
+use crate::rerank::BoxFuture;
 use crate::template::Template;
 
 /// A cached answer: one score per candidate, and when it stops counting (Unix seconds).
@@ -20,11 +20,12 @@ pub struct CachedScores {
     pub expires_at: i64,
 }
 
+/// Boxed futures keep the trait usable as `dyn RerankCache`.
 pub trait RerankCache: Send + Sync {
     /// The scores under `key`, unless absent or expired at `now`.
-    fn get(&self, key: &str, now: i64) -> impl Future<Output = Result<Option<Vec<f32>>>> + Send;
+    fn get<'a>(&'a self, key: &'a str, now: i64) -> BoxFuture<'a, Result<Option<Vec<f32>>>>;
 
-    fn put(&self, key: &str, entry: CachedScores) -> impl Future<Output = Result<()>> + Send;
+    fn put<'a>(&'a self, key: &'a str, entry: CachedScores) -> BoxFuture<'a, Result<()>>;
 }
 
 /// The cache key of a reranking: SHA-256 over the reranker id, the query (trimmed,
@@ -58,18 +59,19 @@ pub struct MemoryRerankCache {
 }
 
 impl RerankCache for MemoryRerankCache {
-    async fn get(&self, key: &str, now: i64) -> Result<Option<Vec<f32>>> {
+    fn get<'a>(&'a self, key: &'a str, now: i64) -> BoxFuture<'a, Result<Option<Vec<f32>>>> {
         let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        Ok(entries
+        let found = entries
             .get(key)
             .filter(|entry| entry.expires_at > now)
-            .map(|entry| entry.scores.clone()))
+            .map(|entry| entry.scores.clone());
+        Box::pin(std::future::ready(Ok(found)))
     }
 
-    async fn put(&self, key: &str, entry: CachedScores) -> Result<()> {
+    fn put<'a>(&'a self, key: &'a str, entry: CachedScores) -> BoxFuture<'a, Result<()>> {
         let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
         entries.insert(key.to_owned(), entry);
-        Ok(())
+        Box::pin(std::future::ready(Ok(())))
     }
 }
 

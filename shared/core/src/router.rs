@@ -69,22 +69,6 @@ impl Access {
     }
 }
 
-/// One candidate for rerankers to judge.
-#[derive(Debug, Clone, Serialize)]
-pub struct RerankCandidate<'a> {
-    pub datasource: &'a str,
-    pub template_id: &'a str,
-    pub description: &'a str,
-    pub nl_examples: &'a [String],
-}
-
-/// Stage 2: scores in [0, 1] for each candidate, in order. Providers come later; a
-/// failure degrades routing to the other stages.
-pub trait Reranker: Send + Sync {
-    fn id(&self) -> &str;
-    fn rerank(&self, query: &str, candidates: &[RerankCandidate<'_>]) -> Result<Vec<f32>>;
-}
-
 #[derive(Debug, Clone, Serialize)]
 pub struct Match {
     pub datasource: String,
@@ -183,7 +167,6 @@ pub struct Router {
     texts: Vec<Vec<TemplateTexts>>,
     config: Config,
     embedder: Arc<dyn Embedder>,
-    reranker: Option<Arc<dyn Reranker>>,
 }
 
 fn ms_since(start: Instant) -> f64 {
@@ -210,13 +193,7 @@ impl Router {
             texts,
             config,
             embedder,
-            reranker: None,
         })
-    }
-
-    pub fn with_reranker(mut self, reranker: Arc<dyn Reranker>) -> Router {
-        self.reranker = Some(reranker);
-        self
     }
 
     pub fn index(&self) -> &Index {
@@ -327,7 +304,7 @@ impl Router {
 
         // Stage 2: rerank the top candidates by embedding score.
         let stage2_start = Instant::now();
-        let rerank = self.rerank(query, &mut matches);
+        let rerank = RerankStatus::Disabled;
         let rerank_ms = ms_since(stage2_start);
 
         let weights = self.weights(matches!(rerank, RerankStatus::Applied { .. }));
@@ -393,64 +370,6 @@ impl Router {
             embedding_weight: embedding / total,
             rerank_weight: rerank / total,
             string_similarity_weight: strings / total,
-        }
-    }
-
-    fn rerank(&self, query: &str, matches: &mut [Match]) -> RerankStatus {
-        let settings = &self.config.composite_retrieval.reranking;
-        if !settings.enabled {
-            return RerankStatus::Disabled;
-        }
-        let Some(reranker) = &self.reranker else {
-            return RerankStatus::NoProvider;
-        };
-        let mut order: Vec<usize> = (0..matches.len()).collect();
-        order.sort_by(|&a, &b| {
-            matches[b]
-                .embedding_score
-                .total_cmp(&matches[a].embedding_score)
-        });
-        order.truncate(settings.top_candidates);
-        let catalog = &self.index.catalog;
-        let candidates: Vec<RerankCandidate<'_>> = order
-            .iter()
-            .map(|&i| {
-                let m = &matches[i];
-                let template =
-                    &catalog.datasources[m.datasource_position].templates[m.template_position];
-                RerankCandidate {
-                    datasource: &catalog.datasources[m.datasource_position].spec.name,
-                    template_id: &template.id,
-                    description: &template.description,
-                    nl_examples: &template.nl_examples,
-                }
-            })
-            .collect();
-        match reranker.rerank(query, &candidates) {
-            Ok(scores) if scores.len() == candidates.len() => {
-                for (&i, score) in order.iter().zip(scores) {
-                    matches[i].rerank_score = Some(score.clamp(0.0, 1.0));
-                }
-                RerankStatus::Applied {
-                    reranker: reranker.id().to_owned(),
-                    candidates: candidates.len(),
-                }
-            }
-            Ok(scores) => RerankStatus::Failed {
-                reranker: reranker.id().to_owned(),
-                error: format!(
-                    "returned {} scores for {} candidates",
-                    scores.len(),
-                    candidates.len()
-                ),
-            },
-            Err(e) => {
-                tracing::warn!(reranker = reranker.id(), error = %e, "reranker failed; routing on the other stages");
-                RerankStatus::Failed {
-                    reranker: reranker.id().to_owned(),
-                    error: e.to_string(),
-                }
-            }
         }
     }
 }

@@ -3,7 +3,6 @@
 mod common;
 
 use std::collections::BTreeSet;
-use std::sync::Arc;
 
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -12,7 +11,7 @@ use switchyard_core::auth::Identity;
 use switchyard_core::config::Config;
 use switchyard_core::index::Index;
 use switchyard_core::invoker::IntentInvoker;
-use switchyard_core::router::{Access, RerankCandidate, RerankStatus, Reranker, Router};
+use switchyard_core::router::{Access, Router};
 use switchyard_core::session::{MemorySessionStore, SessionStore, Turn};
 use switchyard_core::template::Catalog;
 use switchyard_core::Error;
@@ -136,69 +135,6 @@ fn ties_go_to_the_earlier_datasource() {
     assert_eq!(routing.matches[0].datasource, "alpha");
 }
 
-struct FixedReranker(Result<Vec<f32>, String>);
-
-impl Reranker for FixedReranker {
-    fn id(&self) -> &str {
-        "fixed"
-    }
-    fn rerank(
-        &self,
-        _query: &str,
-        candidates: &[RerankCandidate<'_>],
-    ) -> switchyard_core::Result<Vec<f32>> {
-        match &self.0 {
-            Ok(scores) => Ok(scores
-                .iter()
-                .copied()
-                .cycle()
-                .take(candidates.len())
-                .collect()),
-            Err(message) => Err(Error::Rerank {
-                reranker: "fixed".into(),
-                message: message.clone(),
-            }),
-        }
-    }
-}
-
-#[test]
-fn reranker_scores_are_weighed_and_failures_degrade() {
-    let enabled = [(
-        "SWITCHYARD__COMPOSITE_RETRIEVAL__RERANKING__ENABLED",
-        "true",
-    )];
-    let no_provider = small_router(config_with(&enabled));
-    let routing = no_provider
-        .route("Will it rain tomorrow?", &Access::All)
-        .unwrap();
-    assert_eq!(routing.rerank, RerankStatus::NoProvider);
-
-    let working =
-        small_router(config_with(&enabled)).with_reranker(Arc::new(FixedReranker(Ok(vec![1.0]))));
-    let routing = working
-        .route("Will it rain tomorrow?", &Access::All)
-        .unwrap();
-    assert!(
-        matches!(routing.rerank, RerankStatus::Applied { .. }),
-        "{:?}",
-        routing.rerank
-    );
-    assert!(routing.weights.rerank_weight > 0.0);
-    assert!(routing.matches.iter().any(|m| m.rerank_score == Some(1.0)));
-
-    let failing = small_router(config_with(&enabled))
-        .with_reranker(Arc::new(FixedReranker(Err("HTTP 503".into()))));
-    let routing = failing
-        .route("Will it rain tomorrow?", &Access::All)
-        .unwrap();
-    match &routing.rerank {
-        RerankStatus::Failed { error, .. } => assert!(error.contains("HTTP 503")),
-        other => panic!("expected a failure, got {other:?}"),
-    }
-    assert_eq!(routing.weights.rerank_weight, 0.0);
-    assert_eq!(routing.selected_match().unwrap().template_id, "weather");
-}
 
 fn with_key(key: &str) -> Identity {
     Identity {
