@@ -1,0 +1,112 @@
+//! `POST {endpoint}/v1/rerank`: Cohere's rerank API (and the servers that copy it). All
+//! candidates go in one request; the results come back sorted by relevance and are mapped
+//! back to the candidates by index.
+
+use reqwest::header::{HeaderMap, HeaderValue, AUTHORIZATION};
+use serde::Deserialize;
+use serde_json::json;
+use switchyard_core::rerank::{BoxFuture, RerankCandidate, Reranker};
+use switchyard_core::Result;
+
+use crate::{unit_score, Http};
+
+pub(crate) struct Cohere {
+    http: Http,
+    model: String,
+    api_key: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct RerankResponse {
+    results: Vec<RerankResult>,
+}
+
+#[derive(Deserialize)]
+struct RerankResult {
+    index: usize,
+    relevance_score: f64,
+}
+
+impl Cohere {
+    pub(crate) fn new(http: Http, model: String, api_key: Option<String>) -> Cohere {
+        Cohere {
+            http,
+            model,
+            api_key,
+        }
+    }
+
+    async fn score(&self, query: &str, candidates: &[RerankCandidate]) -> Result<Vec<f32>> {
+        if candidates.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut headers = HeaderMap::new();
+        if let Some(key) = &self.api_key {
+            headers.insert(AUTHORIZATION, bearer(key).map_err(|m| self.http.error(m))?);
+        }
+        let documents: Vec<String> = candidates.iter().map(RerankCandidate::document).collect();
+        let body = json!({
+            "model": self.model,
+            "query": query,
+            "documents": documents,
+            "top_n": candidates.len(),
+        });
+        let response: RerankResponse = self.http.post(headers, &body).await?;
+
+        let expected = candidates.len();
+        let returned = response.results.len();
+        let mut scores: Vec<Option<f32>> = vec![None; expected];
+        for result in response.results {
+            let slot = scores.get_mut(result.index).ok_or_else(|| {
+                self.http.error(format!(
+                    "response scores index {} but there are {expected} candidates",
+                    result.index
+                ))
+            })?;
+            let score = unit_score(result.relevance_score).ok_or_else(|| {
+                self.http.error(format!(
+                    "response has a non-finite score for index {}",
+                    result.index
+                ))
+            })?;
+            if slot.replace(score).is_some() {
+                return Err(self
+                    .http
+                    .error(format!("response scores index {} twice", result.index)));
+            }
+        }
+        let missing: Vec<String> = (0..expected)
+            .filter(|i| scores[*i].is_none())
+            .map(|i| i.to_string())
+            .collect();
+        if !missing.is_empty() {
+            return Err(self.http.error(format!(
+                "response has {returned} scores for {expected} candidates (no score for index {})",
+                missing.join(", ")
+            )));
+        }
+        Ok(scores.into_iter().flatten().collect())
+    }
+}
+
+impl Reranker for Cohere {
+    fn id(&self) -> &str {
+        &self.http.id
+    }
+
+    fn rerank<'a>(
+        &'a self,
+        query: &'a str,
+        candidates: &'a [RerankCandidate],
+    ) -> BoxFuture<'a, Result<Vec<f32>>> {
+        Box::pin(self.score(query, candidates))
+    }
+}
+
+/// `Bearer <key>`, marked sensitive so it stays out of debug output.
+pub(crate) fn bearer(key: &str) -> std::result::Result<HeaderValue, String> {
+    let mut value = HeaderValue::from_str(&format!("Bearer {key}"))
+        .map_err(|_| "the API key is not a valid header value".to_owned())?;
+    value.set_sensitive(true);
+    Ok(value)
+}
