@@ -41,9 +41,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             let config = Config::default();
             let embedder = MiniLmEmbedder::load(&config.embedding.resolved_model_dir(), 32)?;
             let catalog = Catalog::load(Path::new(templates))?;
-            let mut index = Index::build(catalog, &embedder, &config.index, &|_, _| {})?;
+            let mut index = Index::build(catalog, &embedder, &config, &|_, _| {})?;
             if let Some(count) = args.get(2) {
-                index = synthetic_index(&index, count.parse()?, 10, 4, &config.index, 42);
+                index = synthetic_index(&index, count.parse()?, 10, 4, &config, 42);
             }
             let bytes = index.to_bytes()?;
             let _ = clients.s3.create_bucket().bucket(&bucket).send().await;

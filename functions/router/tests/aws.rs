@@ -66,7 +66,7 @@ fn demo_index_bytes() -> &'static [u8] {
         let embedder =
             MiniLmEmbedder::load(&config.embedding.resolved_model_dir(), 32).expect("the model");
         let catalog = Catalog::load(&root().join("templates/demo")).unwrap();
-        Index::build(catalog, &embedder, &config.index, &|_, _| {})
+        Index::build(catalog, &embedder, &config, &|_, _| {})
             .unwrap()
             .to_bytes()
             .unwrap()

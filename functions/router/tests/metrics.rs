@@ -22,7 +22,7 @@ async fn a_request_flushes_emf_with_stage_latencies_and_the_datasource() {
     let config = Config::default();
     let embedder = MiniLmEmbedder::load(&config.embedding.resolved_model_dir(), 32).unwrap();
     let catalog = Catalog::load(&root.join("templates/demo")).unwrap();
-    let index = Index::build(catalog, &embedder, &config.index, &|_, _| {}).unwrap();
+    let index = Index::build(catalog, &embedder, &config, &|_, _| {}).unwrap();
     let file = tempfile::NamedTempFile::new().unwrap();
     index.write(file.path()).unwrap();
 

@@ -145,7 +145,7 @@ fn main() -> Result<()> {
             switchyard_adapters::check_catalog(&catalog)?;
             let start = Instant::now();
             let bar = progress_bar();
-            let index = Index::build(catalog, embedder.as_ref(), &config.index, &|done, total| {
+            let index = Index::build(catalog, embedder.as_ref(), &config, &|done, total| {
                 bar.set_length(total as u64);
                 bar.set_position(done as u64);
             })?;
@@ -226,7 +226,7 @@ fn open_router(cli: &Cli, config: Config) -> Result<Router> {
                 &cli.templates,
                 &cache_dir(),
                 embedder.as_ref(),
-                &config.index,
+                &config,
                 &|done, total| {
                     bar.set_length(total as u64);
                     bar.set_position(done as u64);

@@ -35,7 +35,7 @@ fn fixture() -> Fixture {
             .unwrap_or_else(|e| panic!("{e}")),
     );
     let catalog = Catalog::load(&root.join("templates/clinc150")).unwrap();
-    let clinc = Index::build(catalog, embedder.as_ref(), &config.index, &|_, _| {}).unwrap();
+    let clinc = Index::build(catalog, embedder.as_ref(), &config, &|_, _| {}).unwrap();
     let dataset = load_dataset(&root.join("tests/data/clinc150/val.jsonl")).unwrap();
     let texts: Vec<&str> = dataset
         .iter()

@@ -430,7 +430,8 @@ impl Render<'_> {
             "child_adapter_count": adapters.len(),
             "child_adapters": adapters,
             "configuration": {
-                "confidence_threshold": decimal(config.confidence_threshold),
+                "confidence_threshold": decimal(self.0.threshold().0),
+                "threshold_source": self.0.threshold().1,
                 "max_templates_per_source": config.max_templates_per_source,
                 "parallel_search": config.parallel_search,
                 "search_timeout_ms": config.search_timeout_ms,

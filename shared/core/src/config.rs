@@ -63,14 +63,72 @@ pub struct LlmConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CompositeRetrieval {
-    pub confidence_threshold: f32,
+    pub confidence_threshold: Threshold,
     pub max_templates_per_source: usize,
     pub parallel_search: bool,
     pub search_timeout_ms: u64,
     pub template_scoring: TemplateScoring,
+    pub learned_scoring: LearnedScoring,
+    pub keywords: Keywords,
     pub reranking: Reranking,
     pub string_similarity: StringSimilarity,
     pub scoring: Scoring,
+    pub clarify: Clarify,
+}
+
+/// `auto` (chosen from the templates when the index is built) or a number in [0, 1].
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Threshold {
+    Fixed(f32),
+    Auto(AutoThreshold),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AutoThreshold {
+    Auto,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LearnedScoring {
+    /// Rank with the index's learned head when it has one.
+    pub enabled: bool,
+    /// Weight of the head's probability in the ranking score.
+    pub weight: f32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Keywords {
+    pub enabled: bool,
+    /// `weighted`: add `weight ·` BM25 (divided by the best template's) to the vector
+    /// score; `rrf`: reciprocal-rank fusion of the two rankings.
+    pub fusion: Fusion,
+    pub weight: f32,
+    pub rrf_k: f32,
+    pub k1: f32,
+    pub b: f32,
+    /// Abbreviations and synonyms of this deployment: "ncd" → "no claim discount".
+    pub term_expansion: std::collections::BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Fusion {
+    Weighted,
+    Rrf,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Clarify {
+    pub enabled: bool,
+    /// Ask which one was meant when the top two ranking scores are this close.
+    pub margin: f32,
+    /// How many choices a clarify answer lists (2 or 3).
+    pub choices: usize,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -125,7 +183,10 @@ pub enum RerankProvider {
 pub struct StringSimilarity {
     pub enabled: bool,
     pub algorithm: StringAlgorithm,
+    /// Weight in the confidence (with `scoring.embedding_weight`).
     pub weight: f32,
+    /// Weight in the ranking score.
+    pub rank_weight: f32,
     pub compare_fields: Vec<CompareField>,
     pub min_threshold: f32,
     pub aggregation: Aggregation,
@@ -183,6 +244,24 @@ pub struct IndexConfig {
     pub hnsw_ef_search: usize,
     pub hnsw_ef_construction: usize,
     pub seed: u64,
+    pub learned_head: LearnedHeadConfig,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LearnedHeadConfig {
+    pub enabled: bool,
+    /// Larger catalogs skip the head (training grows with templates × texts) and rank on
+    /// centroid similarity.
+    pub max_templates: usize,
+    pub epochs: usize,
+    pub learning_rate: f32,
+    /// λ in (λ/2)‖M − I‖²: how far the metric may move from plain cosine.
+    pub l2: f32,
+    /// s: logits are s · xᵀ M c.
+    pub scale: f32,
+    /// Training weight of a description row (examples and id words weigh 1).
+    pub description_weight: f32,
 }
 
 impl Default for Config {
@@ -250,10 +329,10 @@ impl Config {
             })
         };
         let c = &self.composite_retrieval;
-        if !(0.0..=1.0).contains(&c.confidence_threshold) {
+        if matches!(c.confidence_threshold, Threshold::Fixed(t) if !(0.0..=1.0).contains(&t)) {
             return fail(
                 "composite_retrieval.confidence_threshold",
-                "must be between 0 and 1",
+                "must be `auto` or a number between 0 and 1",
             );
         }
         if c.max_templates_per_source == 0 {
@@ -278,6 +357,18 @@ impl Config {
                 "composite_retrieval.string_similarity.weight",
                 c.string_similarity.weight,
             ),
+            (
+                "composite_retrieval.string_similarity.rank_weight",
+                c.string_similarity.rank_weight,
+            ),
+            (
+                "composite_retrieval.learned_scoring.weight",
+                c.learned_scoring.weight,
+            ),
+            ("composite_retrieval.keywords.weight", c.keywords.weight),
+            ("composite_retrieval.keywords.k1", c.keywords.k1),
+            ("composite_retrieval.keywords.rrf_k", c.keywords.rrf_k),
+            ("composite_retrieval.clarify.margin", c.clarify.margin),
         ] {
             if !(weight.is_finite() && weight >= 0.0) {
                 return fail(field, "must be a number of at least 0");
@@ -343,6 +434,24 @@ impl Config {
                     &format!("names principal `{principal}`, which auth.principals does not list"),
                 );
             }
+        }
+        if !(0.0..=1.0).contains(&c.keywords.b) {
+            return fail("composite_retrieval.keywords.b", "must be between 0 and 1");
+        }
+        if !(2..=3).contains(&c.clarify.choices) {
+            return fail("composite_retrieval.clarify.choices", "must be 2 or 3");
+        }
+        let head = &self.index.learned_head;
+        if head.epochs == 0
+            || !(head.learning_rate > 0.0
+                && head.scale > 0.0
+                && head.l2 >= 0.0
+                && head.description_weight >= 0.0)
+        {
+            return fail(
+                "index.learned_head",
+                "epochs, learning_rate and scale must be above 0; l2 and description_weight at least 0",
+            );
         }
         if self.embedding.batch_size == 0 {
             return fail("embedding.batch_size", "must be at least 1");

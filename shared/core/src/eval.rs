@@ -199,7 +199,7 @@ pub fn evaluate(
             oos_precision: ratio(rejected_oos, rejected.len()),
         }
     };
-    let threshold = router.config().composite_retrieval.confidence_threshold;
+    let threshold = router.threshold().0;
     let at_threshold = row(threshold);
     let thresholds = (0..=12).map(|i| row(0.30 + 0.05 * i as f32)).collect();
 

@@ -5,10 +5,12 @@
 //! `MAGIC (8) | format_version u32 | manifest_len u32 | manifest JSON | body_len u64 |
 //!  body (postcard) | sha256 of everything before (32)`.
 //!
-//! A partition keeps, per template, one unit vector per `nl_example` plus one for the
-//! description, and the template's centroid (normalised mean). Candidates come from the
-//! centroids (an exact scan for small partitions, an instant-distance HNSW graph for large
-//! ones); candidates are then scored exactly on all their vectors.
+//! A partition keeps, per template, one unit vector per `nl_example`, one for the
+//! description and one for the id words, and the template's centroid (normalised mean).
+//! Candidates come from the centroids (an exact scan for small partitions, an
+//! instant-distance HNSW graph for large ones); candidates are then scored exactly on all
+//! their vectors. The body also carries the learned head (`head.rs`), and the manifest the
+//! automatic threshold with the confidence settings it was computed for.
 
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -17,12 +19,20 @@ use instant_distance::{Builder, HnswMap, Search};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::config::{IndexConfig, TemplateScoring, TemplateScoringMethod};
+use rayon::prelude::*;
+
+use crate::config::{
+    CompositeRetrieval, Config, IndexConfig, StringSimilarity, TemplateScoring,
+    TemplateScoringMethod,
+};
 use crate::embed::{dot, normalize, Embedder};
 use crate::error::{Error, Result};
+use crate::head::{Head, TrainingSet};
+use crate::keywords::id_words;
+use crate::similarity::{template_similarity, PreparedQuery, TemplateTexts};
 use crate::template::{Catalog, DatasourceKind};
 
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 const MAGIC: &[u8; 8] = b"SWYDIDX\0";
 const CHECKSUM_LEN: usize = 32;
 
@@ -37,6 +47,28 @@ pub struct Manifest {
     pub built_at: u64,
     pub datasources: Vec<ManifestDatasource>,
     pub build: IndexConfig,
+    /// What the learned head was trained on; `None` when it was off or the catalog too big.
+    pub head: Option<HeadSummary>,
+    /// The automatic threshold, if there are at least two datasources.
+    pub calibration: Option<Calibration>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HeadSummary {
+    pub templates: usize,
+    pub rows: usize,
+    pub epochs: usize,
+    pub temperature: f32,
+}
+
+/// The automatic threshold and the confidence settings it holds for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Calibration {
+    pub threshold: f32,
+    /// How many `nl_examples` the median was taken over.
+    pub examples: usize,
+    pub embedding_weight: f32,
+    pub string_similarity: StringSimilarity,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -127,6 +159,7 @@ struct Body {
     /// The catalog as JSON (its free-form fields need a self-describing format).
     catalog_json: String,
     partitions: Vec<Partition>,
+    head: Option<Head>,
 }
 
 /// A loaded, verified index.
@@ -134,6 +167,9 @@ pub struct Index {
     pub manifest: Manifest,
     pub catalog: Catalog,
     pub partitions: Vec<Partition>,
+    pub head: Option<Head>,
+    /// How long training the head took, when this process built the index.
+    pub head_training_ms: Option<f64>,
 }
 
 /// Per-template vectors of one datasource, in template order.
@@ -202,7 +238,7 @@ impl Partition {
         self.vectors[start..end].chunks_exact(self.dimension)
     }
 
-    fn centroid(&self, template: usize) -> &[f32] {
+    pub fn centroid(&self, template: usize) -> &[f32] {
         &self.centroids[template * self.dimension..(template + 1) * self.dimension]
     }
 
@@ -270,13 +306,13 @@ impl Partition {
     }
 }
 
-/// The texts embedded for a template: every `nl_example`, then the description.
-pub fn template_texts(template: &crate::template::Template) -> Vec<&str> {
+/// The texts embedded for a template: every `nl_example`, the description, the id words.
+pub fn template_texts(template: &crate::template::Template) -> Vec<String> {
     template
         .nl_examples
         .iter()
-        .map(String::as_str)
-        .chain(std::iter::once(template.description.as_str()))
+        .cloned()
+        .chain([template.description.clone(), id_words(&template.id)])
         .collect()
 }
 
@@ -288,7 +324,7 @@ impl Index {
     pub fn build(
         catalog: Catalog,
         embedder: &dyn Embedder,
-        config: &IndexConfig,
+        config: &Config,
         progress: Progress<'_>,
     ) -> Result<Index> {
         let total: usize = catalog
@@ -303,6 +339,7 @@ impl Index {
             let mut per_template = Vec::with_capacity(datasource.templates.len());
             for template in &datasource.templates {
                 let texts = template_texts(template);
+                let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
                 per_template.push(embedder.embed(&texts)?);
                 done += texts.len();
                 progress(done, total);
@@ -319,14 +356,16 @@ impl Index {
     }
 
     /// Build from vectors already computed: `vectors[d][t]` are the rows of template `t`
-    /// of datasource `d`. Used by [`Index::build`] and by benchmarks on synthetic data.
+    /// of datasource `d` (as [`template_texts`] lists them). Used by [`Index::build`] and
+    /// by benchmarks on synthetic data.
     pub fn from_vectors(
         catalog: Catalog,
         vectors: Vec<TemplateVectors>,
         model_id: &str,
         dimension: usize,
-        config: &IndexConfig,
+        full_config: &Config,
     ) -> Index {
+        let config = &full_config.index;
         let partitions: Vec<Partition> = catalog
             .datasources
             .iter()
@@ -354,12 +393,169 @@ impl Index {
                 })
                 .collect(),
             build: config.clone(),
+            head: None,
+            calibration: None,
         };
-        Index {
+        let mut index = Index {
             manifest,
             catalog,
             partitions,
+            head: None,
+            head_training_ms: None,
+        };
+        let templates = index.catalog.template_count();
+        let head_settings = &config.learned_head;
+        if head_settings.enabled && (2..=head_settings.max_templates).contains(&templates) {
+            let began = std::time::Instant::now();
+            let head = index.train_head(head_settings);
+            index.head_training_ms = Some(began.elapsed().as_secs_f64() * 1000.0);
+            index.manifest.head = Some(HeadSummary {
+                templates,
+                rows: index.partitions.iter().map(Partition::vector_count).sum(),
+                epochs: head_settings.epochs,
+                temperature: head.temperature,
+            });
+            index.head = Some(head);
         }
+        index.manifest.calibration = index.calibrate(&full_config.composite_retrieval);
+        index
+    }
+
+    /// Train the head on every template text; the temperature is fitted on every fifth
+    /// `nl_example` of templates with at least three, held out of a first training.
+    fn train_head(&self, settings: &crate::config::LearnedHeadConfig) -> Head {
+        let dimension = self.manifest.dimension;
+        let mut rows = Vec::new();
+        let mut labels = Vec::new();
+        let mut row_weights = Vec::new();
+        let mut held_out = Vec::new();
+        let mut centroids = Vec::new();
+        let mut number = 0u32;
+        for (datasource, partition) in self.catalog.datasources.iter().zip(&self.partitions) {
+            for (t, template) in datasource.templates.iter().enumerate() {
+                let examples = template.nl_examples.len();
+                for (r, row) in partition.template_rows(t).enumerate() {
+                    rows.extend_from_slice(row);
+                    labels.push(number);
+                    row_weights.push(if r == examples {
+                        settings.description_weight
+                    } else {
+                        1.0
+                    });
+                    held_out.push(r < examples && examples >= 3 && r % 5 == 4);
+                }
+                centroids.extend_from_slice(partition.centroid(t));
+                number += 1;
+            }
+        }
+        let keep = |flag: bool| -> (Vec<f32>, Vec<u32>, Vec<f32>) {
+            let mut kept = (Vec::new(), Vec::new(), Vec::new());
+            for (i, &out) in held_out.iter().enumerate() {
+                if out == flag {
+                    kept.0.extend_from_slice(&rows[i * dimension..(i + 1) * dimension]);
+                    kept.1.push(labels[i]);
+                    kept.2.push(row_weights[i]);
+                }
+            }
+            kept
+        };
+        let (train_rows, train_labels, train_weights) = keep(false);
+        let (probe_rows, probe_labels, _) = keep(true);
+        let full = TrainingSet {
+            dimension,
+            rows: &rows,
+            labels: &labels,
+            row_weights: &row_weights,
+            centroids: &centroids,
+        };
+        let without = TrainingSet {
+            dimension,
+            rows: &train_rows,
+            labels: &train_labels,
+            row_weights: &train_weights,
+            centroids: &centroids,
+        };
+        Head::train(
+            &full,
+            Some((&without, &probe_rows, &probe_labels)),
+            settings,
+        )
+    }
+
+    /// The automatic threshold for `retrieval`'s confidence settings: for each
+    /// `nl_example`, its best confidence against the templates of the other datasources
+    /// (a question that belongs elsewhere), and the median of those. `None` with a single
+    /// datasource. Scans at most 4,000 examples, evenly spread.
+    pub fn calibrate(&self, retrieval: &CompositeRetrieval) -> Option<Calibration> {
+        const MAX_EXAMPLES: usize = 4000;
+        const STRING_CANDIDATES: usize = 8;
+        if self.partitions.len() < 2 {
+            return None;
+        }
+        let strings = &retrieval.string_similarity;
+        let embedding_weight = retrieval.scoring.embedding_weight;
+        let string_weight = if strings.enabled { strings.weight } else { 0.0 };
+        let total_weight = embedding_weight + string_weight;
+        let texts: Vec<Vec<TemplateTexts>> = self
+            .catalog
+            .datasources
+            .iter()
+            .map(|d| d.templates.iter().map(TemplateTexts::of).collect())
+            .collect();
+        // (datasource, template, example number)
+        let mut examples: Vec<(usize, usize, usize)> = Vec::new();
+        for (d, datasource) in self.catalog.datasources.iter().enumerate() {
+            for (t, template) in datasource.templates.iter().enumerate() {
+                examples.extend((0..template.nl_examples.len()).map(|e| (d, t, e)));
+            }
+        }
+        let stride = examples.len().div_ceil(MAX_EXAMPLES).max(1);
+        let sampled: Vec<(usize, usize, usize)> = examples.into_iter().step_by(stride).collect();
+        let mut best: Vec<f32> = sampled
+            .par_iter()
+            .map(|&(d, t, e)| {
+                let vector = self.partitions[d].template_rows(t).nth(e).expect("row");
+                let mut nearest: Vec<(usize, usize, f32)> = Vec::new();
+                for (other, partition) in self.partitions.iter().enumerate() {
+                    if other == d {
+                        continue;
+                    }
+                    for u in 0..partition.template_count() {
+                        nearest.push((other, u, dot(vector, partition.centroid(u))));
+                    }
+                }
+                let keep = STRING_CANDIDATES.min(nearest.len());
+                if keep == 0 {
+                    return f32::MIN;
+                }
+                nearest.select_nth_unstable_by(keep - 1, |a, b| b.2.total_cmp(&a.2));
+                nearest.truncate(keep);
+                let query = PreparedQuery::new(&self.catalog.datasources[d].templates[t].nl_examples[e]);
+                nearest
+                    .iter()
+                    .map(|&(other, u, cosine)| {
+                        let string = if strings.enabled {
+                            template_similarity(&query, &texts[other][u], strings)
+                        } else {
+                            0.0
+                        };
+                        (embedding_weight * cosine + string_weight * string) / total_weight
+                    })
+                    .fold(f32::MIN, f32::max)
+            })
+            .collect();
+        best.retain(|&v| v > f32::MIN);
+        if best.is_empty() {
+            return None;
+        }
+        best.sort_by(f32::total_cmp);
+        let threshold = best[best.len() / 2];
+        Some(Calibration {
+            threshold,
+            examples: best.len(),
+            embedding_weight,
+            string_similarity: strings.clone(),
+        })
     }
 
     /// Serialise to the artifact's bytes.
@@ -370,6 +566,7 @@ impl Index {
         let body_bytes = postcard::to_stdvec(&BodyRef {
             catalog_json: &catalog_json,
             partitions: &self.partitions,
+            head: &self.head,
         })
         .map_err(|e| Error::index("(memory)", format!("cannot serialise the index: {e}")))?;
 
@@ -482,6 +679,22 @@ impl Index {
                 "the manifest's datasources and counts do not match the partitions".into(),
             ));
         }
+        let templates = catalog.template_count();
+        let head_matches = match (&body.head, &manifest.head) {
+            (None, None) => true,
+            (Some(head), Some(summary)) => {
+                head.dimension == manifest.dimension
+                    && head.templates() == templates
+                    && summary.templates == templates
+                    && head.weights.len() == templates * manifest.dimension
+            }
+            _ => false,
+        };
+        if !head_matches {
+            return Err(fail(
+                "the learned head does not match the manifest and the catalog".into(),
+            ));
+        }
         let mut partitions = body.partitions;
         for partition in &mut partitions {
             partition.coarse = Coarse::of(&partition.centroids, partition.dimension);
@@ -490,6 +703,8 @@ impl Index {
             manifest,
             catalog,
             partitions,
+            head: body.head,
+            head_training_ms: None,
         })
     }
 
@@ -517,6 +732,7 @@ impl Index {
 struct BodyRef<'a> {
     catalog_json: &'a str,
     partitions: &'a [Partition],
+    head: &'a Option<Head>,
 }
 
 fn build_time() -> u64 {
@@ -538,12 +754,12 @@ pub fn cache_path(
     templates_dir: &Path,
     catalog: &Catalog,
     model_id: &str,
-    config: &IndexConfig,
+    config: &Config,
 ) -> std::path::PathBuf {
     let mut hasher = Sha256::new();
     hasher.update(catalog.content_hash());
     hasher.update(model_id);
-    hasher.update(serde_json::to_vec(config).expect("serialisable"));
+    hasher.update(serde_json::to_vec(&config.index).expect("serialisable"));
     hasher.update(FORMAT_VERSION.to_le_bytes());
     let key = hex::encode(hasher.finalize());
     let name = templates_dir
@@ -562,7 +778,7 @@ pub fn load_or_build(
     templates_dir: &Path,
     cache_dir: &Path,
     embedder: &dyn Embedder,
-    config: &IndexConfig,
+    config: &Config,
     progress: Progress<'_>,
 ) -> Result<(Index, bool)> {
     let catalog = Catalog::load(templates_dir)?;

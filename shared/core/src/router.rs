@@ -1,8 +1,12 @@
 //! Routing: which template of which datasource fits a question best, and how sure we are.
 //!
-//! Embed once → search the allowed partitions (rayon) → string similarity over the
-//! candidates (rayon) → optional rerank → combine with weights renormalised over the
-//! stages that ran → decide against `confidence_threshold`.
+//! Embed once → per allowed datasource (rayon): the learned head's probabilities fused with
+//! BM25, or the vector search when the index has no head → string similarity over the
+//! candidates (rayon) → rank. Two scores per candidate: the *ranking score* orders them
+//! (head probability + keywords + string + rerank), the *confidence* (cosine to the
+//! centroid + string + rerank, weights renormalised over the stages that ran) decides
+//! between execute and `no_match` against the threshold; close runners-up ask to clarify.
+//! Reranking (async, a network call) is applied afterwards by `rerank::RerankStage`.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -11,12 +15,18 @@ use std::time::Instant;
 use rayon::prelude::*;
 use serde::Serialize;
 
-use crate::config::Config;
+use crate::config::{Config, Fusion, Threshold};
 use crate::embed::Embedder;
 use crate::error::{Error, Result};
+use crate::head::softmax;
 use crate::index::Index;
+use crate::keywords::Bm25;
+use crate::rerank::RerankCandidate;
 use crate::similarity::{template_similarity, PreparedQuery, TemplateTexts};
 use crate::template::{Datasource, Template};
+
+/// The threshold used when `auto` has nothing to go on (a single datasource).
+pub const FALLBACK_THRESHOLD: f32 = 0.40;
 
 pub const MAX_QUERY_CHARS: usize = 2000;
 
@@ -77,14 +87,32 @@ pub struct Match {
     pub datasource_position: usize,
     #[serde(skip)]
     pub template_position: usize,
+    /// Cosine to the template (per `template_scoring`, the centroid by default).
     #[serde(serialize_with = "serialize_decimal")]
     pub embedding_score: f32,
+    /// The learned head's probability, over the allowed templates.
+    #[serde(serialize_with = "serialize_decimal_option")]
+    pub learned_score: Option<f32>,
+    /// BM25 relative to the best template's.
+    #[serde(serialize_with = "serialize_decimal_option")]
+    pub keyword_score: Option<f32>,
     #[serde(serialize_with = "serialize_decimal_option")]
     pub rerank_score: Option<f32>,
     #[serde(serialize_with = "serialize_decimal_option")]
     pub string_similarity_score: Option<f32>,
+    /// The vector and keyword scores fused (stage 1's own ranking).
+    #[serde(serialize_with = "serialize_decimal")]
+    pub retrieval_score: f32,
+    /// Orders the candidates: `retrieval_score` + string + rerank.
+    #[serde(serialize_with = "serialize_decimal")]
+    pub rank_score: f32,
+    /// The confidence, compared with the threshold.
     #[serde(serialize_with = "serialize_decimal")]
     pub combined_score: f32,
+    /// Calibrated probability that this is the template meant (the head's logits at the
+    /// temperature fitted on held-out examples).
+    #[serde(serialize_with = "serialize_decimal_option")]
+    pub probability: Option<f32>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -104,14 +132,30 @@ pub enum RerankStatus {
     Disabled,
     /// Enabled in configuration, but no provider is configured.
     NoProvider,
+    /// The top two were further apart than `reranking.margin`: no call was needed.
+    NotNeeded {
+        #[serde(serialize_with = "serialize_decimal")]
+        margin: f32,
+    },
     Applied {
         reranker: String,
         candidates: usize,
+        cached: bool,
     },
     Failed {
         reranker: String,
         error: String,
     },
+}
+
+/// What the router decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    Execute,
+    /// The winner clears the threshold but runners-up are close: ask which was meant.
+    Clarify,
+    NoMatch,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -133,10 +177,15 @@ pub struct Routing {
     pub timed_out: Vec<String>,
     /// Index into `matches` of the winner, if it clears the threshold.
     pub selected: Option<usize>,
+    pub outcome: Outcome,
+    /// With `Clarify`: how many of the first matches are the choices.
+    pub choices: usize,
     #[serde(serialize_with = "serialize_decimal")]
     pub threshold: f32,
     pub weights: Weights,
     pub rerank: RerankStatus,
+    /// `learned` (the index's head) or `similarity` (centroid cosine).
+    pub ranking: &'static str,
     pub timings: StageTimings,
 }
 
@@ -149,22 +198,48 @@ impl Routing {
         self.selected.map(|i| &self.matches[i])
     }
 
+    /// The matches to offer when asking to clarify.
+    pub fn clarify_choices(&self) -> &[Match] {
+        match self.outcome {
+            Outcome::Clarify => &self.matches[..self.choices],
+            _ => &[],
+        }
+    }
+
     pub fn reason(&self) -> &'static str {
-        match (self.selected, self.matches.is_empty()) {
-            (Some(_), _) => "highest_combined_score_above_threshold",
-            (None, true) => "no_templates_searched",
-            (None, false) => "best_score_below_threshold",
+        match (self.outcome, self.matches.is_empty()) {
+            (Outcome::Execute, _) => "highest_ranked_confidence_above_threshold",
+            (Outcome::Clarify, _) => "close_candidates_from_different_templates",
+            (Outcome::NoMatch, true) => "no_templates_searched",
+            (Outcome::NoMatch, false) => "best_confidence_below_threshold",
         }
     }
 }
 
-/// (datasource position, its (template position, score) hits, milliseconds taken).
-type PartitionResult = (usize, Vec<(usize, f32)>, f64);
+/// (datasource position, its (template position, learned probability, keyword score,
+/// embedding score) candidates, milliseconds taken).
+type PartitionResult = (usize, Vec<Candidate>, f64);
+
+#[derive(Debug, Clone, Copy)]
+struct Candidate {
+    template: usize,
+    learned: Option<f32>,
+    probability: Option<f32>,
+    keyword: Option<f32>,
+    /// The vector and keyword scores fused: where the ranking score starts.
+    fused: f32,
+    embedding: f32,
+}
 
 pub struct Router {
-    index: Index,
+    index: Arc<Index>,
     /// Normalised template texts for stage 3, `[datasource][template]`.
     texts: Vec<Vec<TemplateTexts>>,
+    keywords: Bm25,
+    /// The global template number of each partition's first template.
+    starts: Vec<usize>,
+    threshold: f32,
+    threshold_source: &'static str,
     config: Config,
     embedder: Arc<dyn Embedder>,
 }
@@ -182,18 +257,65 @@ impl Router {
         origin: &str,
     ) -> Result<Router> {
         index.check_embedder(embedder.as_ref(), origin)?;
+        Ok(Router::assemble(Arc::new(index), config, embedder))
+    }
+
+    /// The same index and encoder under other settings (evaluation compares stages so).
+    pub fn reconfigured(&self, config: Config) -> Router {
+        Router::assemble(self.index.clone(), config, self.embedder.clone())
+    }
+
+    fn assemble(index: Arc<Index>, config: Config, embedder: Arc<dyn Embedder>) -> Router {
         let texts = index
             .catalog
             .datasources
             .iter()
             .map(|d| d.templates.iter().map(TemplateTexts::of).collect())
             .collect();
-        Ok(Router {
+        let keywords = Bm25::new(
+            index.catalog.datasources.iter().flat_map(|d| &d.templates),
+            &config.composite_retrieval.keywords,
+        );
+        let mut starts = Vec::with_capacity(index.partitions.len());
+        let mut next = 0;
+        for partition in &index.partitions {
+            starts.push(next);
+            next += partition.template_count();
+        }
+        let retrieval = &config.composite_retrieval;
+        let (threshold, threshold_source) = match retrieval.confidence_threshold {
+            Threshold::Fixed(value) => (value, "configured"),
+            Threshold::Auto(_) => {
+                let stored = index.manifest.calibration.as_ref().filter(|c| {
+                    c.embedding_weight == retrieval.scoring.embedding_weight
+                        && c.string_similarity == retrieval.string_similarity
+                });
+                match stored {
+                    Some(calibration) => (calibration.threshold, "automatic"),
+                    None => {
+                        // Settings changed since the build: choose again for these.
+                        let began = Instant::now();
+                        match index.calibrate(retrieval) {
+                            Some(calibration) => {
+                                tracing::info!(threshold = calibration.threshold, took_ms = ms_since(began), "automatic threshold recomputed for the current confidence settings");
+                                (calibration.threshold, "automatic")
+                            }
+                            None => (FALLBACK_THRESHOLD, "fallback_single_datasource"),
+                        }
+                    }
+                }
+            }
+        };
+        Router {
             index,
             texts,
+            keywords,
+            starts,
+            threshold,
+            threshold_source,
             config,
             embedder,
-        })
+        }
     }
 
     pub fn index(&self) -> &Index {
@@ -206,6 +328,12 @@ impl Router {
 
     pub fn embedder(&self) -> &dyn Embedder {
         self.embedder.as_ref()
+    }
+
+    /// The confidence threshold in force and where it came from (`configured`,
+    /// `automatic`, `fallback_single_datasource`).
+    pub fn threshold(&self) -> (f32, &'static str) {
+        (self.threshold, self.threshold_source)
     }
 
     pub fn template(&self, m: &Match) -> (&Datasource, &Template) {
@@ -228,15 +356,24 @@ impl Router {
         Ok(())
     }
 
+    /// What the encoder sees for a query: the query plus its configured term expansions.
+    pub fn embedding_text(&self, query: &str) -> String {
+        self.keywords.expansion().expand(query)
+    }
+
     pub fn route(&self, query: &str, access: &Access) -> Result<Routing> {
         Router::validate_query(query)?;
         let start = Instant::now();
-        let vector = self.embedder.embed_one(query)?;
+        let vector = self.embedder.embed_one(&self.embedding_text(query))?;
         let embedding_ms = ms_since(start);
         let mut routing = self.route_vector(query, &vector, access)?;
         routing.timings.embedding_ms = embedding_ms;
         routing.timings.total_ms = ms_since(start);
         Ok(routing)
+    }
+
+    fn uses_head(&self) -> bool {
+        self.config.composite_retrieval.learned_scoring.enabled && self.index.head.is_some()
     }
 
     /// Route with the query's vector already computed (batch evaluation).
@@ -247,15 +384,35 @@ impl Router {
             .filter(|&d| access.allows(&self.index.partitions[d].datasource))
             .collect();
 
-        // Stage 1: vector search, one partition per datasource.
+        // Keyword scores over every allowed template, relative to the best.
+        let keyword_scores = retrieval.keywords.enabled.then(|| {
+            let mut scores = self.keywords.scores(query);
+            let best = allowed
+                .iter()
+                .flat_map(|&d| {
+                    let start = self.starts[d];
+                    scores[start..start + self.index.partitions[d].template_count()]
+                        .iter()
+                        .copied()
+                })
+                .fold(0.0f32, f32::max);
+            if best > 0.0 {
+                scores.iter_mut().for_each(|s| *s /= best);
+            }
+            scores
+        });
+        // The head's logits over the allowed templates, softmax-normalised across them.
+        let learned = self.uses_head().then(|| self.learned(vector, &allowed));
+
+        // Stage 1, one partition per datasource.
         let budget_ms = retrieval.search_timeout_ms as f64;
         let search_one = |&d: &usize| {
             let began = Instant::now();
-            let found = self.index.partitions[d].search(
+            let found = self.candidates(
+                d,
                 vector,
-                retrieval.max_templates_per_source,
-                self.config.index.candidate_pool,
-                &retrieval.template_scoring,
+                learned.as_ref(),
+                keyword_scores.as_deref(),
             );
             (d, found, ms_since(began))
         };
@@ -274,16 +431,21 @@ impl Router {
                 continue;
             }
             let datasource = &self.index.catalog.datasources[d];
-            for (t, score) in found {
+            for c in found {
                 matches.push(Match {
                     datasource: partition.datasource.clone(),
-                    template_id: datasource.templates[t].id.clone(),
+                    template_id: datasource.templates[c.template].id.clone(),
                     datasource_position: d,
-                    template_position: t,
-                    embedding_score: score,
+                    template_position: c.template,
+                    embedding_score: c.embedding,
+                    learned_score: c.learned,
+                    keyword_score: c.keyword,
                     rerank_score: None,
                     string_similarity_score: None,
-                    combined_score: score,
+                    retrieval_score: c.fused,
+                    rank_score: c.fused,
+                    combined_score: c.embedding,
+                    probability: c.probability,
                 });
             }
         }
@@ -302,34 +464,7 @@ impl Router {
         }
         let string_similarity_ms = ms_since(stage3_start);
 
-        // Stage 2: rerank the top candidates by embedding score.
-        let stage2_start = Instant::now();
-        let rerank = RerankStatus::Disabled;
-        let rerank_ms = ms_since(stage2_start);
-
-        let weights = self.weights(matches!(rerank, RerankStatus::Applied { .. }));
-        for m in &mut matches {
-            let total =
-                weights.embedding_weight + weights.rerank_weight + weights.string_similarity_weight;
-            m.combined_score = (weights.embedding_weight * m.embedding_score
-                + weights.rerank_weight * m.rerank_score.unwrap_or(m.embedding_score)
-                + weights.string_similarity_weight * m.string_similarity_score.unwrap_or(0.0))
-                / total;
-        }
-        matches.sort_by(|a, b| {
-            b.combined_score
-                .total_cmp(&a.combined_score)
-                .then(b.embedding_score.total_cmp(&a.embedding_score))
-                .then(a.datasource_position.cmp(&b.datasource_position))
-                .then(a.template_position.cmp(&b.template_position))
-        });
-        let threshold = retrieval.confidence_threshold;
-        let selected = matches
-            .first()
-            .filter(|m| m.combined_score >= threshold)
-            .map(|_| 0);
-
-        Ok(Routing {
+        let mut routing = Routing {
             query: query.to_owned(),
             matches,
             adapters_searched: allowed
@@ -337,21 +472,190 @@ impl Router {
                 .map(|&d| self.index.partitions[d].datasource.clone())
                 .collect(),
             timed_out,
-            selected,
-            threshold,
-            weights,
-            rerank,
+            selected: None,
+            outcome: Outcome::NoMatch,
+            choices: 0,
+            threshold: self.threshold,
+            weights: self.weights(false),
+            rerank: if retrieval.reranking.enabled {
+                RerankStatus::NoProvider
+            } else {
+                RerankStatus::Disabled
+            },
+            ranking: if self.uses_head() {
+                "learned"
+            } else {
+                "similarity"
+            },
             timings: StageTimings {
                 embedding_ms: 0.0,
                 search_ms,
                 string_similarity_ms,
-                rerank_ms,
-                total_ms: ms_since(start),
+                rerank_ms: 0.0,
+                total_ms: 0.0,
             },
-        })
+        };
+        self.decide(&mut routing);
+        routing.timings.total_ms = ms_since(start);
+        Ok(routing)
     }
 
-    /// Weights of the stages that ran, renormalised to sum to 1.
+    /// Probabilities (plain and calibrated) of every allowed template, by global number.
+    fn learned(&self, vector: &[f32], allowed: &[usize]) -> Learned {
+        let head = self.index.head.as_ref().expect("checked by uses_head");
+        let total = head.templates();
+        let mut logits = vec![f32::NEG_INFINITY; total];
+        for &d in allowed {
+            let range = self.starts[d]..self.starts[d] + self.index.partitions[d].template_count();
+            let values = head.logits(vector, range.clone());
+            logits[range].copy_from_slice(&values);
+        }
+        let mut plain = logits.clone();
+        softmax(&mut plain);
+        let mut calibrated: Vec<f32> = logits.iter().map(|l| l / head.temperature).collect();
+        softmax(&mut calibrated);
+        Learned { plain, calibrated }
+    }
+
+    /// The best `max_templates_per_source` templates of partition `d`.
+    fn candidates(
+        &self,
+        d: usize,
+        vector: &[f32],
+        learned: Option<&Learned>,
+        keywords: Option<&[f32]>,
+    ) -> Vec<Candidate> {
+        let retrieval = &self.config.composite_retrieval;
+        let partition = &self.index.partitions[d];
+        let start = self.starts[d];
+        let limit = retrieval.max_templates_per_source;
+        let keyword_of = |t: usize| keywords.map(|k| k[start + t]);
+        let mut found: Vec<Candidate> = match learned {
+            Some(learned) => {
+                // Every template of the partition: the head has scored them all.
+                (0..partition.template_count())
+                    .map(|t| Candidate {
+                        template: t,
+                        learned: Some(learned.plain[start + t]),
+                        probability: Some(learned.calibrated[start + t]),
+                        keyword: keyword_of(t),
+                        fused: 0.0,
+                        embedding: 0.0,
+                    })
+                    .collect()
+            }
+            None => partition
+                .search(
+                    vector,
+                    limit,
+                    self.config.index.candidate_pool,
+                    &retrieval.template_scoring,
+                )
+                .into_iter()
+                .map(|(t, embedding)| Candidate {
+                    template: t,
+                    learned: None,
+                    probability: None,
+                    keyword: keyword_of(t),
+                    fused: 0.0,
+                    embedding,
+                })
+                .collect(),
+        };
+        let vector_scores: Vec<f32> = found
+            .iter()
+            .map(|c| match c.learned {
+                Some(p) => retrieval.learned_scoring.weight * p,
+                None => c.embedding,
+            })
+            .collect();
+        let fused = fuse(&vector_scores, &found, retrieval);
+        for (c, f) in found.iter_mut().zip(fused) {
+            c.fused = f;
+        }
+        found.sort_by(|a, b| b.fused.total_cmp(&a.fused).then(a.template.cmp(&b.template)));
+        found.truncate(limit);
+        if learned.is_some() {
+            for c in &mut found {
+                c.embedding = partition.score(c.template, vector, &retrieval.template_scoring);
+            }
+        }
+        found
+    }
+
+    /// Ranking scores and confidences from the stage scores; order; decide.
+    pub fn decide(&self, routing: &mut Routing) {
+        let retrieval = &self.config.composite_retrieval;
+        let rerank_applied = matches!(routing.rerank, RerankStatus::Applied { .. });
+        let weights = self.weights(rerank_applied);
+        let strings = &retrieval.string_similarity;
+        for m in &mut routing.matches {
+            let string = m.string_similarity_score.unwrap_or(0.0);
+            let rerank = m.rerank_score.unwrap_or(m.embedding_score);
+            m.combined_score = weights.embedding_weight * m.embedding_score
+                + weights.rerank_weight * rerank
+                + weights.string_similarity_weight * string;
+            m.rank_score = m.retrieval_score
+                + if strings.enabled {
+                    strings.rank_weight * string
+                } else {
+                    0.0
+                }
+                + if rerank_applied {
+                    retrieval.reranking.weight * m.rerank_score.unwrap_or(0.0)
+                } else {
+                    0.0
+                };
+        }
+        routing.matches.sort_by(|a, b| {
+            b.rank_score
+                .total_cmp(&a.rank_score)
+                .then(b.embedding_score.total_cmp(&a.embedding_score))
+                .then(a.datasource_position.cmp(&b.datasource_position))
+                .then(a.template_position.cmp(&b.template_position))
+        });
+        routing.weights = weights;
+        routing.selected = routing
+            .matches
+            .first()
+            .filter(|m| m.combined_score >= routing.threshold)
+            .map(|_| 0);
+        let clarify = &retrieval.clarify;
+        let close = routing.matches.first().map_or(0, |top| {
+            routing
+                .matches
+                .iter()
+                .take(clarify.choices)
+                .take_while(|m| top.rank_score - m.rank_score < clarify.margin)
+                .count()
+        });
+        (routing.outcome, routing.choices) = match routing.selected {
+            None => (Outcome::NoMatch, 0),
+            Some(_) if clarify.enabled && close >= 2 => (Outcome::Clarify, close),
+            Some(_) => (Outcome::Execute, 0),
+        };
+    }
+
+    /// The candidates a reranker judges: the first `top_candidates` by ranking score.
+    pub fn rerank_candidates(&self, routing: &Routing) -> Vec<RerankCandidate> {
+        let top = self.config.composite_retrieval.reranking.top_candidates;
+        routing
+            .matches
+            .iter()
+            .take(top)
+            .map(|m| {
+                let (datasource, template) = self.template(m);
+                RerankCandidate {
+                    datasource: datasource.spec.name.clone(),
+                    template_id: template.id.clone(),
+                    description: template.description.clone(),
+                    nl_examples: template.nl_examples.clone(),
+                }
+            })
+            .collect()
+    }
+
+    /// Weights of the confidence's stages that ran, renormalised to sum to 1.
     pub fn weights(&self, rerank_applied: bool) -> Weights {
         let retrieval = &self.config.composite_retrieval;
         let embedding = retrieval.scoring.embedding_weight;
@@ -370,6 +674,50 @@ impl Router {
             embedding_weight: embedding / total,
             rerank_weight: rerank / total,
             string_similarity_weight: strings / total,
+        }
+    }
+}
+
+struct Learned {
+    plain: Vec<f32>,
+    calibrated: Vec<f32>,
+}
+
+/// Stage 1's score: the vector scores fused with the keyword scores of the same templates.
+fn fuse(
+    vector: &[f32],
+    found: &[Candidate],
+    retrieval: &crate::config::CompositeRetrieval,
+) -> Vec<f32> {
+    let keywords = &retrieval.keywords;
+    let keyword = |i: usize| found[i].keyword.unwrap_or(0.0);
+    if !keywords.enabled {
+        return vector.to_vec();
+    }
+    match keywords.fusion {
+        Fusion::Weighted => (0..vector.len())
+            .map(|i| vector[i] + keywords.weight * keyword(i))
+            .collect(),
+        Fusion::Rrf => {
+            // 1/(k + rank) per ranking, scaled so first in both scores 1.
+            let ranks = |score: &dyn Fn(usize) -> f32| {
+                let mut order: Vec<usize> = (0..vector.len()).collect();
+                order.sort_by(|&a, &b| score(b).total_cmp(&score(a)).then(a.cmp(&b)));
+                let mut rank = vec![0usize; vector.len()];
+                for (r, i) in order.into_iter().enumerate() {
+                    rank[i] = r + 1;
+                }
+                rank
+            };
+            let by_vector = ranks(&|i| vector[i]);
+            let by_keyword = ranks(&keyword);
+            let k = keywords.rrf_k;
+            (0..vector.len())
+                .map(|i| {
+                    (k + 1.0) / 2.0
+                        * (1.0 / (k + by_vector[i] as f32) + 1.0 / (k + by_keyword[i] as f32))
+                })
+                .collect()
         }
     }
 }

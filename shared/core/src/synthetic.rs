@@ -2,7 +2,7 @@
 //! real example vectors, so they cluster like real embeddings. (Uniformly random unit
 //! vectors are a pathological case for HNSW and say nothing about real catalogs.)
 
-use crate::config::IndexConfig;
+use crate::config::Config;
 use crate::embed::normalize;
 use crate::index::{Index, TemplateVectors};
 use crate::template::{Catalog, Datasource, DatasourceKind, DatasourceSpec, Limits, Template};
@@ -51,7 +51,7 @@ pub fn synthetic_index(
     templates: usize,
     datasources: usize,
     rows: usize,
-    config: &IndexConfig,
+    config: &Config,
     seed: u64,
 ) -> Index {
     let mut rng = Rng::new(seed);

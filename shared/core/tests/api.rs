@@ -27,7 +27,7 @@ fn config_with(pairs: &[(&str, &str)]) -> Config {
 fn router_for(dir: &std::path::Path, config: Config) -> Router {
     let catalog = Catalog::load(dir).unwrap();
     let embedder = common::embedder();
-    let index = Index::build(catalog, embedder.as_ref(), &config.index, &|_, _| {}).unwrap();
+    let index = Index::build(catalog, embedder.as_ref(), &config, &|_, _| {}).unwrap();
     Router::new(index, config, embedder, "test").unwrap()
 }
 

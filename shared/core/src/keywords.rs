@@ -1,0 +1,219 @@
+//! The keyword stage: BM25 over each template's texts, for the words embeddings miss
+//! (product names, codes, abbreviations), and the deployment's term expansion
+//! ("ncd" → "no claim discount"), applied to templates and queries alike.
+
+use std::collections::{BTreeMap, HashMap};
+
+use crate::config::Keywords;
+use crate::similarity::normalize_text;
+use crate::template::Template;
+
+/// Expands configured terms: wherever a key occurs as whole words, its expansion is added.
+#[derive(Debug, Clone, Default)]
+pub struct TermExpansion {
+    /// (normalised key padded with spaces, normalised expansion).
+    terms: Vec<(String, String)>,
+}
+
+impl TermExpansion {
+    pub fn new(dictionary: &BTreeMap<String, String>) -> TermExpansion {
+        TermExpansion {
+            terms: dictionary
+                .iter()
+                .map(|(k, v)| (format!(" {} ", normalize_text(k)), normalize_text(v)))
+                .filter(|(k, v)| k.trim() != "" && !v.is_empty())
+                .collect(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.terms.is_empty()
+    }
+
+    /// The normalised expansions that apply to `text`, space-separated ("" for none).
+    pub fn additions(&self, text: &str) -> String {
+        let padded = format!(" {} ", normalize_text(text));
+        self.terms
+            .iter()
+            .filter(|(key, _)| padded.contains(key.as_str()))
+            .map(|(_, expansion)| expansion.as_str())
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    /// `text` followed by its expansions, for the encoder.
+    pub fn expand(&self, text: &str) -> String {
+        let additions = self.additions(text);
+        if additions.is_empty() {
+            text.to_owned()
+        } else {
+            format!("{text} ({additions})")
+        }
+    }
+}
+
+/// A template's id as words: `pto_request-status` → "pto request status".
+pub fn id_words(id: &str) -> String {
+    id.replace(['_', '-'], " ")
+}
+
+fn tokens(text: &str) -> impl Iterator<Item = &str> {
+    text.split(' ').filter(|w| !w.is_empty())
+}
+
+/// Okapi BM25 with one document per template (examples, description, id words), over
+/// every template of the catalog, numbered datasource by datasource.
+#[derive(Debug, Clone)]
+pub struct Bm25 {
+    /// term → (template, term frequency) for templates containing it.
+    postings: HashMap<String, Vec<(u32, f32)>>,
+    idf: HashMap<String, f32>,
+    /// `k1 · (1 − b + b · len / avg_len)` per template.
+    length_norm: Vec<f32>,
+    k1: f32,
+    expansion: TermExpansion,
+}
+
+impl Bm25 {
+    pub fn new<'a>(templates: impl Iterator<Item = &'a Template>, settings: &Keywords) -> Bm25 {
+        let expansion = TermExpansion::new(&settings.term_expansion);
+        let mut postings: HashMap<String, Vec<(u32, f32)>> = HashMap::new();
+        let mut lengths = Vec::new();
+        for (number, template) in templates.enumerate() {
+            let mut text = String::new();
+            for part in template
+                .nl_examples
+                .iter()
+                .map(String::as_str)
+                .chain([template.description.as_str()])
+            {
+                text.push_str(&normalize_text(part));
+                text.push(' ');
+                text.push_str(&expansion.additions(part));
+                text.push(' ');
+            }
+            text.push_str(&normalize_text(&id_words(&template.id)));
+            let mut counts: BTreeMap<&str, f32> = BTreeMap::new();
+            for token in tokens(&text) {
+                *counts.entry(token).or_default() += 1.0;
+            }
+            lengths.push(counts.values().sum::<f32>());
+            for (token, count) in counts {
+                postings
+                    .entry(token.to_owned())
+                    .or_default()
+                    .push((number as u32, count));
+            }
+        }
+        let documents = lengths.len() as f32;
+        let average = lengths.iter().sum::<f32>() / documents.max(1.0);
+        let idf = postings
+            .iter()
+            .map(|(term, list)| {
+                let df = list.len() as f32;
+                (term.clone(), (1.0 + (documents - df + 0.5) / (df + 0.5)).ln())
+            })
+            .collect();
+        let length_norm = lengths
+            .iter()
+            .map(|len| settings.k1 * (1.0 - settings.b + settings.b * len / average.max(1e-6)))
+            .collect();
+        Bm25 {
+            postings,
+            idf,
+            length_norm,
+            k1: settings.k1,
+            expansion,
+        }
+    }
+
+    pub fn expansion(&self) -> &TermExpansion {
+        &self.expansion
+    }
+
+    /// Raw BM25 scores of every template for `query` (its distinct words and expansions).
+    pub fn scores(&self, query: &str) -> Vec<f32> {
+        let mut text = normalize_text(query);
+        text.push(' ');
+        text.push_str(&self.expansion.additions(query));
+        let mut distinct: Vec<&str> = tokens(&text).collect();
+        distinct.sort_unstable();
+        distinct.dedup();
+        let mut scores = vec![0.0f32; self.length_norm.len()];
+        for term in distinct {
+            let (Some(list), Some(idf)) = (self.postings.get(term), self.idf.get(term)) else {
+                continue;
+            };
+            for &(t, tf) in list {
+                let t = t as usize;
+                scores[t] += idf * tf * (self.k1 + 1.0) / (tf + self.length_norm[t]);
+            }
+        }
+        scores
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn template(id: &str, description: &str, examples: &[&str]) -> Template {
+        serde_json::from_value(json!({"id": id, "description": description, "nl_examples": examples}))
+            .unwrap()
+    }
+
+    fn settings(expansion: &[(&str, &str)]) -> Keywords {
+        let mut keywords = crate::config::Config::default()
+            .composite_retrieval
+            .keywords
+            .clone();
+        keywords.term_expansion = expansion
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        keywords
+    }
+
+    #[test]
+    fn rare_words_weigh_more_and_expansion_reaches_abbreviations() {
+        let templates = [
+            template(
+                "claim_discount",
+                "No claim discount on a motor policy",
+                &["how much no claim discount do I have"],
+            ),
+            template(
+                "policy_renewal",
+                "Renew a motor policy",
+                &["renew my policy", "when does my policy end"],
+            ),
+            template("weather", "Weather forecast", &["will it rain"]),
+        ];
+        let plain = Bm25::new(templates.iter(), &settings(&[]));
+        let scores = plain.scores("what is my ncd");
+        assert!(scores.iter().all(|&s| s == 0.0), "{scores:?}");
+        let scores = plain.scores("renew my motor policy");
+        assert!(scores[1] > scores[0] && scores[0] > scores[2], "{scores:?}");
+
+        let expanded = Bm25::new(templates.iter(), &settings(&[("NCD", "no claim discount")]));
+        let scores = expanded.scores("what is my ncd?");
+        assert!(scores[0] > 0.0 && scores[0] > scores[1], "{scores:?}");
+        assert_eq!(
+            expanded.expansion().expand("my NCD please"),
+            "my NCD please (no claim discount)"
+        );
+        assert_eq!(expanded.expansion().expand("abundance"), "abundance");
+    }
+
+    #[test]
+    fn id_words_become_searchable() {
+        let templates = [
+            template("pto_request", "Ask for time off", &["book leave"]),
+            template("payslip", "Show a payslip", &["my pay"]),
+        ];
+        let bm25 = Bm25::new(templates.iter(), &settings(&[]));
+        let scores = bm25.scores("pto");
+        assert!(scores[0] > 0.0 && scores[1] == 0.0);
+    }
+}
