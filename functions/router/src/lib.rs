@@ -10,12 +10,14 @@ use std::time::Instant;
 use lambda_http::request::RequestContext;
 use lambda_http::{Body, Request, RequestExt, Response};
 use serde_json::{Map, Value};
-use switchyard_aws::{DynamoSessionStore, LambdaInvoker, S3IndexStore};
+use switchyard_aws::{DynamoRerankCache, DynamoSessionStore, LambdaInvoker, S3IndexStore};
 use switchyard_core::api::{Api, ApiRequest};
 use switchyard_core::auth::Identity;
 use switchyard_core::config::Config;
 use switchyard_core::embed::{Embedder, MiniLmEmbedder};
 use switchyard_core::index::{FileIndexSource, Index, IndexSource};
+use switchyard_core::rerank::RerankStage;
+use switchyard_core::rerank_cache::{MemoryRerankCache, RerankCache};
 use switchyard_core::router::Router;
 use switchyard_core::session::{MemorySessionStore, SessionStore, Turn};
 use switchyard_core::{Error, Result};
@@ -26,6 +28,8 @@ pub struct Settings {
     pub index: IndexLocation,
     /// `SWITCHYARD_SESSIONS_TABLE`; without it sessions live in this instance's memory.
     pub sessions_table: Option<String>,
+    /// `SWITCHYARD_RERANK_CACHE_TABLE`; without it reranker answers are cached in memory.
+    pub rerank_cache_table: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -56,6 +60,7 @@ impl Settings {
         Ok(Settings {
             index,
             sessions_table: variable("SWITCHYARD_SESSIONS_TABLE"),
+            rerank_cache_table: variable("SWITCHYARD_RERANK_CACHE_TABLE"),
         })
     }
 }
@@ -133,6 +138,14 @@ pub async fn cold_start(
         config.embedding.batch_size,
     )?);
     let model_ms = ms_since(model);
+    let reranker = switchyard_rerank::from_config(&config.composite_retrieval.reranking)?;
+    let rerank = reranker.map(|reranker| {
+        let cache: Arc<dyn RerankCache> = match &settings.rerank_cache_table {
+            Some(table) => Arc::new(DynamoRerankCache::new(clients.dynamodb.clone(), table)),
+            None => Arc::new(MemoryRerankCache::default()),
+        };
+        RerankStage::new(reranker, cache, config.rerank_cache.ttl_seconds)
+    });
     let sessions = match &settings.sessions_table {
         Some(table) => Sessions::Dynamo(DynamoSessionStore::new(
             clients.dynamodb,
@@ -151,7 +164,11 @@ pub async fn cold_start(
         model_ms,
         total_ms: ms_since(started),
     };
-    Ok((Api::new(router, invoker, sessions), report))
+    let mut api = Api::new(router, invoker, sessions);
+    if let Some(stage) = rerank {
+        api = api.with_rerank(stage);
+    }
+    Ok((api, report))
 }
 
 fn ms_since(start: Instant) -> f64 {

@@ -169,6 +169,7 @@ async fn end_to_end_from_s3_through_lambda_to_the_session_table() {
             prefix: "indexes".into(),
         },
         sessions_table: Some(sessions_table.clone()),
+        rerank_cache_table: None,
     };
     let (api, report) = cold_start(&settings, Config::default(), clients, adapter_functions)
         .await
@@ -274,6 +275,7 @@ async fn a_missing_or_corrupt_index_names_the_bucket_and_key() {
             prefix: "indexes".into(),
         },
         sessions_table: None,
+        rerank_cache_table: None,
     };
     let error = match cold_start(&settings, Config::default(), clients, adapter_functions).await {
         Ok(_) => panic!("a corrupt index must not load"),
@@ -309,6 +311,7 @@ async fn an_unreachable_session_table_still_answers() {
             prefix: "indexes".into(),
         },
         sessions_table: Some("sessions".into()),
+        rerank_cache_table: None,
     };
     let (api, _) = cold_start(&settings, Config::default(), clients, adapter_functions)
         .await

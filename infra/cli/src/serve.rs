@@ -13,6 +13,8 @@ use switchyard_adapters::local::LlmFeatures;
 use switchyard_adapters::LocalAdapters;
 use switchyard_core::api::{Api, ApiRequest, ApiResponse, MAX_BODY_BYTES};
 use switchyard_core::auth::Identity;
+use switchyard_core::rerank::RerankStage;
+use switchyard_core::rerank_cache::MemoryRerankCache;
 use switchyard_core::router::Router;
 use switchyard_core::session::MemorySessionStore;
 
@@ -26,7 +28,14 @@ pub fn run(router: Router, templates_dir: &Path, host: &str, port: u16) -> Resul
             .await?
             .with_llm(llm);
         let sessions = MemorySessionStore::new(router.config().sessions.clone());
-        let api = Arc::new(Api::new(router, invoker, sessions));
+        let reranker = switchyard_rerank::from_config(&router.config().composite_retrieval.reranking)?;
+        let ttl = router.config().rerank_cache.ttl_seconds;
+        let mut api = Api::new(router, invoker, sessions);
+        if let Some(reranker) = reranker {
+            let cache = Arc::new(MemoryRerankCache::default());
+            api = api.with_rerank(RerankStage::new(reranker, cache, ttl));
+        }
+        let api = Arc::new(api);
         let app = axum::Router::new().fallback(handle).with_state(api);
         let listener = tokio::net::TcpListener::bind((host, port))
             .await

@@ -160,14 +160,16 @@ fn dump_catalog(
     let mut all_texts = Vec::new();
     for datasource in &catalog.datasources {
         for template in &datasource.templates {
-            let texts = template_texts(template);
+            let owned = template_texts(template);
+            let texts: Vec<&str> = owned.iter().map(String::as_str).collect();
             let vectors = embedder.embed(&texts)?;
-            all_texts.extend(texts.iter().copied());
+            all_texts.extend(owned.iter().cloned());
             for (i, (text, vector)) in texts.iter().zip(vectors).enumerate() {
-                let kind = if i < template.nl_examples.len() {
-                    "example"
-                } else {
-                    "description"
+                let examples = template.nl_examples.len();
+                let kind = match i {
+                    i if i < examples => "example",
+                    i if i == examples => "description",
+                    _ => "id",
                 };
                 entries.push(json!({
                     "datasource": datasource.name(),
@@ -181,6 +183,7 @@ fn dump_catalog(
     }
     let name = stem(dir);
     if let Some(pooler) = pooler {
+        let all_texts: Vec<&str> = all_texts.iter().map(String::as_str).collect();
         write_poolings(pooler, &all_texts, out, &format!("{name}.templates"))?;
     }
     write_npy(

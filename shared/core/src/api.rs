@@ -12,7 +12,8 @@ use serde_json::{json, Map, Value};
 use crate::auth::{authorize, Identity};
 use crate::error::Error;
 use crate::invoker::{AdapterInvoker, AdapterRequest, AdapterStatus};
-use crate::router::{decimal, Access, Match, Router, Routing};
+use crate::rerank::RerankStage;
+use crate::router::{decimal, Access, Match, Outcome, Router, Routing};
 use crate::session::{carried_parameters, SessionStore, Turn};
 
 /// Largest request body accepted (a 2,000-character query fits many times over).
@@ -153,6 +154,7 @@ pub struct Api<I, S> {
     router: Router,
     invoker: I,
     sessions: S,
+    rerank: Option<RerankStage>,
 }
 
 impl<I: AdapterInvoker, S: SessionStore> Api<I, S> {
@@ -161,7 +163,14 @@ impl<I: AdapterInvoker, S: SessionStore> Api<I, S> {
             router,
             invoker,
             sessions,
+            rerank: None,
         }
+    }
+
+    /// Rerank close calls with this stage (`composite_retrieval.reranking.enabled` on).
+    pub fn with_rerank(mut self, stage: RerankStage) -> Self {
+        self.rerank = Some(stage);
+        self
     }
 
     pub fn router(&self) -> &Router {
@@ -183,11 +192,11 @@ impl<I: AdapterInvoker, S: SessionStore> Api<I, S> {
         match (request.method.as_str(), path) {
             ("GET", "/v1/health") => self.health(),
             ("GET", "/v1/stats") => ApiResponse::ok(stats(&self.router, &access)),
-            ("POST", "/v1/route") => match self.routing(&request, &access) {
+            ("POST", "/v1/route") => match self.routing(&request, &access).await {
                 Ok((routing, _)) => ApiResponse::ok(route_report(&self.router, &routing)),
                 Err(e) => ApiResponse::from_error(&e),
             },
-            ("POST", "/v1/query") => match self.routing(&request, &access) {
+            ("POST", "/v1/query") => match self.routing(&request, &access).await {
                 Ok((routing, body)) => self.query(routing, body).await,
                 Err(e) => ApiResponse::from_error(&e),
             },
@@ -201,7 +210,7 @@ impl<I: AdapterInvoker, S: SessionStore> Api<I, S> {
         }
     }
 
-    fn routing(
+    async fn routing(
         &self,
         request: &ApiRequest,
         access: &Access,
@@ -211,7 +220,10 @@ impl<I: AdapterInvoker, S: SessionStore> Api<I, S> {
             Some(names) => access.narrow(names, self.router.index())?,
             None => access.clone(),
         };
-        let routing = self.router.route(&body.query, &access)?;
+        let mut routing = self.router.route(&body.query, &access)?;
+        if let Some(stage) = &self.rerank {
+            stage.apply(&self.router, &mut routing, unix_now()).await;
+        }
         record_routing(&routing);
         tracing::info!(
             query_chars = body.query.chars().count(),
@@ -224,6 +236,7 @@ impl<I: AdapterInvoker, S: SessionStore> Api<I, S> {
                 .selected_match()
                 .map(|m| m.template_id.as_str())
                 .unwrap_or(""),
+            outcome = ?routing.outcome,
             score = routing.best().map(|m| m.combined_score).unwrap_or(0.0),
             embedding_ms = routing.timings.embedding_ms,
             search_ms = routing.timings.search_ms,
@@ -251,6 +264,9 @@ impl<I: AdapterInvoker, S: SessionStore> Api<I, S> {
         let Some(selected) = routing.selected_match() else {
             return self.no_match(&routing, &request_id);
         };
+        if routing.outcome == Outcome::Clarify {
+            return self.clarify(&routing, &request_id);
+        }
         let (datasource, _) = self.router.template(selected);
         let now = unix_now();
         // Context is a help, never a precondition: a failing store answers without it.
@@ -358,6 +374,42 @@ impl<I: AdapterInvoker, S: SessionStore> Api<I, S> {
         ApiResponse { status, body }
     }
 
+    /// The winner is sure enough, but close runners-up are other templates: ask which.
+    fn clarify(&self, routing: &Routing, request_id: &str) -> ApiResponse {
+        let choices: Vec<Value> = routing
+            .clarify_choices()
+            .iter()
+            .map(|m| {
+                let (_, template) = self.router.template(m);
+                json!({
+                    "datasource": m.datasource,
+                    "template_id": m.template_id,
+                    "description": template.description,
+                    "example": template.nl_examples.first(),
+                    "probability": m.probability.map(decimal),
+                    "score": decimal(m.rank_score),
+                })
+            })
+            .collect();
+        let listed: Vec<String> = routing
+            .clarify_choices()
+            .iter()
+            .map(|m| format!("\"{}\"", self.router.template(m).1.description))
+            .collect();
+        let best = routing.best().expect("clarify has choices");
+        ApiResponse::ok(json!({
+            "status": "clarify",
+            "content": format!("Which did you mean: {}?", listed.join(", or ")),
+            "confidence": decimal(best.combined_score),
+            "choices": choices,
+            "metadata": {
+                "request_id": request_id,
+                "composite_routing": Render(&self.router).composite_routing(routing, best),
+                "timings_ms": routing.timings,
+            },
+        }))
+    }
+
     fn no_match(&self, routing: &Routing, request_id: &str) -> ApiResponse {
         let suggestions: Vec<Value> = routing
             .matches
@@ -369,7 +421,8 @@ impl<I: AdapterInvoker, S: SessionStore> Api<I, S> {
                     "datasource": m.datasource,
                     "template_id": m.template_id,
                     "description": template.description,
-                    "score": decimal(m.combined_score),
+                    "score": decimal(m.rank_score),
+                    "confidence": decimal(m.combined_score),
                 })
             })
             .collect();
@@ -439,6 +492,10 @@ impl Render<'_> {
             },
             "multistage_selection": {
                 "enabled": self.multistage_enabled(),
+                "learned_scoring": config.learned_scoring,
+                "learned_head": index.manifest.head,
+                "keywords": config.keywords,
+                "clarify": config.clarify,
                 "reranking": config.reranking,
                 "string_similarity": config.string_similarity,
                 "scoring": config.scoring,
@@ -454,7 +511,7 @@ impl Render<'_> {
 
     fn multistage_enabled(&self) -> bool {
         let config = &self.0.config().composite_retrieval;
-        config.reranking.enabled || config.string_similarity.enabled
+        config.reranking.enabled || config.string_similarity.enabled || config.keywords.enabled || config.learned_scoring.enabled
     }
 
     fn scoring_details(&self, routing: &Routing) -> Value {
@@ -471,7 +528,11 @@ impl Render<'_> {
             "template_id": m.template_id,
             "source_adapter": m.datasource,
             "embedding_score": decimal(m.embedding_score),
+            "learned_score": m.learned_score.map(decimal),
+            "keyword_score": m.keyword_score.map(decimal),
             "combined_score": decimal(m.combined_score),
+            "rank_score": decimal(m.rank_score),
+            "probability": m.probability.map(decimal),
             "rerank_score": m.rerank_score.map(decimal),
             "string_similarity_score": m.string_similarity_score.map(decimal),
             "description": template.description,
@@ -503,12 +564,16 @@ impl Render<'_> {
         };
         json!({
             "query": routing.query,
+            "outcome": routing.outcome,
+            "clarify_choices": routing.clarify_choices().iter().map(|m| json!({"datasource": m.datasource, "template_id": m.template_id})).collect::<Vec<_>>(),
             "total_matches": routing.matches.len(),
             "matches_above_threshold": routing.matches.iter().filter(|m| m.combined_score >= routing.threshold).count(),
             "all_matches": routing.matches.iter().map(|m| self.match_json(routing, m)).collect::<Vec<_>>(),
             "routing_decision": decision,
             "configuration": {
                 "confidence_threshold": decimal(routing.threshold),
+                "threshold_source": self.0.threshold().1,
+                "ranking": routing.ranking,
                 "adapters_searched": routing.adapters_searched,
                 "adapters_timed_out": routing.timed_out,
                 "multistage_enabled": self.multistage_enabled(),
@@ -534,6 +599,12 @@ impl Render<'_> {
             "total_matches_found": routing.matches.len(),
             "multistage_scoring": {
                 "enabled": self.multistage_enabled(),
+                "ranking": routing.ranking,
+                "outcome": routing.outcome,
+                "rank_score": decimal(m.rank_score),
+                "learned_score": m.learned_score.map(decimal),
+                "keyword_score": m.keyword_score.map(decimal),
+                "probability": m.probability.map(decimal),
                 "combined_score": decimal(m.combined_score),
                 "embedding_score": decimal(m.embedding_score),
                 "rerank_score": m.rerank_score.map(decimal),

@@ -561,6 +561,10 @@ mod tests {
         let config = Config::load(None, env(&[])).unwrap();
         assert!(config.composite_retrieval.string_similarity.enabled);
         assert!(!config.composite_retrieval.reranking.enabled);
+        assert_eq!(
+            config.composite_retrieval.confidence_threshold,
+            Threshold::Auto(AutoThreshold::Auto)
+        );
     }
 
     #[test]
@@ -588,7 +592,7 @@ mod tests {
         )
         .unwrap();
         let c = &config.composite_retrieval;
-        assert_eq!(c.confidence_threshold, 0.65);
+        assert_eq!(c.confidence_threshold, Threshold::Fixed(0.65));
         assert_eq!(c.max_templates_per_source, 5);
         assert_eq!(c.string_similarity.algorithm, StringAlgorithm::Ratio);
     }

@@ -191,7 +191,7 @@ mod tests {
             template("weather", "Weather forecast", &["will it rain"]),
         ];
         let plain = Bm25::new(templates.iter(), &settings(&[]));
-        let scores = plain.scores("what is my ncd");
+        let scores = plain.scores("ncd status");
         assert!(scores.iter().all(|&s| s == 0.0), "{scores:?}");
         let scores = plain.scores("renew my motor policy");
         assert!(scores[1] > scores[0] && scores[0] > scores[2], "{scores:?}");

@@ -16,7 +16,7 @@ fn built() -> (Index, Vec<u8>) {
     let index = Index::build(
         catalog,
         common::embedder().as_ref(),
-        &Config::default().index,
+        &Config::default(),
         &|_, _| {},
     )
     .unwrap();
@@ -39,8 +39,14 @@ fn round_trip_keeps_manifest_catalog_and_scores() {
     assert_eq!(loaded.catalog, index.catalog);
     assert_eq!(loaded.manifest.datasources[1].name, "hr");
     assert_eq!(loaded.manifest.datasources[1].templates, 2);
-    // Two examples + the description per template.
-    assert_eq!(loaded.manifest.datasources[1].vectors, 6);
+    // Two examples, the description and the id words per template.
+    assert_eq!(loaded.manifest.datasources[1].vectors, 8);
+    // The learned head travels in the artifact, with the automatic threshold.
+    assert!(index.head.is_some() && loaded.head == index.head);
+    let summary = loaded.manifest.head.as_ref().unwrap();
+    assert_eq!(summary.templates, loaded.catalog.template_count());
+    assert!(summary.temperature > 0.0);
+    assert!(loaded.manifest.calibration.as_ref().unwrap().threshold > 0.0);
     let query = common::embedder()
         .embed_one("how many people work in sales")
         .unwrap();
@@ -51,11 +57,21 @@ fn round_trip_keeps_manifest_catalog_and_scores() {
     );
 }
 
+/// The head's training and the threshold run on rayon: the bytes must not depend on how
+/// many threads did the work.
 #[test]
 fn same_input_builds_same_bytes() {
     std::env::set_var("SOURCE_DATE_EPOCH", "1700000000");
-    let (_, first) = built();
-    let (_, second) = built();
+    let on_threads = |threads: usize| {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        pool.install(built)
+    };
+    let (index, first) = on_threads(1);
+    let (_, second) = on_threads(3);
+    assert!(index.head.is_some());
     assert_eq!(first, second);
 }
 
@@ -125,7 +141,7 @@ fn cache_is_reused_and_rebuilt_when_templates_change() {
     let catalog_dir = common::small_catalog();
     let cache = tempfile::tempdir().unwrap();
     let embedder = common::embedder();
-    let config = Config::default().index;
+    let config = Config::default();
     let build = || {
         load_or_build(
             catalog_dir.path(),
@@ -202,14 +218,18 @@ fn graph_search_finds_what_an_exact_scan_finds() {
     ]);
     let catalog = Catalog::load(dir.path()).unwrap();
     let vectors = vec![clustered_vectors(templates, 3, dimension, 7)];
-    let graph_config = IndexConfig {
+    let with_index = |index: IndexConfig| Config {
+        index,
+        ..Config::default()
+    };
+    let graph_config = with_index(IndexConfig {
         exact_scan_max_templates: 100,
         ..Config::default().index
-    };
-    let exact_config = IndexConfig {
+    });
+    let exact_config = with_index(IndexConfig {
         exact_scan_max_templates: usize::MAX,
         ..Config::default().index
-    };
+    });
     let graph = Index::from_vectors(
         catalog.clone(),
         vectors.clone(),
