@@ -11,7 +11,7 @@ use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use switchyard_core::config::{cache_dir, Config};
 use switchyard_core::embed::{Embedder, MiniLmEmbedder};
-use switchyard_core::eval::{evaluate, load_dataset, EvalReport};
+use switchyard_core::eval::{evaluate, load_dataset, stage_table, EvalReport, StageRow};
 use switchyard_core::index::{load_or_build, Index};
 use switchyard_core::router::{Access, Router, Routing};
 use switchyard_core::template::Catalog;
@@ -64,6 +64,9 @@ enum Command {
         /// Queries routed one at a time to measure whole-route latency.
         #[arg(long, default_value_t = 200)]
         latency_samples: usize,
+        /// Also score each stage on and off (same query vectors): what each contributes.
+        #[arg(long)]
+        stages: bool,
     },
     /// Templates per datasource and the configuration in force.
     Stats,
@@ -176,14 +179,27 @@ fn main() -> Result<()> {
             dataset,
             json,
             latency_samples,
+            stages,
         } => {
             let router = open_router(&cli, config)?;
             let queries = load_dataset(dataset)?;
             let report = evaluate(&router, &queries, *latency_samples)?;
+            let table = if *stages {
+                Some(stage_table(&router, &queries)?)
+            } else {
+                None
+            };
             if *json {
-                println!("{}", serde_json::to_string_pretty(&report)?);
+                let mut value = serde_json::to_value(&report)?;
+                if let Some(table) = &table {
+                    value["stages"] = serde_json::to_value(table)?;
+                }
+                println!("{}", serde_json::to_string_pretty(&value)?);
             } else {
                 print_report(&report);
+                if let Some(table) = &table {
+                    print_stages(table);
+                }
             }
             Ok(())
         }
@@ -291,6 +307,26 @@ fn print_routing(routing: &Routing) {
     );
 }
 
+fn print_stages(rows: &[StageRow]) {
+    println!("\neach stage on and off (same query vectors; threshold automatic for each):");
+    println!(
+        "{:<44} {:>7} {:>7} {:>9} {:>9} {:>7} {:>8}",
+        "stages", "intent", "source", "threshold", "in-scope", "oos", "clarify"
+    );
+    for row in rows {
+        println!(
+            "{:<44} {:>6.2}% {:>6.2}% {:>9.3} {:>8.2}% {:>6.1}% {:>7.2}%",
+            row.stages,
+            row.intent_accuracy * 100.0,
+            row.datasource_accuracy * 100.0,
+            row.threshold,
+            row.in_scope_accuracy * 100.0,
+            row.oos_recall * 100.0,
+            row.clarify_rate * 100.0
+        );
+    }
+}
+
 fn print_report(report: &EvalReport) {
     let pct = |x: f64| format!("{:.2}%", x * 100.0);
     println!(
@@ -306,11 +342,18 @@ fn print_report(report: &EvalReport) {
         pct(report.datasource_accuracy)
     );
     println!(
-        "at threshold {:.2}: in-scope accuracy {}, out-of-scope recall {}, precision {}",
+        "at threshold {:.3} ({}): in-scope accuracy {}, out-of-scope recall {}, precision {}",
         report.threshold,
+        report.threshold_source,
         pct(report.in_scope_accuracy),
         pct(report.oos_recall),
         pct(report.oos_precision)
+    );
+    println!(
+        "clarify: {} of in-scope queries, the right template among the choices in {}; resolved (right execute or right among choices) {}",
+        pct(report.clarify_rate),
+        pct(report.clarify_contains_expected),
+        pct(report.in_scope_resolved)
     );
     println!(
         "\n{:>9}  {:>17}  {:>10}  {:>13}",

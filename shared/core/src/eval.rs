@@ -7,8 +7,9 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
+use crate::config::{Config, Fusion};
 use crate::error::{Error, Result};
-use crate::router::{Access, Router};
+use crate::router::{Access, Outcome, Router};
 
 pub const OUT_OF_SCOPE: &str = "oos";
 
@@ -58,6 +59,9 @@ struct Prediction {
     template: Option<String>,
     datasource: Option<String>,
     score: f32,
+    outcome: Outcome,
+    /// The clarify choices' templates.
+    choices: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -96,6 +100,15 @@ pub struct EvalReport {
     pub oos_recall: f64,
     pub oos_precision: f64,
     pub threshold: f32,
+    /// `configured`, `automatic` or `fallback_single_datasource`.
+    pub threshold_source: String,
+    /// In-scope queries answered with a clarify question, and how often the right
+    /// template was among the choices then.
+    pub clarify_rate: f64,
+    pub clarify_contains_expected: f64,
+    /// Of the in-scope queries: executed on the right template (clarify counts as right
+    /// when the right template is among the choices).
+    pub in_scope_resolved: f64,
     pub thresholds: Vec<ThresholdRow>,
     pub confused_pairs: Vec<ConfusedPair>,
     /// Whole routing (embedding + search + scoring), one query at a time.
@@ -130,6 +143,63 @@ pub fn percentiles(mut samples: Vec<f64>) -> Percentiles {
     }
 }
 
+/// One row of the stage table: a configuration and what it scores.
+#[derive(Debug, Clone, Serialize)]
+pub struct StageRow {
+    pub stages: String,
+    pub intent_accuracy: f64,
+    pub datasource_accuracy: f64,
+    pub threshold: f32,
+    pub in_scope_accuracy: f64,
+    pub oos_recall: f64,
+    pub clarify_rate: f64,
+}
+
+/// Each stage on and off, on the same query vectors: what each contributes.
+pub fn stage_table(router: &Router, queries: &[LabeledQuery]) -> Result<Vec<StageRow>> {
+    let vectors = embed_queries(router, queries)?;
+    let variants: [(&str, bool, bool, bool, Fusion); 8] = [
+        ("centroid similarity only", false, false, false, Fusion::Weighted),
+        ("centroid + string", false, false, true, Fusion::Weighted),
+        ("centroid + keywords + string", false, true, true, Fusion::Weighted),
+        ("learned head only", true, false, false, Fusion::Weighted),
+        ("learned head + string", true, false, true, Fusion::Weighted),
+        ("learned head + keywords", true, true, false, Fusion::Weighted),
+        ("learned head + keywords (rrf) + string", true, true, true, Fusion::Rrf),
+        ("learned head + keywords + string (default)", true, true, true, Fusion::Weighted),
+    ];
+    let mut rows = Vec::new();
+    for (name, learned, keywords, strings, fusion) in variants {
+        let mut config: Config = router.config().clone();
+        let retrieval = &mut config.composite_retrieval;
+        retrieval.learned_scoring.enabled = learned;
+        retrieval.keywords.enabled = keywords;
+        retrieval.keywords.fusion = fusion;
+        retrieval.string_similarity.enabled = strings;
+        let variant = router.reconfigured(config);
+        let report = score(&variant, queries, &vectors)?;
+        rows.push(StageRow {
+            stages: name.to_owned(),
+            intent_accuracy: report.intent_accuracy,
+            datasource_accuracy: report.datasource_accuracy,
+            threshold: report.threshold,
+            in_scope_accuracy: report.in_scope_accuracy,
+            oos_recall: report.oos_recall,
+            clarify_rate: report.clarify_rate,
+        });
+    }
+    Ok(rows)
+}
+
+fn embed_queries(router: &Router, queries: &[LabeledQuery]) -> Result<Vec<Vec<f32>>> {
+    let texts: Vec<String> = queries
+        .iter()
+        .map(|q| router.embedding_text(&q.text))
+        .collect();
+    let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+    router.embedder().embed(&texts)
+}
+
 /// Route every query (embedded in batches), then measure whole-route latency on the first
 /// `latency_samples` queries one at a time.
 pub fn evaluate(
@@ -137,14 +207,26 @@ pub fn evaluate(
     queries: &[LabeledQuery],
     latency_samples: usize,
 ) -> Result<EvalReport> {
-    let texts: Vec<&str> = queries.iter().map(|q| q.text.as_str()).collect();
     let embed_start = Instant::now();
-    let vectors = router.embedder().embed(&texts)?;
+    let vectors = embed_queries(router, queries)?;
     let embedding_batch_ms = embed_start.elapsed().as_secs_f64() * 1000.0;
+    let mut report = score(router, queries, &vectors)?;
+    let mut route_ms = Vec::with_capacity(latency_samples);
+    for query in queries.iter().take(latency_samples) {
+        let start = Instant::now();
+        router.route(&query.text, &Access::All)?;
+        route_ms.push(start.elapsed().as_secs_f64() * 1000.0);
+    }
+    report.latency_ms = percentiles(route_ms);
+    report.embedding_batch_ms = embedding_batch_ms;
+    Ok(report)
+}
 
+/// Accuracy figures for queries whose vectors are given; latency left empty.
+fn score(router: &Router, queries: &[LabeledQuery], vectors: &[Vec<f32>]) -> Result<EvalReport> {
     let mut scoring_ms = Vec::with_capacity(queries.len());
     let mut predictions = Vec::with_capacity(queries.len());
-    for (query, vector) in queries.iter().zip(&vectors) {
+    for (query, vector) in queries.iter().zip(vectors) {
         let start = Instant::now();
         let routing = router.route_vector(&query.text, vector, &Access::All)?;
         scoring_ms.push(start.elapsed().as_secs_f64() * 1000.0);
@@ -153,14 +235,13 @@ pub fn evaluate(
             template: best.map(|m| m.template_id.clone()),
             datasource: best.map(|m| m.datasource.clone()),
             score: best.map(|m| m.combined_score).unwrap_or(f32::MIN),
+            outcome: routing.outcome,
+            choices: routing
+                .clarify_choices()
+                .iter()
+                .map(|m| m.template_id.clone())
+                .collect(),
         });
-    }
-
-    let mut route_ms = Vec::with_capacity(latency_samples);
-    for query in queries.iter().take(latency_samples) {
-        let start = Instant::now();
-        router.route(&query.text, &Access::All)?;
-        route_ms.push(start.elapsed().as_secs_f64() * 1000.0);
     }
 
     let in_scope: Vec<(&LabeledQuery, &Prediction)> = queries
@@ -199,8 +280,24 @@ pub fn evaluate(
             oos_precision: ratio(rejected_oos, rejected.len()),
         }
     };
-    let threshold = router.threshold().0;
+    let (threshold, threshold_source) = router.threshold();
     let at_threshold = row(threshold);
+    let clarified: Vec<&(&LabeledQuery, &Prediction)> = in_scope
+        .iter()
+        .filter(|(_, p)| p.outcome == Outcome::Clarify)
+        .collect();
+    let clarify_hits = clarified
+        .iter()
+        .filter(|(q, p)| p.choices.contains(&q.intent))
+        .count();
+    let resolved = in_scope
+        .iter()
+        .filter(|(q, p)| match p.outcome {
+            Outcome::Execute => p.template.as_deref() == Some(q.intent.as_str()),
+            Outcome::Clarify => p.choices.contains(&q.intent),
+            Outcome::NoMatch => false,
+        })
+        .count();
     let thresholds = (0..=12).map(|i| row(0.30 + 0.05 * i as f32)).collect();
 
     let mut confusion: BTreeMap<(String, String), usize> = BTreeMap::new();
@@ -234,11 +331,15 @@ pub fn evaluate(
         oos_recall: at_threshold.oos_recall,
         oos_precision: at_threshold.oos_precision,
         threshold,
+        threshold_source: threshold_source.to_owned(),
+        clarify_rate: ratio(clarified.len(), in_scope.len()),
+        clarify_contains_expected: ratio(clarify_hits, clarified.len()),
+        in_scope_resolved: ratio(resolved, in_scope.len()),
         thresholds,
         confused_pairs,
-        latency_ms: percentiles(route_ms),
+        latency_ms: percentiles(Vec::new()),
         scoring_latency_ms: percentiles(scoring_ms),
-        embedding_batch_ms,
+        embedding_batch_ms: 0.0,
     })
 }
 

@@ -449,6 +449,32 @@ impl Router {
                 });
             }
         }
+        if retrieval.keywords.enabled && retrieval.keywords.fusion == Fusion::Rrf {
+            let found: Vec<Candidate> = matches
+                .iter()
+                .map(|m| Candidate {
+                    template: m.template_position,
+                    learned: m.learned_score,
+                    probability: m.probability,
+                    keyword: m.keyword_score,
+                    fused: 0.0,
+                    embedding: m.embedding_score,
+                })
+                .collect();
+            let vector_scores: Vec<f32> = found
+                .iter()
+                .map(|c| match c.learned {
+                    Some(p) => retrieval.learned_scoring.weight * p,
+                    None => c.embedding,
+                })
+                .collect();
+            for (m, f) in matches
+                .iter_mut()
+                .zip(fuse(&vector_scores, &found, retrieval, Fusion::Rrf))
+            {
+                m.retrieval_score = f;
+            }
+        }
         let search_ms = ms_since(start);
 
         // Stage 3: string similarity over the candidates only.
@@ -569,7 +595,8 @@ impl Router {
                 None => c.embedding,
             })
             .collect();
-        let fused = fuse(&vector_scores, &found, retrieval);
+        // Candidates are chosen by weighted fusion; rrf is applied across datasources later.
+        let fused = fuse(&vector_scores, &found, retrieval, Fusion::Weighted);
         for (c, f) in found.iter_mut().zip(fused) {
             c.fused = f;
         }
@@ -629,9 +656,11 @@ impl Router {
                 .take_while(|m| top.rank_score - m.rank_score < clarify.margin)
                 .count()
         });
+        // Only the learned ranking is calibrated: its margin means the same on every query.
+        let calibrated = routing.ranking == "learned";
         (routing.outcome, routing.choices) = match routing.selected {
             None => (Outcome::NoMatch, 0),
-            Some(_) if clarify.enabled && close >= 2 => (Outcome::Clarify, close),
+            Some(_) if clarify.enabled && calibrated && close >= 2 => (Outcome::Clarify, close),
             Some(_) => (Outcome::Execute, 0),
         };
     }
@@ -688,13 +717,14 @@ fn fuse(
     vector: &[f32],
     found: &[Candidate],
     retrieval: &crate::config::CompositeRetrieval,
+    fusion: Fusion,
 ) -> Vec<f32> {
     let keywords = &retrieval.keywords;
     let keyword = |i: usize| found[i].keyword.unwrap_or(0.0);
     if !keywords.enabled {
         return vector.to_vec();
     }
-    match keywords.fusion {
+    match fusion {
         Fusion::Weighted => (0..vector.len())
             .map(|i| vector[i] + keywords.weight * keyword(i))
             .collect(),
