@@ -162,6 +162,19 @@ fn main() -> Result<()> {
                 index.partitions.len(),
                 start.elapsed().as_secs_f64()
             );
+            match (&index.manifest.head, index.head_training_ms) {
+                (Some(head), Some(ms)) => eprintln!(
+                    "learned head: {} templates, {} rows, {} epochs, temperature {:.2}, trained in {:.1} s",
+                    head.templates, head.rows, head.epochs, head.temperature, ms / 1000.0
+                ),
+                _ => eprintln!("learned head: none (off, or more than index.learned_head.max_templates templates)"),
+            }
+            if let Some(calibration) = &index.manifest.calibration {
+                eprintln!(
+                    "automatic threshold: {:.3} (median over {} examples)",
+                    calibration.threshold, calibration.examples
+                );
+            }
             Ok(())
         }
         Command::Route { question, json } => {

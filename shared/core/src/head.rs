@@ -137,18 +137,16 @@ fn fit(set: &TrainingSet<'_>, config: &LearnedHeadConfig) -> Head {
                 out[set.labels[row] as usize] -= 1.0;
                 out.iter_mut().for_each(|o| *o *= weights[row]);
             });
-        // H = G·C, stored transposed (d × n).
-        let mut h_t = vec![0.0f32; d * n];
-        h_t.par_chunks_mut(n).enumerate().for_each(|(j, out)| {
-            for (row, o) in out.iter_mut().enumerate() {
-                let g_row = &g[row * templates..(row + 1) * templates];
-                let mut sum = 0.0f32;
-                for (t, gv) in g_row.iter().enumerate() {
-                    sum += gv * set.centroids[t * d + j];
-                }
-                *o = sum;
+        // H = G·C (row by row, contiguous), then transposed (d × n).
+        let mut h = vec![0.0f32; n * d];
+        h.par_chunks_mut(d).enumerate().for_each(|(row, out)| {
+            let g_row = &g[row * templates..(row + 1) * templates];
+            for (t, gv) in g_row.iter().enumerate() {
+                let c = &set.centroids[t * d..(t + 1) * d];
+                out.iter_mut().zip(c).for_each(|(o, c)| *o += gv * c);
             }
         });
+        let h_t = transpose(&h, n, d);
         // ∂L/∂M = s·Xᵀ·H + λ(M − I); ∂L/∂b = Σ_rows G.
         let mut grad_metric = vec![0.0f32; d * d];
         grad_metric
