@@ -28,7 +28,8 @@ pub fn run(router: Router, templates_dir: &Path, host: &str, port: u16) -> Resul
             .await?
             .with_llm(llm);
         let sessions = MemorySessionStore::new(router.config().sessions.clone());
-        let reranker = switchyard_rerank::from_config(&router.config().composite_retrieval.reranking)?;
+        let reranker =
+            switchyard_rerank::from_config(&router.config().composite_retrieval.reranking)?;
         let ttl = router.config().rerank_cache.ttl_seconds;
         let mut api = Api::new(router, invoker, sessions);
         if let Some(reranker) = reranker {

@@ -511,7 +511,10 @@ impl Render<'_> {
 
     fn multistage_enabled(&self) -> bool {
         let config = &self.0.config().composite_retrieval;
-        config.reranking.enabled || config.string_similarity.enabled || config.keywords.enabled || config.learned_scoring.enabled
+        config.reranking.enabled
+            || config.string_similarity.enabled
+            || config.keywords.enabled
+            || config.learned_scoring.enabled
     }
 
     fn scoring_details(&self, routing: &Routing) -> Value {

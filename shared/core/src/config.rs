@@ -381,10 +381,7 @@ impl Config {
             );
         }
         let r = &c.reranking;
-        if r.enabled
-            && r.provider.is_some()
-            && (r.endpoint.is_none() || r.model.is_none())
-        {
+        if r.enabled && r.provider.is_some() && (r.endpoint.is_none() || r.model.is_none()) {
             return fail(
                 "composite_retrieval.reranking",
                 "endpoint and model are needed when a provider is set",

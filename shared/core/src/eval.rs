@@ -159,14 +159,44 @@ pub struct StageRow {
 pub fn stage_table(router: &Router, queries: &[LabeledQuery]) -> Result<Vec<StageRow>> {
     let vectors = embed_queries(router, queries)?;
     let variants: [(&str, bool, bool, bool, Fusion); 8] = [
-        ("centroid similarity only", false, false, false, Fusion::Weighted),
+        (
+            "centroid similarity only",
+            false,
+            false,
+            false,
+            Fusion::Weighted,
+        ),
         ("centroid + string", false, false, true, Fusion::Weighted),
-        ("centroid + keywords + string", false, true, true, Fusion::Weighted),
+        (
+            "centroid + keywords + string",
+            false,
+            true,
+            true,
+            Fusion::Weighted,
+        ),
         ("learned head only", true, false, false, Fusion::Weighted),
         ("learned head + string", true, false, true, Fusion::Weighted),
-        ("learned head + keywords", true, true, false, Fusion::Weighted),
-        ("learned head + keywords (rrf) + string", true, true, true, Fusion::Rrf),
-        ("learned head + keywords + string (default)", true, true, true, Fusion::Weighted),
+        (
+            "learned head + keywords",
+            true,
+            true,
+            false,
+            Fusion::Weighted,
+        ),
+        (
+            "learned head + keywords (rrf) + string",
+            true,
+            true,
+            true,
+            Fusion::Rrf,
+        ),
+        (
+            "learned head + keywords + string (default)",
+            true,
+            true,
+            true,
+            Fusion::Weighted,
+        ),
     ];
     let mut rows = Vec::new();
     for (name, learned, keywords, strings, fusion) in variants {

@@ -452,7 +452,8 @@ impl Index {
             let mut kept = (Vec::new(), Vec::new(), Vec::new());
             for (i, &out) in held_out.iter().enumerate() {
                 if out == flag {
-                    kept.0.extend_from_slice(&rows[i * dimension..(i + 1) * dimension]);
+                    kept.0
+                        .extend_from_slice(&rows[i * dimension..(i + 1) * dimension]);
                     kept.1.push(labels[i]);
                     kept.2.push(row_weights[i]);
                 }
@@ -530,7 +531,8 @@ impl Index {
                 }
                 nearest.select_nth_unstable_by(keep - 1, |a, b| b.2.total_cmp(&a.2));
                 nearest.truncate(keep);
-                let query = PreparedQuery::new(&self.catalog.datasources[d].templates[t].nl_examples[e]);
+                let query =
+                    PreparedQuery::new(&self.catalog.datasources[d].templates[t].nl_examples[e]);
                 nearest
                     .iter()
                     .map(|&(other, u, cosine)| {

@@ -111,7 +111,10 @@ impl Bm25 {
             .iter()
             .map(|(term, list)| {
                 let df = list.len() as f32;
-                (term.clone(), (1.0 + (documents - df + 0.5) / (df + 0.5)).ln())
+                (
+                    term.clone(),
+                    (1.0 + (documents - df + 0.5) / (df + 0.5)).ln(),
+                )
             })
             .collect();
         let length_norm = lengths
@@ -159,8 +162,10 @@ mod tests {
     use serde_json::json;
 
     fn template(id: &str, description: &str, examples: &[&str]) -> Template {
-        serde_json::from_value(json!({"id": id, "description": description, "nl_examples": examples}))
-            .unwrap()
+        serde_json::from_value(
+            json!({"id": id, "description": description, "nl_examples": examples}),
+        )
+        .unwrap()
     }
 
     fn settings(expansion: &[(&str, &str)]) -> Keywords {

@@ -408,12 +408,7 @@ impl Router {
         let budget_ms = retrieval.search_timeout_ms as f64;
         let search_one = |&d: &usize| {
             let began = Instant::now();
-            let found = self.candidates(
-                d,
-                vector,
-                learned.as_ref(),
-                keyword_scores.as_deref(),
-            );
+            let found = self.candidates(d, vector, learned.as_ref(), keyword_scores.as_deref());
             (d, found, ms_since(began))
         };
         let searched: Vec<PartitionResult> = if retrieval.parallel_search {
@@ -468,9 +463,10 @@ impl Router {
                     None => c.embedding,
                 })
                 .collect();
-            for (m, f) in matches
-                .iter_mut()
-                .zip(fuse(&vector_scores, &found, retrieval, Fusion::Rrf))
+            for (m, f) in
+                matches
+                    .iter_mut()
+                    .zip(fuse(&vector_scores, &found, retrieval, Fusion::Rrf))
             {
                 m.retrieval_score = f;
             }
@@ -600,7 +596,11 @@ impl Router {
         for (c, f) in found.iter_mut().zip(fused) {
             c.fused = f;
         }
-        found.sort_by(|a, b| b.fused.total_cmp(&a.fused).then(a.template.cmp(&b.template)));
+        found.sort_by(|a, b| {
+            b.fused
+                .total_cmp(&a.fused)
+                .then(a.template.cmp(&b.template))
+        });
         found.truncate(limit);
         if learned.is_some() {
             for c in &mut found {

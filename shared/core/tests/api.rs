@@ -124,12 +124,18 @@ fn ties_go_to_the_earlier_datasource() {
             "name: alpha\nkind: intent\ndescription: first\n",
         ),
         // Ids differ only in separators: their id words are the same.
-        ("alpha/templates.yaml", &same.replace("ID", "count_employees")),
+        (
+            "alpha/templates.yaml",
+            &same.replace("ID", "count_employees"),
+        ),
         (
             "beta/datasource.yaml",
             "name: beta\nkind: intent\ndescription: second\n",
         ),
-        ("beta/templates.yaml", &same.replace("ID", "count-employees")),
+        (
+            "beta/templates.yaml",
+            &same.replace("ID", "count-employees"),
+        ),
     ]);
     // Adam turns the rounding noise of two identical templates' gradients into a small
     // difference in the head's biases: exact ties exist only on the similarity ranking.
@@ -147,7 +153,6 @@ fn ties_go_to_the_earlier_datasource() {
     );
     assert_eq!(routing.matches[0].datasource, "alpha");
 }
-
 
 fn with_key(key: &str) -> Identity {
     Identity {
@@ -565,7 +570,10 @@ fn close_candidates_get_a_clarify_answer_listing_them() {
     // A margin wider than any gap: every routed query is a close call.
     let api = api(config_with(&[
         ("SWITCHYARD__COMPOSITE_RETRIEVAL__CLARIFY__MARGIN", "5"),
-        ("SWITCHYARD__COMPOSITE_RETRIEVAL__CONFIDENCE_THRESHOLD", "0.2"),
+        (
+            "SWITCHYARD__COMPOSITE_RETRIEVAL__CONFIDENCE_THRESHOLD",
+            "0.2",
+        ),
     ]));
     let response = call(
         &api,
@@ -654,9 +662,15 @@ impl Reranker for ScriptedReranker {
 
 fn rerank_api(reranker: Arc<ScriptedReranker>, margin: &str) -> TestApi {
     let config = config_with(&[
-        ("SWITCHYARD__COMPOSITE_RETRIEVAL__RERANKING__ENABLED", "true"),
+        (
+            "SWITCHYARD__COMPOSITE_RETRIEVAL__RERANKING__ENABLED",
+            "true",
+        ),
         ("SWITCHYARD__COMPOSITE_RETRIEVAL__RERANKING__MARGIN", margin),
-        ("SWITCHYARD__COMPOSITE_RETRIEVAL__RERANKING__TIMEOUT_MS", "200"),
+        (
+            "SWITCHYARD__COMPOSITE_RETRIEVAL__RERANKING__TIMEOUT_MS",
+            "200",
+        ),
         ("SWITCHYARD__COMPOSITE_RETRIEVAL__RERANKING__WEIGHT", "3"),
     ]);
     let cache = Arc::new(MemoryRerankCache::default());
@@ -683,7 +697,12 @@ fn reranker_answers_are_applied_and_cached() {
     assert_eq!(status["cached"], false);
     let matches = report["all_matches"].as_array().unwrap();
     assert!(matches.iter().all(|m| m["rerank_score"].is_number()));
-    assert!(report["configuration"]["scoring_weights"]["reranking"].as_f64().unwrap() > 0.0);
+    assert!(
+        report["configuration"]["scoring_weights"]["reranking"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
     // A weight of 3 on scores that favour the last candidate reorders the ranking.
     let last = rerank_status(&api, "Top five salaries").1["all_matches"]
         .as_array()
@@ -715,7 +734,10 @@ fn failing_or_slow_rerankers_degrade_to_the_other_stages() {
         .unwrap();
     for (reranker, error) in [
         (ScriptedReranker::new(0, true), "HTTP 503"),
-        (ScriptedReranker::new(2_000, false), "timed out after 200 ms"),
+        (
+            ScriptedReranker::new(2_000, false),
+            "timed out after 200 ms",
+        ),
     ] {
         let api = rerank_api(reranker, "5");
         let began = std::time::Instant::now();
