@@ -394,6 +394,11 @@ fn print_report(report: &EvalReport) {
         "\nrouting latency (embedding + scoring, {} queries): p50 {:.2} ms, p95 {:.2} ms, p99 {:.2} ms",
         l.samples, l.p50, l.p95, l.p99
     );
+    let e = &report.embedding_latency_ms;
+    println!(
+        "of which embedding: p50 {:.2} ms, p95 {:.2} ms, p99 {:.2} ms",
+        e.p50, e.p95, e.p99
+    );
     println!(
         "search + scoring only ({} queries): p50 {:.3} ms, p95 {:.3} ms, p99 {:.3} ms",
         s.samples, s.p50, s.p95, s.p99

@@ -55,7 +55,7 @@ fn router(index: Index, fixture: &Fixture) -> Router {
     Router::new(index, Config::default(), fixture.embedder.clone(), "bench").unwrap()
 }
 
-fn synthetic(fixture: &Fixture, templates: usize, config: &IndexConfig) -> Index {
+fn synthetic(fixture: &Fixture, templates: usize, config: &Config) -> Index {
     synthetic_index(&fixture.clinc, templates, 10, 4, config, 42)
 }
 
@@ -86,7 +86,7 @@ fn benches(c: &mut Criterion) {
                 let index = if templates == 0 {
                     Index::from_bytes(&fixture.clinc.to_bytes().unwrap(), name).unwrap()
                 } else {
-                    synthetic(&fixture, templates, &config.index)
+                    synthetic(&fixture, templates, &config)
                 };
                 self::router(index, &fixture)
             });
@@ -103,9 +103,12 @@ fn benches(c: &mut Criterion) {
     let mut crossover = c.benchmark_group("partition_search");
     for size in [500usize, 1000, 2000, 5000, 10_000] {
         for (mode, exact_max) in [("exact", usize::MAX), ("hnsw", 0)] {
-            let index_config = IndexConfig {
-                exact_scan_max_templates: exact_max,
-                ..config.index.clone()
+            let index_config = Config {
+                index: IndexConfig {
+                    exact_scan_max_templates: exact_max,
+                    ..config.index.clone()
+                },
+                ..config.clone()
             };
             let index = std::cell::OnceCell::new();
             let scoring = config.composite_retrieval.template_scoring;
@@ -131,7 +134,7 @@ fn benches(c: &mut Criterion) {
         // 100,000 templates build in minutes on one thread: timed once, not sampled.
         if templates >= 100_000 {
             let start = Instant::now();
-            let index = synthetic(&fixture, templates, &config.index);
+            let index = synthetic(&fixture, templates, &config);
             eprintln!(
                 "index/build/{name}: {:.1} s (one build)",
                 start.elapsed().as_secs_f64()
@@ -147,9 +150,9 @@ fn benches(c: &mut Criterion) {
             continue;
         }
         build.bench_function(BenchmarkId::new("build", name), |b| {
-            b.iter(|| synthetic(&fixture, templates, &config.index))
+            b.iter(|| synthetic(&fixture, templates, &config))
         });
-        let bytes = synthetic(&fixture, templates, &config.index)
+        let bytes = synthetic(&fixture, templates, &config)
             .to_bytes()
             .unwrap();
         eprintln!("{name}: artifact {} bytes", bytes.len());
@@ -167,7 +170,7 @@ fn benches(c: &mut Criterion) {
             Index::build(
                 fixture.clinc.catalog.clone(),
                 fixture.embedder.as_ref(),
-                &config.index,
+                &config,
                 &|_, _| {},
             )
             .unwrap()

@@ -113,6 +113,8 @@ pub struct EvalReport {
     pub confused_pairs: Vec<ConfusedPair>,
     /// Whole routing (embedding + search + scoring), one query at a time.
     pub latency_ms: Percentiles,
+    /// The embedding part of those same routings.
+    pub embedding_latency_ms: Percentiles,
     /// Search + scoring only (query vector given).
     pub scoring_latency_ms: Percentiles,
     pub embedding_batch_ms: f64,
@@ -242,12 +244,15 @@ pub fn evaluate(
     let embedding_batch_ms = embed_start.elapsed().as_secs_f64() * 1000.0;
     let mut report = score(router, queries, &vectors)?;
     let mut route_ms = Vec::with_capacity(latency_samples);
+    let mut embedding_ms = Vec::with_capacity(latency_samples);
     for query in queries.iter().take(latency_samples) {
         let start = Instant::now();
-        router.route(&query.text, &Access::All)?;
+        let routing = router.route(&query.text, &Access::All)?;
         route_ms.push(start.elapsed().as_secs_f64() * 1000.0);
+        embedding_ms.push(routing.timings.embedding_ms);
     }
     report.latency_ms = percentiles(route_ms);
+    report.embedding_latency_ms = percentiles(embedding_ms);
     report.embedding_batch_ms = embedding_batch_ms;
     Ok(report)
 }
@@ -368,6 +373,7 @@ fn score(router: &Router, queries: &[LabeledQuery], vectors: &[Vec<f32>]) -> Res
         thresholds,
         confused_pairs,
         latency_ms: percentiles(Vec::new()),
+        embedding_latency_ms: percentiles(Vec::new()),
         scoring_latency_ms: percentiles(scoring_ms),
         embedding_batch_ms: 0.0,
     })
