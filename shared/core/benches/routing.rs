@@ -152,9 +152,7 @@ fn benches(c: &mut Criterion) {
         build.bench_function(BenchmarkId::new("build", name), |b| {
             b.iter(|| synthetic(&fixture, templates, &config))
         });
-        let bytes = synthetic(&fixture, templates, &config)
-            .to_bytes()
-            .unwrap();
+        let bytes = synthetic(&fixture, templates, &config).to_bytes().unwrap();
         eprintln!("{name}: artifact {} bytes", bytes.len());
         build.bench_function(BenchmarkId::new("load", name), |b| {
             b.iter(|| Index::from_bytes(&bytes, name).unwrap())
