@@ -13,7 +13,7 @@ use switchyard_core::config::{cache_dir, Config};
 use switchyard_core::embed::{Embedder, MiniLmEmbedder};
 use switchyard_core::eval::{evaluate, load_dataset, stage_table, EvalReport, StageRow};
 use switchyard_core::index::{load_or_build, Index};
-use switchyard_core::router::{Access, Router, Routing};
+use switchyard_core::router::{Access, Outcome, Router, Routing};
 use switchyard_core::template::Catalog;
 
 #[derive(Parser)]
@@ -275,16 +275,28 @@ fn open_router(cli: &Cli, config: Config) -> Result<Router> {
 fn print_routing(routing: &Routing) {
     println!("query: {}", routing.query);
     println!(
-        "{:>3}  {:<22} {:<36} {:>8} {:>9} {:>7} {:>7}",
-        "#", "datasource", "template", "combined", "embedding", "string", "rerank"
+        "{:>3}  {:<14} {:<34} {:>6} {:>6} {:>6} {:>10} {:>9} {:>6} {:>6}",
+        "#",
+        "datasource",
+        "template",
+        "rank",
+        "prob",
+        "words",
+        "confidence",
+        "embedding",
+        "string",
+        "rerank"
     );
     let score = |s: Option<f32>| s.map_or_else(|| "-".to_owned(), |s| format!("{s:.3}"));
     for (rank, m) in routing.matches.iter().enumerate() {
         println!(
-            "{:>3}  {:<22} {:<36} {:>8.3} {:>9.3} {:>7} {:>7}{}",
+            "{:>3}  {:<14} {:<34} {:>6.3} {:>6} {:>6} {:>10.3} {:>9.3} {:>6} {:>6}{}",
             rank + 1,
             m.datasource,
             m.template_id,
+            m.rank_score,
+            score(m.probability),
+            score(m.keyword_score),
             m.combined_score,
             m.embedding_score,
             score(m.string_similarity_score),
@@ -296,19 +308,28 @@ fn print_routing(routing: &Routing) {
             }
         );
     }
-    match routing.selected_match() {
-        Some(m) => println!(
-            "→ {} / {} (score {:.3} ≥ threshold {:.3}; {})",
+    let (threshold, source) = (routing.threshold, routing.ranking);
+    match (routing.outcome, routing.selected_match()) {
+        (Outcome::Clarify, _) => println!(
+            "→ clarify between {} ({}; {source} ranking)",
+            routing
+                .clarify_choices()
+                .iter()
+                .map(|m| format!("{}/{}", m.datasource, m.template_id))
+                .collect::<Vec<_>>()
+                .join(", "),
+            routing.reason()
+        ),
+        (_, Some(m)) => println!(
+            "→ {} / {} (confidence {:.3} ≥ threshold {threshold:.3}; {}; {source} ranking)",
             m.datasource,
             m.template_id,
             m.combined_score,
-            routing.threshold,
             routing.reason()
         ),
-        None => println!(
-            "→ no_match ({}; threshold {:.3})",
-            routing.reason(),
-            routing.threshold
+        (_, None) => println!(
+            "→ no_match ({}; threshold {threshold:.3})",
+            routing.reason()
         ),
     }
     println!(

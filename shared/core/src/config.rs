@@ -634,5 +634,71 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(message.contains("confidence_threshold"), "{message}");
+        let message = Config::load(
+            None,
+            env(&[(
+                "SWITCHYARD__COMPOSITE_RETRIEVAL__CONFIDENCE_THRESHOLD",
+                "sometimes",
+            )]),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(message.contains("confidence_threshold"), "{message}");
+    }
+
+    #[test]
+    fn a_reranker_needs_an_endpoint_and_a_model() {
+        let message = Config::load(
+            None,
+            env(&[
+                (
+                    "SWITCHYARD__COMPOSITE_RETRIEVAL__RERANKING__ENABLED",
+                    "true",
+                ),
+                (
+                    "SWITCHYARD__COMPOSITE_RETRIEVAL__RERANKING__PROVIDER",
+                    "cohere",
+                ),
+            ]),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            message.contains("composite_retrieval.reranking") && message.contains("endpoint"),
+            "{message}"
+        );
+        let message = Config::load(
+            None,
+            env(&[(
+                "SWITCHYARD__COMPOSITE_RETRIEVAL__RERANKING__PROVIDER",
+                "bing",
+            )]),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(message.contains("provider"), "{message}");
+    }
+
+    #[test]
+    fn term_expansion_and_head_settings_load_and_are_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("switchyard.yaml");
+        std::fs::write(
+            &file,
+            "composite_retrieval:\n  keywords:\n    term_expansion: {ncd: no claim discount}\n",
+        )
+        .unwrap();
+        let config = Config::load(Some(&file), env(&[])).unwrap();
+        assert_eq!(
+            config.composite_retrieval.keywords.term_expansion["ncd"],
+            "no claim discount"
+        );
+        let message = Config::load(
+            None,
+            env(&[("SWITCHYARD__INDEX__LEARNED_HEAD__EPOCHS", "0")]),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(message.contains("index.learned_head"), "{message}");
     }
 }

@@ -767,3 +767,51 @@ fn failing_or_slow_rerankers_degrade_to_the_other_stages() {
         );
     }
 }
+
+#[test]
+fn term_expansion_routes_an_abbreviation() {
+    let dir = common::catalog(&[
+        (
+            "motor/datasource.yaml",
+            "name: motor\nkind: intent\ndescription: motor insurance\n",
+        ),
+        (
+            "motor/templates.yaml",
+            "templates:\n  - id: claim_discount\n    description: How many years of no claim discount a policy has\n    nl_examples: [how many years of no claim discount do I have, show my no claim discount]\n  - id: renew_policy\n    description: Renew a motor policy\n    nl_examples: [renew my car insurance, my policy ends soon, I want to renew]\n",
+        ),
+        (
+            "travel/datasource.yaml",
+            "name: travel\nkind: intent\ndescription: travel\n",
+        ),
+        (
+            "travel/templates.yaml",
+            "templates:\n  - id: book_flight\n    description: Book a flight\n    nl_examples: [book me a flight to Paris, I need a plane ticket]\n",
+        ),
+    ]);
+    let expanded = config_with(&[(
+        "SWITCHYARD__COMPOSITE_RETRIEVAL__KEYWORDS__TERM_EXPANSION__NCD",
+        "no claim discount",
+    )]);
+    let router = router_for(dir.path(), expanded);
+    assert_eq!(
+        router.embedding_text("check NCD"),
+        "check NCD (no claim discount)"
+    );
+    let routing = router.route("check NCD", &Access::All).unwrap();
+    let best = routing.best().unwrap();
+    assert_eq!(best.template_id, "claim_discount", "{routing:?}");
+    assert_eq!(best.keyword_score, Some(1.0));
+
+    let plain = router_for(dir.path(), Config::default());
+    let routing = plain.route("check NCD", &Access::All).unwrap();
+    let claim = routing
+        .matches
+        .iter()
+        .find(|m| m.template_id == "claim_discount")
+        .unwrap();
+    assert_eq!(
+        claim.keyword_score,
+        Some(0.0),
+        "no shared word without expansion"
+    );
+}
