@@ -28,6 +28,10 @@ use crate::template::{Datasource, Template};
 /// The threshold used when `auto` has nothing to go on (a single datasource).
 pub const FALLBACK_THRESHOLD: f32 = 0.40;
 
+/// Above this many templates the router does not choose the automatic threshold again at
+/// start when the confidence settings changed since the build.
+const RECALIBRATE_MAX_TEMPLATES: usize = 2000;
+
 pub const MAX_QUERY_CHARS: usize = 2000;
 
 /// An f32 as the f64 with the same shortest decimal form, for JSON (0.8f32 → 0.8, not
@@ -290,8 +294,20 @@ impl Router {
                     c.embedding_weight == retrieval.scoring.embedding_weight
                         && c.string_similarity == retrieval.string_similarity
                 });
+                let stale = index.manifest.calibration.as_ref();
                 match stored {
                     Some(calibration) => (calibration.threshold, "automatic"),
+                    // Choosing again scans every example against every template: too slow
+                    // for a cold start on a big catalog. Keep the built one and say so.
+                    None if stale.is_some()
+                        && index.catalog.template_count() > RECALIBRATE_MAX_TEMPLATES =>
+                    {
+                        tracing::warn!("the index's automatic threshold was chosen for other confidence settings; rebuild the index to choose it for these");
+                        (
+                            stale.map_or(FALLBACK_THRESHOLD, |c| c.threshold),
+                            "automatic_for_build_settings",
+                        )
+                    }
                     None => {
                         // Settings changed since the build: choose again for these.
                         let began = Instant::now();
@@ -331,7 +347,7 @@ impl Router {
     }
 
     /// The confidence threshold in force and where it came from (`configured`,
-    /// `automatic`, `fallback_single_datasource`).
+    /// `automatic`, `automatic_for_build_settings`, `fallback_single_datasource`).
     pub fn threshold(&self) -> (f32, &'static str) {
         (self.threshold, self.threshold_source)
     }
