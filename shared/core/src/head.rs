@@ -16,6 +16,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::config::LearnedHeadConfig;
+use crate::embed::dot;
 
 /// Logits `weights · q + bias`, one row per template in catalog order (datasource by
 /// datasource), and the softmax temperature that calibrates them.
@@ -73,25 +74,6 @@ impl Head {
         head.temperature = temperature;
         head
     }
-}
-
-/// Dot product with eight running sums: vectorises, and always sums in the same order.
-pub fn dot(a: &[f32], b: &[f32]) -> f32 {
-    let mut acc = [0.0f32; 8];
-    let chunks_a = a.chunks_exact(8);
-    let chunks_b = b.chunks_exact(8);
-    let tail: f32 = chunks_a
-        .remainder()
-        .iter()
-        .zip(chunks_b.remainder())
-        .map(|(x, y)| x * y)
-        .sum();
-    for (x, y) in chunks_a.zip(chunks_b) {
-        for i in 0..8 {
-            acc[i] += x[i] * y[i];
-        }
-    }
-    acc.iter().sum::<f32>() + tail
 }
 
 /// Softmax in place.

@@ -472,18 +472,7 @@ impl Router {
                     embedding: m.embedding_score,
                 })
                 .collect();
-            let vector_scores: Vec<f32> = found
-                .iter()
-                .map(|c| match c.learned {
-                    Some(p) => retrieval.learned_scoring.weight * p,
-                    None => c.embedding,
-                })
-                .collect();
-            for (m, f) in
-                matches
-                    .iter_mut()
-                    .zip(fuse(&vector_scores, &found, retrieval, Fusion::Rrf))
-            {
+            for (m, f) in matches.iter_mut().zip(fuse(&found, retrieval, Fusion::Rrf)) {
                 m.retrieval_score = f;
             }
         }
@@ -600,15 +589,8 @@ impl Router {
                 })
                 .collect(),
         };
-        let vector_scores: Vec<f32> = found
-            .iter()
-            .map(|c| match c.learned {
-                Some(p) => retrieval.learned_scoring.weight * p,
-                None => c.embedding,
-            })
-            .collect();
         // Candidates are chosen by weighted fusion; rrf is applied across datasources later.
-        let fused = fuse(&vector_scores, &found, retrieval, Fusion::Weighted);
+        let fused = fuse(&found, retrieval, Fusion::Weighted);
         for (c, f) in found.iter_mut().zip(fused) {
             c.fused = f;
         }
@@ -728,17 +710,24 @@ struct Learned {
     calibrated: Vec<f32>,
 }
 
-/// Stage 1's score: the vector scores fused with the keyword scores of the same templates.
+/// Stage 1's score: each candidate's vector score (the head's weighted probability, or the
+/// cosine without a head) fused with its keyword score.
 fn fuse(
-    vector: &[f32],
     found: &[Candidate],
     retrieval: &crate::config::CompositeRetrieval,
     fusion: Fusion,
 ) -> Vec<f32> {
+    let vector: Vec<f32> = found
+        .iter()
+        .map(|c| match c.learned {
+            Some(p) => retrieval.learned_scoring.weight * p,
+            None => c.embedding,
+        })
+        .collect();
     let keywords = &retrieval.keywords;
     let keyword = |i: usize| found[i].keyword.unwrap_or(0.0);
     if !keywords.enabled {
-        return vector.to_vec();
+        return vector;
     }
     match fusion {
         Fusion::Weighted => (0..vector.len())
