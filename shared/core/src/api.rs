@@ -380,15 +380,11 @@ impl<I: AdapterInvoker, S: SessionStore> Api<I, S> {
             .clarify_choices()
             .iter()
             .map(|m| {
+                let mut choice = Render(&self.router).candidate(m);
                 let (_, template) = self.router.template(m);
-                json!({
-                    "datasource": m.datasource,
-                    "template_id": m.template_id,
-                    "description": template.description,
-                    "example": template.nl_examples.first(),
-                    "probability": m.probability.map(decimal),
-                    "score": decimal(m.rank_score),
-                })
+                choice["example"] = json!(template.nl_examples.first());
+                choice["probability"] = json!(m.probability.map(decimal));
+                choice
             })
             .collect();
         let listed: Vec<String> = routing
@@ -416,14 +412,9 @@ impl<I: AdapterInvoker, S: SessionStore> Api<I, S> {
             .iter()
             .take(3)
             .map(|m| {
-                let (_, template) = self.router.template(m);
-                json!({
-                    "datasource": m.datasource,
-                    "template_id": m.template_id,
-                    "description": template.description,
-                    "score": decimal(m.rank_score),
-                    "confidence": decimal(m.combined_score),
-                })
+                let mut suggestion = Render(&self.router).candidate(m);
+                suggestion["confidence"] = json!(decimal(m.combined_score));
+                suggestion
             })
             .collect();
         let best = routing.best().map(|m| m.combined_score).unwrap_or(0.0);
@@ -455,6 +446,17 @@ impl<I: AdapterInvoker, S: SessionStore> Api<I, S> {
 struct Render<'a>(&'a Router);
 
 impl Render<'_> {
+    /// A template offered to the user (a clarify choice, a no_match suggestion).
+    fn candidate(&self, m: &Match) -> Value {
+        let (_, template) = self.0.template(m);
+        json!({
+            "datasource": m.datasource,
+            "template_id": m.template_id,
+            "description": template.description,
+            "score": decimal(m.rank_score),
+        })
+    }
+
     /// Templates per datasource and the configuration in force, for allowed datasources only.
     fn stats(&self, access: &Access) -> Value {
         let index = self.0.index();

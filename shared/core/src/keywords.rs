@@ -26,10 +26,6 @@ impl TermExpansion {
         }
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.terms.is_empty()
-    }
-
     /// The normalised expansions that apply to `text`, space-separated ("" for none).
     pub fn additions(&self, text: &str) -> String {
         let padded = format!(" {} ", normalize_text(text));
