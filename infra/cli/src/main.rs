@@ -301,10 +301,13 @@ fn print_routing(routing: &Routing) {
             m.embedding_score,
             score(m.string_similarity_score),
             score(m.rerank_score),
-            if m.combined_score >= routing.threshold {
-                ""
-            } else {
-                "  (below threshold)"
+            match &m.declined_by {
+                Some(d) => format!(
+                    "  (declined: nearer the negative example \"{}\", {:.3} vs {:.3})",
+                    d.negative_example, d.similarity, d.template_similarity
+                ),
+                None if m.combined_score < routing.threshold => "  (below threshold)".to_owned(),
+                None => String::new(),
             }
         );
     }

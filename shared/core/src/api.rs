@@ -410,6 +410,7 @@ impl<I: AdapterInvoker, S: SessionStore> Api<I, S> {
         let suggestions: Vec<Value> = routing
             .matches
             .iter()
+            .filter(|m| !m.is_declined())
             .take(3)
             .map(|m| {
                 let mut suggestion = Render(&self.router).candidate(m);
@@ -543,6 +544,7 @@ impl Render<'_> {
             "description": template.description,
             "nl_examples": template.nl_examples,
             "above_threshold": m.combined_score >= routing.threshold,
+            "declined_by": m.declined_by,
             "scoring_details": self.scoring_details(routing),
         })
     }
@@ -572,7 +574,7 @@ impl Render<'_> {
             "outcome": routing.outcome,
             "clarify_choices": routing.clarify_choices().iter().map(|m| json!({"datasource": m.datasource, "template_id": m.template_id})).collect::<Vec<_>>(),
             "total_matches": routing.matches.len(),
-            "matches_above_threshold": routing.matches.iter().filter(|m| m.combined_score >= routing.threshold).count(),
+            "matches_above_threshold": routing.matches.iter().filter(|m| !m.is_declined() && m.combined_score >= routing.threshold).count(),
             "all_matches": routing.matches.iter().map(|m| self.match_json(routing, m)).collect::<Vec<_>>(),
             "routing_decision": decision,
             "configuration": {

@@ -9,7 +9,8 @@
 //! description and one for the id words, and the template's centroid (normalised mean).
 //! Candidates come from the centroids (an exact scan for small partitions, an
 //! instant-distance HNSW graph for large ones); candidates are then scored exactly on all
-//! their vectors. The body also carries the learned head (`head.rs`), and the manifest the
+//! their vectors. A partition also keeps one unit vector per negative example of its
+//! datasource. The body also carries the learned head (`head.rs`), and the manifest the
 //! automatic threshold with the confidence settings it was computed for.
 
 use std::path::{Path, PathBuf};
@@ -32,7 +33,7 @@ use crate::keywords::id_words;
 use crate::similarity::{template_similarity, PreparedQuery, TemplateTexts};
 use crate::template::{Catalog, DatasourceKind};
 
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;
 const MAGIC: &[u8; 8] = b"SWYDIDX\0";
 const CHECKSUM_LEN: usize = 32;
 
@@ -100,6 +101,8 @@ pub struct Partition {
     offsets: Vec<u32>,
     /// One unit centroid per template, row-major.
     centroids: Vec<f32>,
+    /// One unit vector per negative example of the datasource, row-major, in their order.
+    negatives: Vec<f32>,
     graph: Option<HnswMap<Centroid, u32>>,
     /// The centroids quantised to i8 for the exact scan (a quarter of the memory traffic);
     /// derived from `centroids` when the partition is built or loaded, never stored.
@@ -172,16 +175,23 @@ pub struct Index {
     pub head_training_ms: Option<f64>,
 }
 
-/// Per-template vectors of one datasource, in template order.
-pub type TemplateVectors = Vec<Vec<Vec<f32>>>;
+/// The vectors of one datasource.
+#[derive(Debug, Clone, Default)]
+pub struct DatasourceVectors {
+    /// Per template, in template order: its rows as [`template_texts`] lists them.
+    pub templates: Vec<Vec<Vec<f32>>>,
+    /// One per negative example, in their order.
+    pub negatives: Vec<Vec<f32>>,
+}
 
 impl Partition {
     fn build(
         datasource: &str,
         dimension: usize,
-        templates: &[Vec<Vec<f32>>],
+        source: &DatasourceVectors,
         config: &IndexConfig,
     ) -> Partition {
+        let templates = &source.templates;
         let mut vectors = Vec::new();
         let mut offsets = vec![0u32];
         let mut centroids = Vec::with_capacity(templates.len() * dimension);
@@ -214,6 +224,7 @@ impl Partition {
             vectors,
             offsets,
             centroids,
+            negatives: source.negatives.concat(),
             graph,
             coarse,
         }
@@ -242,13 +253,28 @@ impl Partition {
         &self.centroids[template * self.dimension..(template + 1) * self.dimension]
     }
 
+    /// Cosine of a unit query to the template's nearest text.
+    pub fn nearest_text(&self, template: usize, query: &[f32]) -> f32 {
+        self.template_rows(template)
+            .map(|row| dot(query, row))
+            .fold(f32::MIN, f32::max)
+    }
+
+    /// The datasource's negative example nearest a unit query: (its position, cosine).
+    pub fn nearest_negative(&self, query: &[f32]) -> Option<(usize, f32)> {
+        self.negatives
+            .chunks_exact(self.dimension)
+            .map(|row| dot(query, row))
+            .enumerate()
+            .fold(None, |best, (i, s)| match best {
+                Some((_, b)) if b >= s => best,
+                _ => Some((i, s)),
+            })
+    }
+
     /// The embedding score of one template for a unit query vector.
     pub fn score(&self, template: usize, query: &[f32], scoring: &TemplateScoring) -> f32 {
-        let best = || {
-            self.template_rows(template)
-                .map(|row| dot(query, row))
-                .fold(f32::MIN, f32::max)
-        };
+        let best = || self.nearest_text(template, query);
         let centroid = || dot(query, self.centroid(template));
         match scoring.method {
             TemplateScoringMethod::Max => best(),
@@ -330,21 +356,37 @@ impl Index {
         let total: usize = catalog
             .datasources
             .iter()
-            .flat_map(|d| &d.templates)
-            .map(|t| template_texts(t).len())
+            .map(|d| {
+                d.spec.negative_examples.len()
+                    + d.templates
+                        .iter()
+                        .map(|t| template_texts(t).len())
+                        .sum::<usize>()
+            })
             .sum();
         let mut done = 0;
-        let mut vectors: Vec<TemplateVectors> = Vec::with_capacity(catalog.datasources.len());
+        let mut vectors = Vec::with_capacity(catalog.datasources.len());
         for datasource in &catalog.datasources {
-            let mut per_template = Vec::with_capacity(datasource.templates.len());
+            let mut source = DatasourceVectors::default();
             for template in &datasource.templates {
                 let texts = template_texts(template);
                 let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
-                per_template.push(embedder.embed(&texts)?);
+                source.templates.push(embedder.embed(&texts)?);
                 done += texts.len();
                 progress(done, total);
             }
-            vectors.push(per_template);
+            let negatives: Vec<&str> = datasource
+                .spec
+                .negative_examples
+                .iter()
+                .map(String::as_str)
+                .collect();
+            if !negatives.is_empty() {
+                source.negatives = embedder.embed(&negatives)?;
+                done += negatives.len();
+                progress(done, total);
+            }
+            vectors.push(source);
         }
         Ok(Index::from_vectors(
             catalog,
@@ -355,12 +397,11 @@ impl Index {
         ))
     }
 
-    /// Build from vectors already computed: `vectors[d][t]` are the rows of template `t`
-    /// of datasource `d` (as [`template_texts`] lists them). Used by [`Index::build`] and
-    /// by benchmarks on synthetic data.
+    /// Build from vectors already computed, one [`DatasourceVectors`] per datasource.
+    /// Used by [`Index::build`] and by benchmarks on synthetic data.
     pub fn from_vectors(
         catalog: Catalog,
-        vectors: Vec<TemplateVectors>,
+        vectors: Vec<DatasourceVectors>,
         model_id: &str,
         dimension: usize,
         full_config: &Config,
@@ -370,8 +411,8 @@ impl Index {
             .datasources
             .iter()
             .zip(&vectors)
-            .map(|(datasource, templates)| {
-                Partition::build(datasource.name(), dimension, templates, config)
+            .map(|(datasource, source)| {
+                Partition::build(datasource.name(), dimension, source, config)
             })
             .collect();
         let manifest = Manifest {
@@ -672,6 +713,8 @@ impl Index {
                         && p.dimension == manifest.dimension
                         && p.vectors.len() % manifest.dimension.max(1) == 0
                         && p.centroids.len() == p.template_count() * manifest.dimension
+                        && p.negatives.len()
+                            == d.spec.negative_examples.len() * manifest.dimension
                         && p.offsets
                             .last()
                             .is_some_and(|&n| n as usize == p.vector_count())

@@ -86,8 +86,16 @@ impl RerankStage {
         if !settings.enabled || routing.matches.is_empty() {
             return;
         }
-        let gap = match &routing.matches[..] {
-            [first, second, ..] => first.rank_score - second.rank_score,
+        // Declined matches come last and are never chosen: only the others compete.
+        let open: Vec<f32> = routing
+            .matches
+            .iter()
+            .take_while(|m| !m.is_declined())
+            .take(2)
+            .map(|m| m.rank_score)
+            .collect();
+        let gap = match open[..] {
+            [first, second] => first - second,
             _ => f32::INFINITY,
         };
         if gap >= settings.margin {

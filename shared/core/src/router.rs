@@ -117,6 +117,27 @@ pub struct Match {
     /// temperature fitted on held-out examples).
     #[serde(serialize_with = "serialize_decimal_option")]
     pub probability: Option<f32>,
+    /// Set when the query is nearer one of the datasource's negative examples than to any
+    /// of this template's texts: the template is then never selected.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub declined_by: Option<Declined>,
+}
+
+impl Match {
+    pub fn is_declined(&self) -> bool {
+        self.declined_by.is_some()
+    }
+}
+
+/// The negative example that ruled a match out, and the two cosines compared.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Declined {
+    pub negative_example: String,
+    #[serde(serialize_with = "serialize_decimal")]
+    pub similarity: f32,
+    /// Cosine to the template's nearest own text (an example, the description, id words).
+    #[serde(serialize_with = "serialize_decimal")]
+    pub template_similarity: f32,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -215,14 +236,17 @@ impl Routing {
             (Outcome::Execute, _) => "highest_ranked_confidence_above_threshold",
             (Outcome::Clarify, _) => "close_candidates_from_different_templates",
             (Outcome::NoMatch, true) => "no_templates_searched",
+            (Outcome::NoMatch, false) if self.matches[0].is_declined() => {
+                "nearer_a_negative_example_than_any_template"
+            }
             (Outcome::NoMatch, false) => "best_confidence_below_threshold",
         }
     }
 }
 
-/// (datasource position, its (template position, learned probability, keyword score,
-/// embedding score) candidates, milliseconds taken).
-type PartitionResult = (usize, Vec<Candidate>, f64);
+/// (datasource position, its candidates, its nearest negative example (position, cosine),
+/// milliseconds taken).
+type PartitionResult = (usize, Vec<Candidate>, Option<(usize, f32)>, f64);
 
 #[derive(Debug, Clone, Copy)]
 struct Candidate {
@@ -425,7 +449,8 @@ impl Router {
         let search_one = |&d: &usize| {
             let began = Instant::now();
             let found = self.candidates(d, vector, learned.as_ref(), keyword_scores.as_deref());
-            (d, found, ms_since(began))
+            let negative = self.index.partitions[d].nearest_negative(vector);
+            (d, found, negative, ms_since(began))
         };
         let searched: Vec<PartitionResult> = if retrieval.parallel_search {
             allowed.par_iter().map(search_one).collect()
@@ -434,7 +459,7 @@ impl Router {
         };
         let mut timed_out = Vec::new();
         let mut matches = Vec::new();
-        for (d, found, took_ms) in searched {
+        for (d, found, negative, took_ms) in searched {
             let partition = &self.index.partitions[d];
             if took_ms > budget_ms {
                 tracing::warn!(datasource = %partition.datasource, took_ms, budget_ms, "partition search overran its budget; left out");
@@ -443,6 +468,14 @@ impl Router {
             }
             let datasource = &self.index.catalog.datasources[d];
             for c in found {
+                let declined_by = negative.and_then(|(n, similarity)| {
+                    let template_similarity = partition.nearest_text(c.template, vector);
+                    (similarity >= template_similarity).then(|| Declined {
+                        negative_example: datasource.spec.negative_examples[n].clone(),
+                        similarity,
+                        template_similarity,
+                    })
+                });
                 matches.push(Match {
                     datasource: partition.datasource.clone(),
                     template_id: datasource.templates[c.template].id.clone(),
@@ -457,6 +490,7 @@ impl Router {
                     rank_score: c.fused,
                     combined_score: c.embedding,
                     probability: c.probability,
+                    declined_by,
                 });
             }
         }
@@ -632,9 +666,11 @@ impl Router {
                     0.0
                 };
         }
+        // Declined matches go last: they stay visible in the metadata but are never chosen.
         routing.matches.sort_by(|a, b| {
-            b.rank_score
-                .total_cmp(&a.rank_score)
+            a.is_declined()
+                .cmp(&b.is_declined())
+                .then(b.rank_score.total_cmp(&a.rank_score))
                 .then(b.embedding_score.total_cmp(&a.embedding_score))
                 .then(a.datasource_position.cmp(&b.datasource_position))
                 .then(a.template_position.cmp(&b.template_position))
@@ -643,7 +679,7 @@ impl Router {
         routing.selected = routing
             .matches
             .first()
-            .filter(|m| m.combined_score >= routing.threshold)
+            .filter(|m| !m.is_declined() && m.combined_score >= routing.threshold)
             .map(|_| 0);
         let clarify = &retrieval.clarify;
         let close = routing.matches.first().map_or(0, |top| {
@@ -651,7 +687,7 @@ impl Router {
                 .matches
                 .iter()
                 .take(clarify.choices)
-                .take_while(|m| top.rank_score - m.rank_score < clarify.margin)
+                .take_while(|m| !m.is_declined() && top.rank_score - m.rank_score < clarify.margin)
                 .count()
         });
         // Only the learned ranking is calibrated: its margin means the same on every query.
@@ -669,6 +705,7 @@ impl Router {
         routing
             .matches
             .iter()
+            .take_while(|m| !m.is_declined())
             .take(top)
             .map(|m| {
                 let (datasource, template) = self.template(m);

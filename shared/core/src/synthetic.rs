@@ -4,7 +4,7 @@
 
 use crate::config::Config;
 use crate::embed::normalize;
-use crate::index::{Index, TemplateVectors};
+use crate::index::{DatasourceVectors, Index};
 use crate::template::{Catalog, Datasource, DatasourceKind, DatasourceSpec, Limits, Template};
 
 /// A small deterministic generator (xorshift64*), so synthetic catalogs are reproducible.
@@ -65,7 +65,7 @@ pub fn synthetic_index(
     let mut catalog = Catalog {
         datasources: Vec::new(),
     };
-    let mut vectors: Vec<TemplateVectors> = Vec::new();
+    let mut vectors = Vec::new();
     for d in 0..datasources {
         let count = per_source.min(templates - d * per_source);
         let mut spec_templates = Vec::with_capacity(count);
@@ -100,10 +100,14 @@ pub fn synthetic_index(
                 limits: Limits::default(),
                 allowed_hosts: Vec::new(),
                 function_name: None,
+                negative_examples: Vec::new(),
             },
             templates: spec_templates,
         });
-        vectors.push(spec_vectors);
+        vectors.push(DatasourceVectors {
+            templates: spec_vectors,
+            negatives: Vec::new(),
+        });
     }
     Index::from_vectors(
         catalog,

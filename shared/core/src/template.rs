@@ -61,6 +61,10 @@ pub struct DatasourceSpec {
     /// `SWITCHYARD_ADAPTER_FUNCTION_<NAME>` variable overrides it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub function_name: Option<String>,
+    /// Questions this datasource does not answer, though they sound like it might. A query
+    /// nearer one of these than to a template's own texts is not routed to that template.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub negative_examples: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -358,6 +362,18 @@ fn load_datasource(folder: &Path, seen_ids: &mut HashMap<String, PathBuf>) -> Re
             &spec_path,
             None,
             "description",
+            "must not be empty",
+        ));
+    }
+    if let Some(position) = spec
+        .negative_examples
+        .iter()
+        .position(|e| e.trim().is_empty())
+    {
+        return Err(Error::template(
+            &spec_path,
+            None,
+            format!("negative_examples[{position}]"),
             "must not be empty",
         ));
     }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use switchyard_core::config::{Config, IndexConfig, TemplateScoring, TemplateScoringMethod};
 use switchyard_core::embed::{normalize, Embedder};
-use switchyard_core::index::{load_or_build, Index};
+use switchyard_core::index::{load_or_build, DatasourceVectors, Index};
 use switchyard_core::router::Router;
 use switchyard_core::template::Catalog;
 
@@ -217,7 +217,10 @@ fn graph_search_finds_what_an_exact_scan_finds() {
         ("big/templates.yaml", &format!("templates:\n{yaml}")),
     ]);
     let catalog = Catalog::load(dir.path()).unwrap();
-    let vectors = vec![clustered_vectors(templates, 3, dimension, 7)];
+    let vectors = vec![DatasourceVectors {
+        templates: clustered_vectors(templates, 3, dimension, 7),
+        negatives: Vec::new(),
+    }];
     let with_index = |index: IndexConfig| Config {
         index,
         ..Config::default()

@@ -138,6 +138,21 @@ fn empty_nl_examples_are_refused() {
 }
 
 #[test]
+fn empty_negative_examples_are_refused() {
+    let message = load_error(&[
+        (
+            "hr/datasource.yaml",
+            &format!("{HR_DATASOURCE}negative_examples: [How many people work at Google?, '  ']\n"),
+        ),
+        ("hr/templates.yaml", HR_TEMPLATES),
+    ]);
+    assert_names(
+        &message,
+        &["hr/datasource.yaml", "negative_examples[1]", "must not be empty"],
+    );
+}
+
+#[test]
 fn bad_regex_names_the_pattern() {
     let message = load_error(&[
         ("assistant/datasource.yaml", ASSISTANT_DATASOURCE),
