@@ -40,6 +40,31 @@ fn route_selects_hr_and_tools_on_the_demo_catalog() {
         report["routing_decision"]["would_route_to"], "ev",
         "{report:#}"
     );
+
+    // The tools datasource's negative examples keep a sports question off the clock.
+    let report = json(&run_ok(switchyard(cache.path()).args([
+        "route",
+        "who won the football game yesterday",
+        "--json",
+    ])));
+    assert!(
+        report["routing_decision"]["would_route_to"].is_null(),
+        "{report:#}"
+    );
+    assert_eq!(
+        report["routing_decision"]["reason"], "declined_by_negative_example",
+        "{report:#}"
+    );
+    let clock = report["all_matches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["template_id"] == "datetime_now")
+        .expect("datetime_now is a candidate");
+    assert_eq!(
+        clock["declined_by"]["negative_example"], "Who won the match last night?",
+        "{report:#}"
+    );
 }
 
 #[test]

@@ -713,8 +713,7 @@ impl Index {
                         && p.dimension == manifest.dimension
                         && p.vectors.len() % manifest.dimension.max(1) == 0
                         && p.centroids.len() == p.template_count() * manifest.dimension
-                        && p.negatives.len()
-                            == d.spec.negative_examples.len() * manifest.dimension
+                        && p.negatives.len() == d.spec.negative_examples.len() * manifest.dimension
                         && p.offsets
                             .last()
                             .is_some_and(|&n| n as usize == p.vector_count())

@@ -215,8 +215,9 @@ pub struct Routing {
 }
 
 impl Routing {
+    /// The highest-ranked match that may be chosen (declined matches never are).
     pub fn best(&self) -> Option<&Match> {
-        self.matches.first()
+        self.matches.first().filter(|m| !m.is_declined())
     }
 
     pub fn selected_match(&self) -> Option<&Match> {
@@ -236,8 +237,14 @@ impl Routing {
             (Outcome::Execute, _) => "highest_ranked_confidence_above_threshold",
             (Outcome::Clarify, _) => "close_candidates_from_different_templates",
             (Outcome::NoMatch, true) => "no_templates_searched",
-            (Outcome::NoMatch, false) if self.matches[0].is_declined() => {
-                "nearer_a_negative_example_than_any_template"
+            // A template cleared the threshold but its datasource's negative example was nearer.
+            (Outcome::NoMatch, false)
+                if self
+                    .matches
+                    .iter()
+                    .any(|m| m.is_declined() && m.combined_score >= self.threshold) =>
+            {
+                "declined_by_negative_example"
             }
             (Outcome::NoMatch, false) => "best_confidence_below_threshold",
         }

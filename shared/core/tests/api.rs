@@ -835,7 +835,10 @@ fn negative_examples_decline_their_datasource() {
     // Without negative examples, the question about another company goes to hr.
     let plain = small_router(Config::default());
     let routing = plain.route(question, &Access::All).unwrap();
-    assert_eq!(routing.best().unwrap().template_id, "employees_by_department");
+    assert_eq!(
+        routing.best().unwrap().template_id,
+        "employees_by_department"
+    );
     assert!(routing.matches.iter().all(|m| m.declined_by.is_none()));
 
     // With them, hr's templates are declined (and survive the artifact's round trip).
@@ -844,17 +847,35 @@ fn negative_examples_decline_their_datasource() {
     let index = Index::from_bytes(&bytes, "test").unwrap();
     let router = Router::new(index, Config::default(), common::embedder(), "test").unwrap();
     let routing = router.route(question, &Access::All).unwrap();
-    let hr: Vec<_> = routing.matches.iter().filter(|m| m.datasource == "hr").collect();
+    let hr: Vec<_> = routing
+        .matches
+        .iter()
+        .filter(|m| m.datasource == "hr")
+        .collect();
     assert!(!hr.is_empty());
     for m in &hr {
         let declined = m.declined_by.as_ref().expect("hr is declined");
-        assert_eq!(declined.negative_example, "How many employees does Google have?");
+        assert_eq!(
+            declined.negative_example,
+            "How many employees does Google have?"
+        );
         assert!(declined.similarity >= declined.template_similarity);
     }
-    assert!(routing.selected_match().is_none_or(|m| m.datasource != "hr"), "{routing:?}");
+    assert!(
+        routing
+            .selected_match()
+            .is_none_or(|m| m.datasource != "hr"),
+        "{routing:?}"
+    );
     // Declined matches are listed last, never offered as suggestions.
-    let first_declined = routing.matches.iter().position(|m| m.is_declined()).unwrap();
-    assert!(routing.matches[first_declined..].iter().all(|m| m.is_declined()));
+    let first_declined = routing
+        .matches
+        .iter()
+        .position(|m| m.is_declined())
+        .unwrap();
+    assert!(routing.matches[first_declined..]
+        .iter()
+        .all(|m| m.is_declined()));
 
     // The datasource's own questions still route to it.
     let routing = router
@@ -868,7 +889,13 @@ fn negative_examples_decline_their_datasource() {
     let sessions = MemorySessionStore::new(Config::default().sessions.clone());
     let invoker = IntentInvoker::new(router.index().catalog.clone());
     let api = Api::new(router, invoker, sessions);
-    let report = call(&api, "POST", "/v1/route", &format!(r#"{{"query": "{question}"}}"#)).body;
+    let report = call(
+        &api,
+        "POST",
+        "/v1/route",
+        &format!(r#"{{"query": "{question}"}}"#),
+    )
+    .body;
     let declined: Vec<&Value> = report["all_matches"]
         .as_array()
         .unwrap()
@@ -878,14 +905,22 @@ fn negative_examples_decline_their_datasource() {
     assert!(!declined.is_empty(), "{report}");
     for m in declined {
         assert_eq!(
-            m["declined_by"]["negative_example"],
-            "How many employees does Google have?",
+            m["declined_by"]["negative_example"], "How many employees does Google have?",
             "{report}"
         );
     }
-    let answer = call(&api, "POST", "/v1/query", &format!(r#"{{"query": "{question}"}}"#)).body;
+    let answer = call(
+        &api,
+        "POST",
+        "/v1/query",
+        &format!(r#"{{"query": "{question}"}}"#),
+    )
+    .body;
     if answer["status"] == "no_match" {
         let suggestions = answer["suggestions"].as_array().unwrap();
-        assert!(suggestions.iter().all(|s| s["datasource"] != "hr"), "{answer}");
+        assert!(
+            suggestions.iter().all(|s| s["datasource"] != "hr"),
+            "{answer}"
+        );
     }
 }

@@ -148,7 +148,11 @@ fn empty_negative_examples_are_refused() {
     ]);
     assert_names(
         &message,
-        &["hr/datasource.yaml", "negative_examples[1]", "must not be empty"],
+        &[
+            "hr/datasource.yaml",
+            "negative_examples[1]",
+            "must not be empty",
+        ],
     );
 }
 
