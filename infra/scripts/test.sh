@@ -4,6 +4,11 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 # A one-off build gains nothing from incremental caches; they would double the target's size.
 if [ "${CI:-}" = true ]; then export CARGO_INCREMENTAL=0; fi
+# A build, the Python tools and the model take about 4 GB; a full disk shows up as a linker crash.
+free_kb=$(df -Pk . | awk 'NR == 2 {print $4}')
+if [ "${free_kb:-0}" -lt 5000000 ]; then
+  echo "test.sh: warning: only $((free_kb / 1024)) MB free here; the build and tools need about 4 GB" >&2
+fi
 
 ./infra/scripts/fetch-model.sh
 cargo fmt --all -- --check
