@@ -251,9 +251,11 @@ pub struct IndexConfig {
 #[serde(deny_unknown_fields)]
 pub struct LearnedHeadConfig {
     pub enabled: bool,
-    /// Larger catalogs skip the head (training grows with templates × texts) and rank on
-    /// centroid similarity.
+    /// Larger catalogs skip the head and rank on centroid similarity.
     pub max_templates: usize,
+    /// In a catalog of more templates than `rivals + 1`, each text is trained against its
+    /// own template and the `rivals` with the nearest centroids only.
+    pub rivals: usize,
     pub epochs: usize,
     pub learning_rate: f32,
     /// λ in (λ/2)‖M − I‖²: how far the metric may move from plain cosine.
@@ -440,6 +442,7 @@ impl Config {
         }
         let head = &self.index.learned_head;
         if head.epochs == 0
+            || head.rivals == 0
             || !(head.learning_rate > 0.0
                 && head.scale > 0.0
                 && head.l2 >= 0.0
@@ -447,7 +450,7 @@ impl Config {
         {
             return fail(
                 "index.learned_head",
-                "epochs, learning_rate and scale must be above 0; l2 and description_weight at least 0",
+                "epochs, rivals, learning_rate and scale must be above 0; l2 and description_weight at least 0",
             );
         }
         if self.embedding.batch_size == 0 {
@@ -700,5 +703,12 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(message.contains("index.learned_head"), "{message}");
+        let message = Config::load(
+            None,
+            env(&[("SWITCHYARD__INDEX__LEARNED_HEAD__RIVALS", "0")]),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(message.contains("rivals"), "{message}");
     }
 }
