@@ -9,9 +9,8 @@
 //! `rivals + 1` templates, a row's softmax runs over its own template and the `rivals`
 //! templates whose centroids are nearest that template's (the ones it could be confused
 //! with), so training grows with templates × rivals rather than templates². Nothing is
-//! random, and every sum
-//! runs in a fixed order (rayon splits only over output rows), so the same input gives the
-//! same bytes. What is stored is `W = s·C·Mᵀ` (templates × dimension) and `b`: at query
+//! random, and every sum runs in a fixed order (rayon splits only over output rows), so
+//! the same input gives the same bytes. What is stored is `W = s·C·Mᵀ` (templates × dimension) and `b`: at query
 //! time the logits are one matrix-vector product.
 //!
 //! The method and its measurements: `infra/research/README.md`.
@@ -67,14 +66,16 @@ impl Head {
         held_out: Option<(&TrainingSet<'_>, &[f32], &[u32])>,
         config: &LearnedHeadConfig,
     ) -> Head {
+        // Both trainings share the centroids, hence the competitors.
+        let competing = competitors(set.centroids, set.dimension, config.rivals);
         let temperature = match held_out {
             Some((without, vectors, labels)) if !labels.is_empty() => {
-                let probe = fit(without, config);
+                let probe = fit(without, &competing, config);
                 fit_temperature(&probe, vectors, labels)
             }
             _ => 1.0,
         };
-        let mut head = fit(set, config);
+        let mut head = fit(set, &competing, config);
         head.temperature = temperature;
         head
     }
@@ -119,11 +120,11 @@ fn competitors(centroids: &[f32], d: usize, rivals: usize) -> Vec<Vec<u32>> {
         .collect()
 }
 
-fn fit(set: &TrainingSet<'_>, config: &LearnedHeadConfig) -> Head {
+/// Train on `set`, each row against its template's `competing` list.
+fn fit(set: &TrainingSet<'_>, competing: &[Vec<u32>], config: &LearnedHeadConfig) -> Head {
     let d = set.dimension;
     let n = set.labels.len();
     let templates = set.centroids.len() / d;
-    let competing = competitors(set.centroids, d, config.rivals);
     // Every row is scored against the same number of templates.
     let width = competing.first().map_or(0, Vec::len);
     let scale = config.scale;
@@ -310,6 +311,14 @@ mod tests {
         }
     }
 
+    fn fit_all(set: &TrainingSet<'_>, config: &LearnedHeadConfig) -> Head {
+        fit(
+            set,
+            &competitors(set.centroids, set.dimension, config.rivals),
+            config,
+        )
+    }
+
     fn unit(v: [f32; 4]) -> Vec<f32> {
         let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
         v.iter().map(|x| x / n).collect()
@@ -335,8 +344,8 @@ mod tests {
             centroids: &centroids,
         };
         let query = unit([1.0, 0.0, 0.2, 0.0]);
-        let untrained = fit(&set, &config(0));
-        let trained = fit(&set, &config(50));
+        let untrained = fit_all(&set, &config(0));
+        let trained = fit_all(&set, &config(50));
         let margin = |head: &Head| {
             let l = head.logits(&query, 0..2);
             l[0] - l[1]
@@ -349,13 +358,13 @@ mod tests {
             margin(&trained),
             margin(&untrained)
         );
-        assert_eq!(trained, fit(&set, &config(50)));
+        assert_eq!(trained, fit_all(&set, &config(50)));
         // Two templates with one rival each is still the full softmax: the same bytes.
         let one_rival = LearnedHeadConfig {
             rivals: 1,
             ..config(50)
         };
-        assert_eq!(trained, fit(&set, &one_rival));
+        assert_eq!(trained, fit_all(&set, &one_rival));
     }
 
     #[test]
@@ -391,9 +400,9 @@ mod tests {
             rivals: 1,
             ..config(50)
         };
-        let head = fit(&set, &sampled);
-        assert_eq!(head, fit(&set, &sampled));
-        assert_ne!(head, fit(&set, &config(50)));
+        let head = fit_all(&set, &sampled);
+        assert_eq!(head, fit_all(&set, &sampled));
+        assert_ne!(head, fit_all(&set, &config(50)));
         // Each row's own template still wins.
         for (t, row) in rows.chunks_exact(4).enumerate() {
             let logits = head.logits(row, 0..4);
