@@ -1,0 +1,170 @@
+//! Golden files: `/v1/query`, `/v1/route`, `/v1/stats` and `/v1/health` answer the demo
+//! questions with the same JSON as when the files were written. Volatile values (request
+//! ids, timings, build times, today's date) are masked; scores compare within 1e-5.
+//!
+//! `SWITCHYARD_BLESS=1 cargo test -p switchyard-e2e --test golden` rewrites the files after
+//! an intended change of the wire format.
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Stdio};
+
+use serde_json::{json, Value};
+use switchyard_e2e::{repo_root, switchyard};
+
+struct Server {
+    child: Child,
+    base: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start(cache: &std::path::Path) -> Server {
+    let mut child = switchyard(cache)
+        .args(["--templates", "templates/demo", "serve", "--port", "0"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("serve starts");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let base = line
+        .trim()
+        .strip_prefix("switchyard listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
+        .to_owned();
+    Server { child, base }
+}
+
+/// Fields whose values change from run to run (or day to day).
+const VOLATILE: [&str; 6] = [
+    "request_id",
+    "timings_ms",
+    "execution_time_ms",
+    "built_at",
+    "index_built_at",
+    "session_id",
+];
+
+fn mask(value: &mut Value) {
+    match value {
+        Value::Object(object) => {
+            for (key, value) in object.iter_mut() {
+                if VOLATILE.contains(&key.as_str()) {
+                    *value = json!("<masked>");
+                } else {
+                    mask(value);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(mask),
+        _ => {}
+    }
+}
+
+/// The differences between `expected` and `actual` (numbers within 1e-5), by JSON path.
+fn differences(path: &str, expected: &Value, actual: &Value, out: &mut Vec<String>) {
+    match (expected, actual) {
+        (Value::Number(a), Value::Number(b)) => {
+            let (a, b) = (a.as_f64().unwrap(), b.as_f64().unwrap());
+            if (a - b).abs() > 1e-5 {
+                out.push(format!("{path}: expected {a}, got {b}"));
+            }
+        }
+        (Value::Object(a), Value::Object(b)) => {
+            for key in a.keys().chain(b.keys().filter(|k| !a.contains_key(*k))) {
+                let (x, y) = (a.get(key), b.get(key));
+                match (x, y) {
+                    (Some(x), Some(y)) => differences(&format!("{path}.{key}"), x, y, out),
+                    _ => out.push(format!("{path}.{key}: expected {x:?}, got {y:?}")),
+                }
+            }
+        }
+        (Value::Array(a), Value::Array(b)) if a.len() == b.len() => {
+            for (i, (x, y)) in a.iter().zip(b).enumerate() {
+                differences(&format!("{path}[{i}]"), x, y, out);
+            }
+        }
+        _ if expected == actual => {}
+        _ => out.push(format!("{path}: expected {expected}, got {actual}")),
+    }
+}
+
+fn golden_file() -> PathBuf {
+    repo_root().join("tests/data/golden/demo.json")
+}
+
+/// The demo questions, except those whose answer depends on today's date.
+fn questions() -> Vec<String> {
+    let text = std::fs::read_to_string(repo_root().join("tests/data/demo/queries.jsonl")).unwrap();
+    let mut questions: Vec<String> = text
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .filter(|q| q["intent"] != "datetime_now" && q["intent"] != "datetime_day_of_week")
+        .map(|q| q["text"].as_str().unwrap().to_owned())
+        .collect();
+    // A clarify answer and a hostile question.
+    questions.push("What is the weather".to_owned());
+    questions.push("How many employees work in Engineering'; DROP TABLE employees; --".to_owned());
+    questions
+}
+
+#[test]
+fn demo_answers_match_the_golden_file() {
+    let cache = tempfile::tempdir().unwrap();
+    let server = start(cache.path());
+    let client = reqwest::blocking::Client::new();
+    let call = |method: &str, path: &str, body: Option<Value>| {
+        let url = format!("{}{path}", server.base);
+        let request = match body {
+            Some(body) => client.post(url).json(&body),
+            None if method == "GET" => client.get(url),
+            None => unreachable!("POSTs carry a body"),
+        };
+        let response = request.send().unwrap();
+        let status = response.status().as_u16();
+        let mut body: Value = response.json().unwrap();
+        mask(&mut body);
+        json!({ "status": status, "body": body })
+    };
+    let mut actual = serde_json::Map::new();
+    actual.insert("GET /v1/health".into(), call("GET", "/v1/health", None));
+    actual.insert("GET /v1/stats".into(), call("GET", "/v1/stats", None));
+    for question in questions() {
+        let body = json!({ "query": question });
+        actual.insert(
+            format!("POST /v1/route {question}"),
+            call("POST", "/v1/route", Some(body.clone())),
+        );
+        actual.insert(
+            format!("POST /v1/query {question}"),
+            call("POST", "/v1/query", Some(body)),
+        );
+    }
+    let actual = Value::Object(actual);
+    if std::env::var_os("SWITCHYARD_BLESS").is_some() {
+        std::fs::write(
+            golden_file(),
+            serde_json::to_string_pretty(&actual).unwrap() + "\n",
+        )
+        .unwrap();
+        return;
+    }
+    let expected: Value =
+        serde_json::from_str(&std::fs::read_to_string(golden_file()).unwrap()).unwrap();
+    let mut out = Vec::new();
+    differences("", &expected, &actual, &mut out);
+    assert!(
+        out.is_empty(),
+        "{} differences from {}:\n{}",
+        out.len(),
+        golden_file().display(),
+        out.iter().take(40).cloned().collect::<Vec<_>>().join("\n")
+    );
+}
