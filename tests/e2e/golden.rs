@@ -2,6 +2,9 @@
 //! questions with the same JSON as when the files were written. Volatile values (request
 //! ids, timings, build times, today's date) are masked; scores compare within 1e-5.
 //!
+//! Every answer (and a few refusals) also validates against the OpenAPI document the
+//! server publishes at `/v1/openapi.json`.
+//!
 //! `SWITCHYARD_BLESS=1 cargo test -p switchyard-e2e --test golden` rewrites the files after
 //! an intended change of the wire format.
 
@@ -96,6 +99,35 @@ fn differences(path: &str, expected: &Value, actual: &Value, out: &mut Vec<Strin
     }
 }
 
+/// `body` is what the document says `method path` answers with `status` (unknown paths:
+/// the error shape).
+fn check_schema(document: &Value, method: &str, path: &str, status: u16, body: &Value) {
+    let operation = &document["paths"][path][method];
+    let schema = if operation.is_object() {
+        let response = &operation["responses"][status.to_string()];
+        assert!(
+            response.is_object(),
+            "{method} {path}: {status} is not documented"
+        );
+        response["content"]["application/json"]["schema"].clone()
+    } else {
+        json!({"$ref": "#/components/schemas/ErrorBody"})
+    };
+    // The response schema, resolved against the whole document.
+    let mut root = document.clone();
+    root["allOf"] = json!([schema]);
+    let validator = jsonschema::validator_for(&root).expect("the document is a schema");
+    let errors: Vec<String> = validator
+        .iter_errors(body)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "{method} {path} ({status}) does not match the document:\n{}",
+        errors.join("\n")
+    );
+}
+
 fn golden_file() -> PathBuf {
     repo_root().join("tests/data/golden/demo.json")
 }
@@ -120,16 +152,19 @@ fn demo_answers_match_the_golden_file() {
     let cache = tempfile::tempdir().unwrap();
     let server = start(cache.path());
     let client = reqwest::blocking::Client::new();
+    let answers = std::cell::RefCell::new(Vec::new());
     let call = |method: &str, path: &str, body: Option<Value>| {
         let url = format!("{}{path}", server.base);
         let request = match body {
-            Some(body) => client.post(url).json(&body),
-            None if method == "GET" => client.get(url),
-            None => unreachable!("POSTs carry a body"),
+            Some(body) => client.post(url).body(body.to_string()),
+            None => client.get(url),
         };
         let response = request.send().unwrap();
         let status = response.status().as_u16();
         let mut body: Value = response.json().unwrap();
+        answers
+            .borrow_mut()
+            .push((method.to_lowercase(), path.to_owned(), status, body.clone()));
         mask(&mut body);
         json!({ "status": status, "body": body })
     };
@@ -148,6 +183,23 @@ fn demo_answers_match_the_golden_file() {
         );
     }
     let actual = Value::Object(actual);
+    // Refusals are described too.
+    call("POST", "/v1/query", Some(json!("not an object")));
+    call(
+        "POST",
+        "/v1/route",
+        Some(json!({"query": "hi", "limit": 3})),
+    );
+    call("GET", "/v1/nothing", None);
+    let document = client
+        .get(format!("{}/v1/openapi.json", server.base))
+        .send()
+        .unwrap()
+        .json::<Value>()
+        .unwrap();
+    for (method, path, status, body) in answers.borrow().iter() {
+        check_schema(&document, method, path, *status, body);
+    }
     if std::env::var_os("SWITCHYARD_BLESS").is_some() {
         std::fs::write(
             golden_file(),

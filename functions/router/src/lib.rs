@@ -1,26 +1,24 @@
 //! The router Lambda's parts, kept out of `main` so tests drive them against emulators:
 //! [`Settings`] from the environment, [`cold_start`] (index from S3 or a file, checked;
-//! the model; the stores; the adapter invoker), and [`handle`] (an API Gateway HTTP API
-//! event through the transport-independent API).
+//! the model; the stores; the adapter invoker), [`app`] (the HTTP app `switchyard serve`
+//! runs too) and [`handle`] (an API Gateway HTTP API event through it).
 
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
-use lambda_http::request::RequestContext;
-use lambda_http::{Body, Request, RequestExt, Response};
-use serde_json::{Map, Value};
+use lambda_http::{Body, Request, Response};
 use switchyard_aws::{DynamoRerankCache, DynamoSessionStore, LambdaInvoker, S3IndexStore};
-use switchyard_core::api::{Api, ApiRequest};
-use switchyard_core::auth::Identity;
 use switchyard_core::config::Config;
 use switchyard_core::embed::{Embedder, MiniLmEmbedder};
 use switchyard_core::index::{FileIndexSource, Index, IndexSource};
 use switchyard_core::rerank::RerankStage;
 use switchyard_core::rerank_cache::{MemoryRerankCache, RerankCache};
 use switchyard_core::router::Router;
+use switchyard_core::service::Service;
 use switchyard_core::session::{MemorySessionStore, SessionStore, Turn};
 use switchyard_core::{Error, Result};
+use tower::ServiceExt;
 
 /// Where the router's parts live, from the environment.
 #[derive(Debug, Clone, PartialEq)]
@@ -87,7 +85,7 @@ impl SessionStore for Sessions {
     }
 }
 
-pub type RouterApi = Api<LambdaInvoker, Sessions>;
+pub type RouterService = Service<LambdaInvoker, Sessions>;
 
 /// How long each part of the cold start took, in milliseconds.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -115,7 +113,7 @@ pub async fn cold_start(
     config: Config,
     clients: Clients,
     variable: impl Fn(&str) -> Option<String>,
-) -> Result<(RouterApi, ColdStart)> {
+) -> Result<(RouterService, ColdStart)> {
     let started = Instant::now();
     let (origin, bytes) = match &settings.index {
         IndexLocation::S3 { bucket, prefix } => {
@@ -164,86 +162,27 @@ pub async fn cold_start(
         model_ms,
         total_ms: ms_since(started),
     };
-    let mut api = Api::new(router, invoker, sessions);
+    let mut service = Service::new(router, invoker, sessions);
     if let Some(stage) = rerank {
-        api = api.with_rerank(stage);
+        service = service.with_rerank(stage);
     }
-    Ok((api, report))
+    Ok((service, report))
 }
 
 fn ms_since(start: Instant) -> f64 {
     start.elapsed().as_secs_f64() * 1000.0
 }
 
-/// Who is calling: the `x-api-key` header and the JWT authorizer's claims.
-pub fn identity(event: &Request) -> Identity {
-    let api_key = event
-        .headers()
-        .get("x-api-key")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
-    let claims = match event.request_context_ref() {
-        Some(RequestContext::ApiGatewayV2(context)) => context
-            .authorizer
-            .as_ref()
-            .and_then(|a| a.jwt.as_ref())
-            .map(|jwt| {
-                jwt.claims
-                    .iter()
-                    .map(|(k, v)| (k.clone(), Value::String(v.clone())))
-                    .collect::<Map<String, Value>>()
-            }),
-        _ => None,
-    };
-    Identity { api_key, claims }
+/// The router's HTTP app: the same one `switchyard serve` runs.
+pub fn app(service: RouterService) -> axum::Router {
+    switchyard_http::app(Arc::new(service))
 }
 
-/// Turn an API Gateway request into the API's request, and its answer into a response.
-pub async fn handle(api: &RouterApi, event: Request) -> Response<Body> {
-    let body = match event.body() {
-        Body::Empty => Vec::new(),
-        Body::Text(text) => text.as_bytes().to_vec(),
-        Body::Binary(bytes) => bytes.clone(),
-        _ => Vec::new(),
+/// One API Gateway event through the app, answered as API Gateway expects it.
+pub async fn handle(app: axum::Router, event: Request) -> Response<Body> {
+    let response = match app.oneshot(event).await {
+        Ok(response) => response,
+        Err(never) => match never {},
     };
-    let started = Instant::now();
-    let answer = api
-        .handle(ApiRequest {
-            method: event.method().to_string(),
-            path: event.uri().path().to_owned(),
-            body,
-            identity: identity(&event),
-        })
-        .await;
-    metrics::histogram!("RequestLatencyMs").record(ms_since(started));
-    Response::builder()
-        .status(answer.status)
-        .header("content-type", "application/json")
-        .body(Body::Text(answer.body.to_string()))
-        .expect("a status and a JSON body always make a response")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn identity_comes_from_the_jwt_claims_and_the_api_key() {
-        let event = serde_json::json!({
-            "version": "2.0", "routeKey": "GET /v1/stats", "rawPath": "/v1/stats", "rawQueryString": "",
-            "headers": {"x-api-key": "k-1"},
-            "requestContext": {"accountId": "1", "apiId": "api", "domainName": "example.com",
-                "domainPrefix": "example", "http": {"method": "GET", "path": "/v1/stats", "protocol": "HTTP/1.1",
-                "sourceIp": "127.0.0.1", "userAgent": "test"}, "requestId": "r1", "routeKey": "GET /v1/stats",
-                "stage": "$default", "time": "21/Nov/2026:00:00:00 +0000", "timeEpoch": 0,
-                "authorizer": {"jwt": {"claims": {"sub": "alice", "switchyard_datasources": "[hr tools]"}, "scopes": null}}},
-            "isBase64Encoded": false
-        });
-        let request = lambda_http::request::from_str(&event.to_string()).unwrap();
-        let identity = identity(&request);
-        assert_eq!(identity.api_key.as_deref(), Some("k-1"));
-        let claims = identity.claims.unwrap();
-        assert_eq!(claims["sub"], "alice");
-        assert_eq!(claims["switchyard_datasources"], "[hr tools]");
-    }
+    lambda_http::IntoResponse::into_response(response).await
 }

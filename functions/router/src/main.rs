@@ -1,18 +1,16 @@
 //! The router Lambda. At cold start, in `main`: configuration, the index artifact (from S3
 //! through its `current` pointer, or a file), the embedding model (the layer at
 //! `SWITCHYARD_MODEL_DIR`), the session store and the adapter invoker are loaded and
-//! checked once, then moved into the handler, the same API that `switchyard serve` runs.
+//! checked once, then moved into the HTTP app that `switchyard serve` runs too.
 //! Each request's metrics are written to stdout in CloudWatch Embedded Metric Format.
 //!
 //! Environment: `SWITCHYARD_INDEX_BUCKET` + `SWITCHYARD_INDEX_PREFIX` (or
 //! `SWITCHYARD_INDEX`), `SWITCHYARD_MODEL_DIR`, `SWITCHYARD_SESSIONS_TABLE`,
 //! `SWITCHYARD_ADAPTER_FUNCTION_<DATASOURCE>`, `SWITCHYARD__…` configuration.
 
-use std::sync::Arc;
-
 use lambda_http::{service_fn, Request, RequestExt};
 use switchyard_core::config::Config;
-use switchyard_router::{cold_start, handle, Clients, Settings};
+use switchyard_router::{app, cold_start, handle, Clients, Settings};
 use tracing::Instrument;
 
 #[tokio::main]
@@ -38,7 +36,7 @@ async fn main() -> Result<(), lambda_http::Error> {
         dynamodb: aws_sdk_dynamodb::Client::new(&sdk),
         lambda: aws_sdk_lambda::Client::new(&sdk),
     };
-    let (api, report) = cold_start(&settings, config, clients, |name| std::env::var(name).ok())
+    let (service, report) = cold_start(&settings, config, clients, |name| std::env::var(name).ok())
         .await
         .map_err(|e| {
             tracing::error!(error = %e, ?settings, "cold start failed");
@@ -56,14 +54,14 @@ async fn main() -> Result<(), lambda_http::Error> {
     metrics::counter!("ColdStarts").increment(1);
     metrics::histogram!("ColdStartIndexLoadMs").record(report.fetch_ms + report.load_ms);
 
-    let api = Arc::new(api);
+    let app = app(service);
     lambda_http::run(service_fn(move |event: Request| {
-        let api = api.clone();
+        let app = app.clone();
         async move {
             let request_id = event.lambda_context_ref().map(|c| c.request_id.clone());
             let span =
                 tracing::info_span!("request", request_id = request_id.as_deref().unwrap_or(""));
-            let response = handle(&api, event).instrument(span).await;
+            let response = handle(app, event).instrument(span).await;
             let emf = metrics.set_property("RequestId", request_id.unwrap_or_default());
             if let Err(e) = emf.flush(std::io::stdout()) {
                 tracing::warn!(error = %e, "metrics not written");

@@ -26,7 +26,7 @@ use switchyard_core::rerank_cache::{CachedScores, RerankCache};
 use switchyard_core::session::{SessionStore, Turn};
 use switchyard_core::template::Catalog;
 use switchyard_core::Error;
-use switchyard_router::{cold_start, handle, Clients, IndexLocation, RouterApi, Settings};
+use switchyard_router::{app, cold_start, handle, Clients, IndexLocation, Settings};
 
 fn endpoint(variable: &str) -> String {
     std::env::var(variable).unwrap_or_else(|_| {
@@ -118,7 +118,7 @@ async fn create_table(dynamodb: &aws_sdk_dynamodb::Client, key: &str) -> String 
 
 /// `POST /v1/query` with `body`, as an API Gateway HTTP API (v2) event through the
 /// router's handler: the status and the JSON answer.
-async fn query(api: &RouterApi, body: Value) -> (u16, Value) {
+async fn query(app: &axum::Router, body: Value) -> (u16, Value) {
     let event = json!({
         "version": "2.0", "routeKey": "POST /v1/query", "rawPath": "/v1/query", "rawQueryString": "",
         "headers": {"content-type": "application/json"},
@@ -130,7 +130,7 @@ async fn query(api: &RouterApi, body: Value) -> (u16, Value) {
         "isBase64Encoded": false
     });
     let response = handle(
-        api,
+        app.clone(),
         lambda_http::request::from_str(&event.to_string()).unwrap(),
     )
     .await;
@@ -171,9 +171,10 @@ async fn end_to_end_from_s3_through_lambda_to_the_session_table() {
         sessions_table: Some(sessions_table.clone()),
         rerank_cache_table: None,
     };
-    let (api, report) = cold_start(&settings, Config::default(), clients, adapter_functions)
+    let (service, report) = cold_start(&settings, Config::default(), clients, adapter_functions)
         .await
         .unwrap();
+    let api = app(service);
     assert_eq!(report.index_bytes, demo_index_bytes().len());
     assert_eq!(
         report.index_origin,
@@ -313,9 +314,10 @@ async fn an_unreachable_session_table_still_answers() {
         sessions_table: Some("sessions".into()),
         rerank_cache_table: None,
     };
-    let (api, _) = cold_start(&settings, Config::default(), clients, adapter_functions)
+    let (service, _) = cold_start(&settings, Config::default(), clients, adapter_functions)
         .await
         .unwrap();
+    let api = app(service);
     let (status, body) = query(
         &api,
         json!({"query": "What is 15% of 200?", "session_id": "s-down"}),

@@ -8,7 +8,7 @@ use switchyard_core::config::Config;
 use switchyard_core::embed::MiniLmEmbedder;
 use switchyard_core::index::Index;
 use switchyard_core::template::Catalog;
-use switchyard_router::{cold_start, handle, Clients, IndexLocation, Settings};
+use switchyard_router::{app, cold_start, handle, Clients, IndexLocation, Settings};
 
 #[tokio::test]
 async fn a_request_flushes_emf_with_stage_latencies_and_the_datasource() {
@@ -60,7 +60,7 @@ async fn a_request_flushes_emf_with_stage_latencies_and_the_datasource() {
         "isBase64Encoded": false
     });
     let response = handle(
-        &api,
+        app(api),
         lambda_http::request::from_str(&event.to_string()).unwrap(),
     )
     .await;

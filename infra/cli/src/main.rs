@@ -70,6 +70,8 @@ enum Command {
     },
     /// Templates per datasource and the configuration in force.
     Stats,
+    /// Print the API's OpenAPI 3.1 document (the committed `openapi.json`).
+    Openapi,
     /// Serve the HTTP API locally (the same handler as the router Lambda).
     Serve {
         #[arg(long, default_value = "127.0.0.1")]
@@ -181,7 +183,7 @@ fn main() -> Result<()> {
             let router = open_router(&cli, config)?;
             let routing = router.route(question, &Access::All)?;
             if *json {
-                let report = switchyard_core::api::route_report(&router, &routing);
+                let report = switchyard_http::render::Render(&router).route_report(&routing);
                 println!("{}", serde_json::to_string_pretty(&report)?);
             } else {
                 print_routing(&routing);
@@ -218,8 +220,12 @@ fn main() -> Result<()> {
         }
         Command::Stats => {
             let router = open_router(&cli, config)?;
-            let stats = switchyard_core::api::stats(&router, &Access::All);
+            let stats = switchyard_http::render::Render(&router).stats(&Access::All);
             println!("{}", serde_json::to_string_pretty(&stats)?);
+            Ok(())
+        }
+        Command::Openapi => {
+            print!("{}", switchyard_http::openapi::document_text());
             Ok(())
         }
         Command::Serve { host, port } => {

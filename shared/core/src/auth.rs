@@ -9,7 +9,36 @@ use sha2::{Digest, Sha256};
 
 use crate::config::AuthConfig;
 use crate::error::{Error, Result};
-use crate::router::Access;
+use crate::index::Index;
+
+/// Which datasources a caller may use. Every stage sees only these partitions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Access {
+    All,
+    Only(BTreeSet<String>),
+}
+
+impl Access {
+    pub fn allows(&self, datasource: &str) -> bool {
+        match self {
+            Access::All => true,
+            Access::Only(names) => names.contains(datasource),
+        }
+    }
+
+    /// Narrow to `requested` (a request's own `datasources` list). Naming a datasource
+    /// that does not exist or is not allowed is an error naming it.
+    pub fn narrow(&self, requested: &[String], index: &Index) -> Result<Access> {
+        let mut names = BTreeSet::new();
+        for name in requested {
+            if index.catalog.datasource(name).is_none() || !self.allows(name) {
+                return Err(Error::UnknownDatasource(name.clone()));
+            }
+            names.insert(name.clone());
+        }
+        Ok(Access::Only(names))
+    }
+}
 
 /// What the transport knows of the caller.
 #[derive(Debug, Clone, Default, PartialEq)]

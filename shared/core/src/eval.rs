@@ -366,7 +366,7 @@ fn score(router: &Router, queries: &[LabeledQuery], vectors: &[Vec<f32>]) -> Res
         oos_recall: at_threshold.oos_recall,
         oos_precision: at_threshold.oos_precision,
         threshold,
-        threshold_source: threshold_source.to_owned(),
+        threshold_source: threshold_source.to_string(),
         clarify_rate: ratio(clarified.len(), in_scope.len()),
         clarify_contains_expected: ratio(clarify_hits, clarified.len()),
         in_scope_resolved: ratio(resolved, in_scope.len()),

@@ -1,11 +1,9 @@
-//! Stage 2: rerankers. A [`Reranker`] scores a handful of candidates for a query (a Cohere
+//! Stage 3: rerankers. A [`Reranker`] scores a handful of candidates for a query (a Cohere
 //! style rerank API, a chat model as judge); providers live in `switchyard-rerank`.
 //! [`RerankStage`] decides whether a query needs one (the top two are close), asks the
-//! cache first, bounds the provider's time, and folds the scores into the routing. A
+//! cache first, bounds the provider's time, and returns the scores for the decision. A
 //! failing or slow reranker leaves the routing as the other stages made it, and says so.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -13,10 +11,9 @@ use serde::Serialize;
 
 use crate::error::Result;
 use crate::rerank_cache::{cache_key, CachedScores, RerankCache};
-use crate::router::{RerankStatus, Router, Routing};
-
-/// A boxed future, so the traits here can be used as `dyn` objects.
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+use crate::router::{Candidates, RerankStatus, Reranked, Router};
+use crate::template::{Datasource, Template};
+pub use crate::BoxFuture;
 
 /// One candidate for a reranker to judge.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -64,8 +61,9 @@ impl<R: Reranker + ?Sized> Reranker for Arc<R> {
     }
 }
 
-/// Stage 2 on one routing: gate on the margin, ask the cache, bound the provider's time,
-/// fold the scores in. Never fails the request: a failure is reported in the routing.
+/// The rerank stage: gate on the margin, ask the cache, bound the provider's time, and
+/// return the scores. Never fails the request: a failure is reported in [`Reranked`], and
+/// the decision then rests on the other stages.
 pub struct RerankStage {
     reranker: Arc<dyn Reranker>,
     cache: Arc<dyn RerankCache>,
@@ -81,90 +79,107 @@ impl RerankStage {
         }
     }
 
-    pub async fn apply(&self, router: &Router, routing: &mut Routing, now: i64) {
+    /// Scores in [0, 1] for the first `top_candidates` of `candidates`, when the top two
+    /// are within `reranking.margin`.
+    pub async fn rerank(&self, router: &Router, candidates: &Candidates, now: i64) -> Reranked {
         let settings = &router.config().composite_retrieval.reranking;
-        if !settings.enabled || routing.matches.is_empty() {
-            return;
+        if !settings.enabled || candidates.matches.is_empty() {
+            return router.not_reranked();
         }
-        // Declined matches come last and are never chosen: only the others compete.
-        let open: Vec<f32> = routing
+        let gap = candidates.top_gap();
+        if gap >= settings.margin {
+            return Reranked {
+                status: RerankStatus::NotNeeded {
+                    margin: gap.min(f32::MAX),
+                },
+                scores: Vec::new(),
+                took_ms: 0.0,
+            };
+        }
+        let began = Instant::now();
+        // Declined matches come last and are never chosen: only the others are judged.
+        let judged: Vec<(&Datasource, &Template)> = candidates
             .matches
             .iter()
             .take_while(|m| !m.is_declined())
-            .take(2)
-            .map(|m| m.rank_score)
+            .take(settings.top_candidates)
+            .map(|m| router.template(m))
             .collect();
-        let gap = match open[..] {
-            [first, second] => first - second,
-            _ => f32::INFINITY,
+        let (status, scores) = match self
+            .scores(&candidates.query, &judged, settings.timeout_ms, now)
+            .await
+        {
+            Ok((scores, cached)) => (
+                RerankStatus::Applied {
+                    reranker: self.reranker.id().to_owned(),
+                    candidates: judged.len(),
+                    cached,
+                },
+                scores,
+            ),
+            Err(error) => {
+                metrics::counter!("RerankFailures").increment(1);
+                tracing::warn!(reranker = %self.reranker.id(), %error, "reranker failed; routing on the other stages");
+                let status = RerankStatus::Failed {
+                    reranker: self.reranker.id().to_owned(),
+                    error,
+                };
+                (status, Vec::new())
+            }
         };
-        if gap >= settings.margin {
-            routing.rerank = RerankStatus::NotNeeded {
-                margin: gap.min(f32::MAX),
-            };
-            return;
+        Reranked {
+            status,
+            scores,
+            took_ms: began.elapsed().as_secs_f64() * 1000.0,
         }
-        let began = Instant::now();
-        let candidates = router.rerank_candidates(routing);
-        let templates: Vec<(&str, &crate::template::Template)> = routing.matches
-            [..candidates.len()]
-            .iter()
-            .map(|m| {
-                let (datasource, template) = router.template(m);
-                (datasource.name(), template)
-            })
-            .collect();
-        let key = cache_key(self.reranker.id(), &routing.query, &templates);
-        let id = self.reranker.id().to_owned();
+    }
+
+    /// The cached scores, else the provider's (then cached), each clamped to [0, 1]; and
+    /// whether they came from the cache.
+    async fn scores(
+        &self,
+        query: &str,
+        judged: &[(&Datasource, &Template)],
+        timeout_ms: u64,
+        now: i64,
+    ) -> std::result::Result<(Vec<f32>, bool), String> {
+        let keyed: Vec<(&str, &Template)> = judged.iter().map(|(d, t)| (d.name(), *t)).collect();
+        let key = cache_key(self.reranker.id(), query, &keyed);
         let cached = match self.cache.get(&key, now).await {
-            Ok(scores) => scores.filter(|s| s.len() == candidates.len()),
+            Ok(scores) => scores.filter(|s| s.len() == judged.len()),
             Err(e) => {
                 metrics::counter!("RerankCacheErrors").increment(1);
                 tracing::warn!(error = %e, "rerank cache unavailable; asking the reranker");
                 None
             }
         };
-        let outcome = match cached {
-            Some(scores) => Ok((scores, true)),
-            None => self
-                .ask(&routing.query, &candidates, settings.timeout_ms)
-                .await
-                .map(|scores| (scores, false)),
-        };
-        match outcome {
-            Ok((scores, cached)) => {
-                if !cached {
-                    let entry = CachedScores {
-                        scores: scores.clone(),
-                        expires_at: now + self.ttl_seconds as i64,
-                    };
-                    if let Err(e) = self.cache.put(&key, entry).await {
-                        metrics::counter!("RerankCacheErrors").increment(1);
-                        tracing::warn!(error = %e, "rerank answer not cached");
-                    }
-                }
-                for (m, score) in routing.matches.iter_mut().zip(&scores) {
-                    m.rerank_score = Some(score.clamp(0.0, 1.0));
-                }
-                routing.rerank = RerankStatus::Applied {
-                    reranker: id,
-                    candidates: candidates.len(),
-                    cached,
-                };
-                router.decide(routing);
-            }
-            Err(error) => {
-                metrics::counter!("RerankFailures").increment(1);
-                tracing::warn!(reranker = %id, %error, "reranker failed; routing on the other stages");
-                routing.rerank = RerankStatus::Failed {
-                    reranker: id,
-                    error,
-                };
-            }
+        if let Some(scores) = cached {
+            return Ok((scores, true));
         }
-        let rerank_ms = began.elapsed().as_secs_f64() * 1000.0;
-        routing.timings.rerank_ms = rerank_ms;
-        routing.timings.total_ms += rerank_ms;
+        let documents: Vec<RerankCandidate> = judged
+            .iter()
+            .map(|(datasource, template)| RerankCandidate {
+                datasource: datasource.spec.name.clone(),
+                template_id: template.id.clone(),
+                description: template.description.clone(),
+                nl_examples: template.nl_examples.clone(),
+            })
+            .collect();
+        let scores: Vec<f32> = self
+            .ask(query, &documents, timeout_ms)
+            .await?
+            .into_iter()
+            .map(|s| s.clamp(0.0, 1.0))
+            .collect();
+        let entry = CachedScores {
+            scores: scores.clone(),
+            expires_at: now + self.ttl_seconds as i64,
+        };
+        if let Err(e) = self.cache.put(&key, entry).await {
+            metrics::counter!("RerankCacheErrors").increment(1);
+            tracing::warn!(error = %e, "rerank answer not cached");
+        }
+        Ok((scores, false))
     }
 
     /// The provider's scores, or why there are none.

@@ -10,8 +10,8 @@ use std::sync::Mutex;
 use sha2::{Digest, Sha256};
 
 use crate::error::Result;
-use crate::rerank::BoxFuture;
 use crate::template::Template;
+use crate::BoxFuture;
 
 /// A cached answer: one score per candidate, and when it stops counting (Unix seconds).
 #[derive(Debug, Clone, PartialEq)]

@@ -1,7 +1,7 @@
-//! Stage 3: string similarity between the query and a template's texts (strsim).
+//! Stage 2: string similarity between the query and a template's texts (strsim).
 
 use crate::config::{Aggregation, CompareField, StringAlgorithm, StringSimilarity};
-use crate::template::Template;
+use crate::template::{Catalog, Template};
 
 /// Lower-case, keep letters, digits and spaces, collapse runs of spaces.
 pub fn normalize_text(text: &str) -> String {
@@ -35,6 +35,15 @@ impl TemplateTexts {
                 .map(|e| normalize_text(e))
                 .collect(),
         }
+    }
+
+    /// Every template's texts, `[datasource][template]`.
+    pub fn of_catalog(catalog: &Catalog) -> Vec<Vec<TemplateTexts>> {
+        catalog
+            .datasources
+            .iter()
+            .map(|d| d.templates.iter().map(TemplateTexts::of).collect())
+            .collect()
     }
 }
 

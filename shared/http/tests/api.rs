@@ -1,5 +1,8 @@
-//! The router and the transport-independent API on a small catalog with the real model.
+//! The HTTP app on a small catalog with the real model: every endpoint, the errors, the
+//! caller's access, sessions, clarify, rerank. Requests go in as API Gateway events, the
+//! way the router Lambda receives them (under `switchyard serve` the same app runs).
 
+#[path = "../../core/tests/common/mod.rs"]
 mod common;
 
 use std::collections::BTreeSet;
@@ -9,17 +12,18 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
-use switchyard_core::api::{Api, ApiRequest, ApiResponse};
 use switchyard_core::auth::Identity;
 use switchyard_core::config::Config;
 use switchyard_core::index::Index;
-use switchyard_core::invoker::IntentInvoker;
+use switchyard_core::invoker::{AdapterInvoker, IntentInvoker};
 use switchyard_core::rerank::{BoxFuture, RerankCandidate, RerankStage, Reranker};
 use switchyard_core::rerank_cache::MemoryRerankCache;
-use switchyard_core::router::{Access, Outcome, Router};
+use switchyard_core::router::{Access, Outcome, Router, Weights};
+use switchyard_core::service::Service;
 use switchyard_core::session::{MemorySessionStore, SessionStore, Turn};
 use switchyard_core::template::Catalog;
 use switchyard_core::Error;
+use tower::ServiceExt;
 
 fn config_with(pairs: &[(&str, &str)]) -> Config {
     Config::load(
@@ -40,30 +44,75 @@ fn small_router(config: Config) -> Router {
     router_for(common::small_catalog().path(), config)
 }
 
-type TestApi = Api<IntentInvoker, MemorySessionStore>;
+type TestService = Service<IntentInvoker, MemorySessionStore>;
+type TestApi = Arc<TestService>;
 
-fn api(config: Config) -> TestApi {
+fn service(config: Config) -> TestService {
     let sessions = MemorySessionStore::new(config.sessions.clone());
     let router = small_router(config);
     let invoker = IntentInvoker::new(router.index().catalog.clone());
-    Api::new(router, invoker, sessions)
+    Service::new(router, invoker, sessions)
 }
 
-fn call(api: &TestApi, method: &str, path: &str, body: &str) -> ApiResponse {
+fn api(config: Config) -> TestApi {
+    Arc::new(service(config))
+}
+
+struct ApiResponse {
+    status: u16,
+    body: Value,
+}
+
+fn call<I: AdapterInvoker + 'static, S: SessionStore + 'static>(
+    api: &Arc<Service<I, S>>,
+    method: &str,
+    path: &str,
+    body: &str,
+) -> ApiResponse {
     call_as(api, method, path, body, Identity::default())
 }
 
-fn call_as(api: &TestApi, method: &str, path: &str, body: &str, identity: Identity) -> ApiResponse {
+/// One request as an API Gateway (HTTP API v2) event: the key as `x-api-key`, the claims
+/// as the JWT authorizer's.
+fn call_as<I: AdapterInvoker + 'static, S: SessionStore + 'static>(
+    api: &Arc<Service<I, S>>,
+    method: &str,
+    path: &str,
+    body: &str,
+    identity: Identity,
+) -> ApiResponse {
+    let mut headers = json!({"content-type": "application/json"});
+    if let Some(key) = &identity.api_key {
+        headers["x-api-key"] = json!(key);
+    }
+    let mut context = json!({"accountId": "1", "apiId": "api", "domainName": "example.com",
+        "domainPrefix": "example", "http": {"method": method, "path": path, "protocol": "HTTP/1.1",
+        "sourceIp": "127.0.0.1", "userAgent": "test"}, "requestId": "r1", "routeKey": "$default",
+        "stage": "$default", "time": "21/Nov/2026:00:00:00 +0000", "timeEpoch": 0});
+    if let Some(claims) = &identity.claims {
+        context["authorizer"] = json!({"jwt": {"claims": claims, "scopes": null}});
+    }
+    let event = json!({
+        "version": "2.0", "routeKey": "$default", "rawPath": path, "rawQueryString": "",
+        "headers": headers, "requestContext": context, "body": body, "isBase64Encoded": false
+    });
+    let request = lambda_http::request::from_str(&event.to_string()).unwrap();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
-    runtime.block_on(api.handle(ApiRequest {
-        method: method.into(),
-        path: path.into(),
-        body: body.as_bytes().to_vec(),
-        identity,
-    }))
+    runtime.block_on(async {
+        let response = switchyard_http::app(api.clone())
+            .oneshot(request)
+            .await
+            .unwrap();
+        let status = response.status().as_u16();
+        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+            .await
+            .unwrap();
+        let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        ApiResponse { status, body }
+    })
 }
 
 fn assert_bad_request(response: &ApiResponse, field: &str) {
@@ -98,7 +147,7 @@ fn routes_to_the_right_datasource_and_template() {
 #[test]
 fn weights_renormalise_over_enabled_stages() {
     let both = small_router(Config::default());
-    let w = both.weights(false);
+    let w = Weights::for_stages(&both.config().composite_retrieval, false);
     assert!((w.embedding_weight + w.string_similarity_weight - 1.0).abs() < 1e-6);
     assert_eq!(w.rerank_weight, 0.0);
     let embedding_only = small_router(config_with(&[(
@@ -294,16 +343,13 @@ impl SessionStore for UnreachableSessions {
 fn a_failing_session_store_still_answers_and_says_so() {
     let router = small_router(Config::default());
     let invoker = IntentInvoker::new(router.index().catalog.clone());
-    let api = Api::new(router, invoker, UnreachableSessions);
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .build()
-        .unwrap();
-    let response = runtime.block_on(api.handle(ApiRequest {
-        method: "POST".into(),
-        path: "/v1/query".into(),
-        body: br#"{"query": "remind me to feed the cat", "session_id": "s1"}"#.to_vec(),
-        identity: Identity::default(),
-    }));
+    let api = Arc::new(Service::new(router, invoker, UnreachableSessions));
+    let response = call(
+        &api,
+        "POST",
+        "/v1/query",
+        r#"{"query": "remind me to feed the cat", "session_id": "s1"}"#,
+    );
     assert_eq!(response.status, 200, "{}", response.body);
     assert_eq!(response.body["status"], "ok");
     assert_eq!(
@@ -381,7 +427,9 @@ fn bad_requests_name_the_field() {
         .unwrap()
         .contains("2000"));
     let huge = json!({ "query": "x", "session_id": "y".repeat(100_000) }).to_string();
-    assert_bad_request(&call(&api, "POST", "/v1/query", &huge), "body");
+    let response = call(&api, "POST", "/v1/query", &huge);
+    assert_eq!(response.status, 413, "{}", response.body);
+    assert_eq!(response.body["error"]["field"], "body");
     let response = call(
         &api,
         "POST",
@@ -674,7 +722,7 @@ fn rerank_api(reranker: Arc<ScriptedReranker>, margin: &str) -> TestApi {
         ("SWITCHYARD__COMPOSITE_RETRIEVAL__RERANKING__WEIGHT", "3"),
     ]);
     let cache = Arc::new(MemoryRerankCache::default());
-    api(config).with_rerank(RerankStage::new(reranker, cache, 300))
+    Arc::new(service(config).with_rerank(RerankStage::new(reranker, cache, 300)))
 }
 
 fn rerank_status(api: &TestApi, query: &str) -> (Value, Value) {
@@ -888,7 +936,7 @@ fn negative_examples_decline_their_datasource() {
     // The route report shows why.
     let sessions = MemorySessionStore::new(Config::default().sessions.clone());
     let invoker = IntentInvoker::new(router.index().catalog.clone());
-    let api = Api::new(router, invoker, sessions);
+    let api = Arc::new(Service::new(router, invoker, sessions));
     let report = call(
         &api,
         "POST",

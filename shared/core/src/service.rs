@@ -1,0 +1,258 @@
+//! The operations the API offers, independent of transport and wire format: route a
+//! question (the four stages, each once), and query (route, then execute on the adapter
+//! with the session's context). The HTTP edge (`switchyard-http`) turns these results into
+//! the JSON users know; the router Lambda and `switchyard serve` both run that edge.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use serde_json::Map;
+
+use crate::auth::Access;
+use crate::error::{Error, Result};
+use crate::invoker::{AdapterInvoker, AdapterRequest, AdapterResponse, AdapterStatus};
+use crate::rerank::RerankStage;
+use crate::router::{Outcome, Router, Routing};
+use crate::session::{carried_parameters, SessionStore, Turn};
+
+/// Longest session id accepted.
+pub const MAX_SESSION_ID_CHARS: usize = 128;
+
+/// A question as the caller sent it.
+#[derive(Debug, Clone, Default)]
+pub struct Question {
+    pub query: String,
+    pub session_id: Option<String>,
+    /// Narrow the search to these of the caller's datasources.
+    pub datasources: Option<Vec<String>>,
+}
+
+impl Question {
+    /// Check every field; errors name the field.
+    pub fn validate(&self) -> Result<()> {
+        Router::validate_query(&self.query)?;
+        if let Some(id) = &self.session_id {
+            if id.is_empty() || id.len() > MAX_SESSION_ID_CHARS {
+                return Err(Error::invalid_request(
+                    "session_id",
+                    format!("must be a string of 1 to {MAX_SESSION_ID_CHARS} characters"),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A query's answer: the routing, and with `execute` what the adapter said.
+#[derive(Debug)]
+pub struct Answer {
+    pub request_id: String,
+    pub routing: Routing,
+    /// Present when the outcome is `execute`.
+    pub execution: Option<Execution>,
+}
+
+#[derive(Debug)]
+pub struct Execution {
+    pub session: SessionUse,
+    pub adapter: Result<AdapterResponse>,
+    pub adapter_ms: f64,
+}
+
+/// What the session contributed and whether the turn was saved.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SessionUse {
+    /// The question named no session.
+    None,
+    /// The store answered with this many earlier turns; `saved` says whether this turn
+    /// was recorded (absent when the answer was not worth recording).
+    Used {
+        turns: usize,
+        saved: Option<std::result::Result<(), String>>,
+    },
+    /// The store failed: answered without context.
+    Unavailable { error: String },
+}
+
+pub struct Service<I, S> {
+    router: Router,
+    invoker: I,
+    sessions: S,
+    rerank: Option<RerankStage>,
+}
+
+impl<I: AdapterInvoker, S: SessionStore> Service<I, S> {
+    pub fn new(router: Router, invoker: I, sessions: S) -> Self {
+        Service {
+            router,
+            invoker,
+            sessions,
+            rerank: None,
+        }
+    }
+
+    /// Rerank close calls with this stage (`composite_retrieval.reranking.enabled` on).
+    pub fn with_rerank(mut self, stage: RerankStage) -> Self {
+        self.rerank = Some(stage);
+        self
+    }
+
+    pub fn router(&self) -> &Router {
+        &self.router
+    }
+
+    /// Route `question` for a caller with `access`: retrieve → string similarity →
+    /// rerank → decide.
+    pub async fn route(&self, question: &Question, access: &Access) -> Result<Routing> {
+        question.validate()?;
+        let access = match &question.datasources {
+            Some(names) => access.narrow(names, self.router.index())?,
+            None => access.clone(),
+        };
+        let candidates = self.router.candidates(&question.query, &access)?;
+        let reranked = match &self.rerank {
+            Some(stage) => stage.rerank(&self.router, &candidates, unix_now()).await,
+            None => self.router.not_reranked(),
+        };
+        let routing = self.router.decide(candidates, reranked);
+        record_routing(&routing, question);
+        Ok(routing)
+    }
+
+    /// Route `question`, then execute it on the winner's adapter with the session's context.
+    pub async fn query(&self, question: &Question, access: &Access) -> Result<Answer> {
+        let routing = self.route(question, access).await?;
+        let request_id = new_request_id();
+        let execution = match routing.outcome {
+            Outcome::Execute => Some(self.execute(&routing, question, &request_id).await),
+            Outcome::Clarify | Outcome::NoMatch => None,
+        };
+        Ok(Answer {
+            request_id,
+            routing,
+            execution,
+        })
+    }
+
+    async fn execute(&self, routing: &Routing, question: &Question, request_id: &str) -> Execution {
+        let selected = routing.selected_match().expect("execute has a winner");
+        let (datasource, _) = self.router.template(selected);
+        let now = unix_now();
+        // Context is a help, never a precondition: a failing store answers without it.
+        let (session_parameters, mut session) = match &question.session_id {
+            None => (Map::new(), SessionUse::None),
+            Some(id) => match self.sessions.recent(id, now).await {
+                Ok(turns) => (
+                    carried_parameters(&turns),
+                    SessionUse::Used {
+                        turns: turns.len(),
+                        saved: None,
+                    },
+                ),
+                Err(e) => {
+                    metrics::counter!("SessionStoreErrors").increment(1);
+                    tracing::warn!(session_id = %id, error = %e, "session context unavailable; answering without it");
+                    (
+                        Map::new(),
+                        SessionUse::Unavailable {
+                            error: e.to_string(),
+                        },
+                    )
+                }
+            },
+        };
+        let request = AdapterRequest {
+            request_id: request_id.to_owned(),
+            datasource: selected.datasource.clone(),
+            template_id: selected.template_id.clone(),
+            query: routing.query.clone(),
+            session_parameters,
+            deadline_ms: datasource.spec.limits.timeout_ms,
+        };
+        let invoked = Instant::now();
+        let adapter = self.invoker.invoke(request).await;
+        let adapter_ms = invoked.elapsed().as_secs_f64() * 1000.0;
+        let label = selected.datasource.clone();
+        metrics::histogram!("AdapterLatencyMs", "Datasource" => label.clone()).record(adapter_ms);
+        let answered = matches!(&adapter, Ok(r) if r.status != AdapterStatus::Error);
+        if !answered {
+            metrics::counter!("AdapterErrors", "Datasource" => label).increment(1);
+        }
+        if let (Some(id), Ok(response), SessionUse::Used { saved, .. }) =
+            (&question.session_id, &adapter, &mut session)
+        {
+            if answered {
+                let turn = Turn {
+                    query: routing.query.clone(),
+                    datasource: selected.datasource.clone(),
+                    template_id: selected.template_id.clone(),
+                    parameters: response.parameters.clone(),
+                    at: now,
+                };
+                let result = self.sessions.append(id, turn).await;
+                if let Err(e) = &result {
+                    metrics::counter!("SessionStoreErrors").increment(1);
+                    tracing::warn!(session_id = %id, error = %e, "turn not saved");
+                }
+                *saved = Some(result.map_err(|e| e.to_string()));
+            }
+        }
+        Execution {
+            session,
+            adapter,
+            adapter_ms,
+        }
+    }
+}
+
+/// Per-request metrics (the router Lambda writes them as CloudWatch EMF; elsewhere they
+/// go to whatever `metrics` recorder is installed, or nowhere) and the routed log line.
+fn record_routing(routing: &Routing, question: &Question) {
+    let t = &routing.timings;
+    metrics::histogram!("EmbedLatencyMs").record(t.embedding_ms);
+    metrics::histogram!("SearchLatencyMs").record(t.search_ms);
+    metrics::histogram!("StringLatencyMs").record(t.string_similarity_ms);
+    metrics::histogram!("RerankLatencyMs").record(t.rerank_ms);
+    metrics::histogram!("RouteLatencyMs").record(t.total_ms);
+    match routing.selected_match() {
+        Some(m) => {
+            metrics::counter!("Requests", "Datasource" => m.datasource.clone()).increment(1);
+            metrics::histogram!("Confidence").record(f64::from(m.combined_score));
+        }
+        None => metrics::counter!("NoMatch").increment(1),
+    }
+    let selected = routing.selected_match();
+    tracing::info!(
+        query_chars = question.query.chars().count(),
+        session_id = question.session_id.as_deref().unwrap_or(""),
+        datasource = selected.map(|m| m.datasource.as_str()).unwrap_or(""),
+        template = selected.map(|m| m.template_id.as_str()).unwrap_or(""),
+        outcome = ?routing.outcome,
+        score = routing.best().map(|m| m.combined_score).unwrap_or(0.0),
+        embedding_ms = t.embedding_ms,
+        search_ms = t.search_ms,
+        string_similarity_ms = t.string_similarity_ms,
+        rerank_ms = t.rerank_ms,
+        total_ms = t.total_ms,
+        "routed"
+    );
+}
+
+pub(crate) fn unix_now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+fn new_request_id() -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    format!(
+        "{nanos:016x}-{:04x}",
+        COUNTER.fetch_add(1, Ordering::Relaxed) & 0xffff
+    )
+}

@@ -1,0 +1,97 @@
+//! One error type for the HTTP edge, mapped to a status and a JSON body in one place.
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use switchyard_core::Error as DomainError;
+
+use crate::wire::{ErrorBody, ErrorDetail};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    /// A request the API refuses; the field at fault is named.
+    #[error("{field}: {message}")]
+    InvalidRequest { field: String, message: String },
+    #[error("body: larger than {limit} bytes")]
+    PayloadTooLarge { limit: usize },
+    #[error("no endpoint {0}")]
+    NotFound(String),
+    #[error("{method} is not allowed on {path}")]
+    MethodNotAllowed { method: String, path: String },
+    #[error(transparent)]
+    Domain(#[from] DomainError),
+}
+
+impl ApiError {
+    pub fn invalid(field: impl Into<String>, message: impl Into<String>) -> Self {
+        ApiError::InvalidRequest {
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+
+    /// The status, the stable code and the field at fault.
+    fn parts(&self) -> (StatusCode, &'static str, Option<String>) {
+        match self {
+            ApiError::InvalidRequest { field, .. } => (
+                StatusCode::BAD_REQUEST,
+                "invalid_request",
+                Some(field.clone()),
+            ),
+            ApiError::PayloadTooLarge { .. } => (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "payload_too_large",
+                Some("body".into()),
+            ),
+            ApiError::NotFound(_) => (StatusCode::NOT_FOUND, "not_found", None),
+            ApiError::MethodNotAllowed { .. } => {
+                (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed", None)
+            }
+            ApiError::Domain(e) => domain_parts(e),
+        }
+    }
+}
+
+/// The status, code and field of a domain error: the one mapping, used for refused
+/// requests and for the adapter failures a query answer reports alike.
+pub(crate) fn domain_parts(e: &DomainError) -> (StatusCode, &'static str, Option<String>) {
+    match e {
+        DomainError::InvalidRequest { field, .. } => (
+            StatusCode::BAD_REQUEST,
+            "invalid_request",
+            Some(field.clone()),
+        ),
+        DomainError::UnknownDatasource(_) => (
+            StatusCode::BAD_REQUEST,
+            "unknown_datasource",
+            Some("datasources".into()),
+        ),
+        DomainError::Unauthenticated(_) => (StatusCode::UNAUTHORIZED, "unauthenticated", None),
+        DomainError::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden", None),
+        DomainError::AdapterUnavailable { .. } => {
+            (StatusCode::NOT_IMPLEMENTED, "adapter_unavailable", None)
+        }
+        DomainError::AdapterTimeout { .. } => {
+            (StatusCode::GATEWAY_TIMEOUT, "adapter_timeout", None)
+        }
+        DomainError::AdapterFailed { .. } => (StatusCode::BAD_GATEWAY, "adapter_error", None),
+        _ => (StatusCode::INTERNAL_SERVER_ERROR, "internal", None),
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let (status, code, field) = self.parts();
+        if status.is_server_error() {
+            tracing::error!(error = %self, "request failed");
+        }
+        let body = ErrorBody {
+            error: ErrorDetail {
+                code: code.into(),
+                field,
+                message: self.to_string(),
+            },
+        };
+        (status, Json(body)).into_response()
+    }
+}

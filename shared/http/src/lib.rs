@@ -1,0 +1,165 @@
+//! Switchyard's HTTP edge: one axum app for both transports. The router Lambda runs it with
+//! `lambda_http::run`, `switchyard serve` with `axum::serve`. Requests and answers are the
+//! typed structs of [`wire`]; every error maps to a status in [`error::ApiError`]; the
+//! caller comes from [`extract::Caller`]; the OpenAPI document is generated from the same
+//! types ([`openapi`]).
+
+pub mod error;
+pub mod extract;
+pub mod openapi;
+pub mod render;
+pub mod wire;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::extract::{FromRequestParts, Request, State};
+use axum::http::request::Parts;
+use axum::http::StatusCode;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Json;
+use switchyard_core::auth::{authorize, Access};
+use switchyard_core::invoker::AdapterInvoker;
+use switchyard_core::service::{Question, Service};
+use switchyard_core::session::SessionStore;
+
+pub use error::ApiError;
+pub use extract::{Caller, CheckedJson, MAX_BODY_BYTES};
+use render::Render;
+use wire::{Health, QueryAnswer, QueryRequest, RouteReport, Stats};
+
+/// The app's state: the routing service, shared by every request.
+pub type Shared<I, S> = Arc<Service<I, S>>;
+
+/// The API: `POST /v1/query`, `POST /v1/route`, `GET /v1/stats`, `GET /v1/health`,
+/// `GET /v1/openapi.json`.
+pub fn app<I, S>(service: Shared<I, S>) -> axum::Router
+where
+    I: AdapterInvoker + 'static,
+    S: SessionStore + 'static,
+{
+    axum::Router::new()
+        .route("/v1/health", get(health::<I, S>))
+        .route("/v1/stats", get(stats::<I, S>))
+        .route("/v1/route", post(route::<I, S>))
+        .route("/v1/query", post(query::<I, S>))
+        .route("/v1/openapi.json", get(openapi::serve))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(axum::middleware::from_fn(record_latency))
+        .with_state(service)
+}
+
+/// What the caller may use, from its identity and the `auth` configuration: 401 for an
+/// unknown caller, 403 for one without datasources. Runs before the body is read.
+pub struct Authorized(pub Access);
+
+impl<I, S> FromRequestParts<Shared<I, S>> for Authorized
+where
+    I: AdapterInvoker + 'static,
+    S: SessionStore + 'static,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        service: &Shared<I, S>,
+    ) -> Result<Self, ApiError> {
+        let Caller(identity) = Caller::from_request_parts(parts, service)
+            .await
+            .unwrap_or_else(|never| match never {});
+        Ok(Authorized(authorize(
+            &service.router().config().auth,
+            &identity,
+        )?))
+    }
+}
+
+fn question(body: QueryRequest) -> Question {
+    Question {
+        query: body.query,
+        session_id: body.session_id,
+        datasources: body.datasources,
+    }
+}
+
+/// Open to everyone (load balancers): it tells nothing about templates.
+#[utoipa::path(get, path = "/v1/health", responses((status = 200, body = Health)))]
+async fn health<I: AdapterInvoker, S: SessionStore>(
+    State(service): State<Shared<I, S>>,
+) -> Json<Health> {
+    Json(Render(service.router()).health())
+}
+
+/// Templates per datasource and the configuration in force, for the caller's datasources.
+#[utoipa::path(get, path = "/v1/stats", responses(
+    (status = 200, body = Stats),
+    (status = 401, body = wire::ErrorBody),
+    (status = 403, body = wire::ErrorBody),
+))]
+async fn stats<I: AdapterInvoker, S: SessionStore>(
+    State(service): State<Shared<I, S>>,
+    Authorized(access): Authorized,
+) -> Json<Stats> {
+    Json(Render(service.router()).stats(&access))
+}
+
+/// Route only: every match with its stage scores, the decision and the configuration.
+#[utoipa::path(post, path = "/v1/route", request_body = QueryRequest, responses(
+    (status = 200, body = RouteReport),
+    (status = 400, body = wire::ErrorBody),
+    (status = 401, body = wire::ErrorBody),
+    (status = 403, body = wire::ErrorBody),
+    (status = 413, body = wire::ErrorBody),
+))]
+async fn route<I: AdapterInvoker + 'static, S: SessionStore + 'static>(
+    State(service): State<Shared<I, S>>,
+    Authorized(access): Authorized,
+    CheckedJson(body): CheckedJson<QueryRequest>,
+) -> Result<Json<RouteReport>, ApiError> {
+    let routing = service.route(&question(body), &access).await?;
+    Ok(Json(Render(service.router()).route_report(&routing)))
+}
+
+/// Route and execute on the chosen datasource's adapter.
+#[utoipa::path(post, path = "/v1/query", request_body = QueryRequest, responses(
+    (status = 200, body = QueryAnswer),
+    (status = 400, body = wire::ErrorBody),
+    (status = 401, body = wire::ErrorBody),
+    (status = 403, body = wire::ErrorBody),
+    (status = 413, body = wire::ErrorBody),
+    (status = 501, description = "The datasource's kind has no adapter here", body = QueryAnswer),
+    (status = 502, description = "The adapter failed", body = QueryAnswer),
+    (status = 504, description = "The adapter timed out", body = QueryAnswer),
+))]
+async fn query<I: AdapterInvoker + 'static, S: SessionStore + 'static>(
+    State(service): State<Shared<I, S>>,
+    Authorized(access): Authorized,
+    CheckedJson(body): CheckedJson<QueryRequest>,
+) -> Result<(StatusCode, Json<QueryAnswer>), ApiError> {
+    let question = question(body);
+    let answer = service.query(&question, &access).await?;
+    let (status, answer) = Render(service.router()).answer(question.session_id, answer);
+    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY);
+    Ok((status, Json(answer)))
+}
+
+async fn not_found(request: Request) -> ApiError {
+    ApiError::NotFound(request.uri().path().to_owned())
+}
+
+async fn method_not_allowed(request: Request) -> ApiError {
+    ApiError::MethodNotAllowed {
+        method: request.method().to_string(),
+        path: request.uri().path().to_owned(),
+    }
+}
+
+async fn record_latency(request: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let response = next.run(request).await;
+    metrics::histogram!("RequestLatencyMs").record(started.elapsed().as_secs_f64() * 1000.0);
+    response.into_response()
+}

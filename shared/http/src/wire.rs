@@ -1,0 +1,372 @@
+//! The JSON users send and get back: every request and answer of the API as a typed
+//! struct, from which the OpenAPI document is generated. Field names are the wire format
+//! users know; change them only with the golden files (`tests/data/golden`).
+//!
+//! Scores are f32 and serialize in their shortest decimal form (0.8, not 0.800000011920929).
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use utoipa::ToSchema;
+
+/// `POST /v1/query` and `POST /v1/route`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct QueryRequest {
+    /// The question, 1 to 2,000 characters.
+    #[schema(
+        min_length = 1,
+        max_length = 2000,
+        example = "How many employees work in Engineering?"
+    )]
+    pub query: String,
+    /// Conversation id: earlier turns' parameters fill this turn's gaps.
+    #[serde(default)]
+    #[schema(min_length = 1, max_length = 128)]
+    pub session_id: Option<String>,
+    /// Search only these of the caller's datasources.
+    #[serde(default)]
+    pub datasources: Option<Vec<String>>,
+}
+
+/// Every error: a stable code, the request field at fault when there is one, a message.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ErrorBody {
+    pub error: ErrorDetail,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ErrorDetail {
+    /// `invalid_request`, `payload_too_large`, `unknown_datasource`, `unauthenticated`,
+    /// `forbidden`, `not_found`, `method_not_allowed`, `internal`.
+    pub code: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+    pub message: String,
+}
+
+/// `GET /v1/health`.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Health {
+    pub status: String,
+    pub model: String,
+    pub templates: usize,
+    pub datasources: usize,
+    /// Unix seconds.
+    pub index_built_at: u64,
+}
+
+/// `POST /v1/query`: one of four shapes, told apart by `status`.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum QueryAnswer {
+    Answered(Answered),
+    AdapterFailed(AdapterFailed),
+    Clarify(Clarify),
+    NoMatch(NoMatch),
+}
+
+/// The adapter answered: `ok`, `needs_clarification` (a required parameter is missing) or
+/// `error` (the adapter refused, e.g. a bad parameter value).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Answered {
+    #[schema(value_type = String, example = "ok")]
+    pub status: switchyard_core::invoker::AdapterStatus,
+    pub content: String,
+    pub data: Value,
+    pub parameters: Map<String, Value>,
+    pub missing: Vec<Value>,
+    pub error: Option<String>,
+    pub confidence: f32,
+    pub metadata: QueryMetadata,
+}
+
+/// The adapter could not be reached, failed or timed out (HTTP 501, 502 or 504).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct AdapterFailed {
+    /// Always `error`.
+    pub status: String,
+    pub content: String,
+    pub error: ErrorDetail,
+    pub confidence: f32,
+    pub metadata: QueryMetadata,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct QueryMetadata {
+    pub request_id: String,
+    pub session_id: Option<String>,
+    /// The datasource's kind (`sql`, `http`, `tools`, ...).
+    pub source: String,
+    pub template_id: String,
+    pub composite_routing: CompositeRouting,
+    pub timings_ms: Timings,
+    /// Null without a `session_id`.
+    pub session: Option<SessionReport>,
+    pub adapter: AdapterReport,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct SessionReport {
+    /// `ok` or `unavailable` (the store failed; answered without context).
+    pub status: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub turns: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub saved: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct AdapterReport {
+    /// The adapter's status, or `error` when it could not answer.
+    pub status: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub execution_time_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+}
+
+/// Why the router chose this template: the scores of every stage.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct CompositeRouting {
+    pub selected_adapter: String,
+    pub template_id: String,
+    pub similarity_score: f32,
+    pub adapters_searched: Vec<String>,
+    pub total_matches_found: usize,
+    pub multistage_scoring: MultistageScoring,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct MultistageScoring {
+    pub enabled: bool,
+    /// `learned` or `similarity`.
+    #[schema(value_type = String)]
+    pub ranking: switchyard_core::router::Ranking,
+    /// `execute`, `clarify` or `no_match`.
+    #[schema(value_type = String)]
+    pub outcome: switchyard_core::router::Outcome,
+    pub rank_score: f32,
+    pub learned_score: Option<f32>,
+    pub keyword_score: Option<f32>,
+    pub probability: Option<f32>,
+    pub combined_score: f32,
+    pub embedding_score: f32,
+    pub rerank_score: Option<f32>,
+    pub string_similarity_score: Option<f32>,
+    pub scoring_details: ScoringDetails,
+    /// What the rerank stage did: `{"status": "disabled" | "no_provider" | "not_needed" |
+    /// "applied" | "failed", ...}`.
+    #[schema(value_type = Object)]
+    pub rerank: switchyard_core::router::RerankStatus,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ScoringDetails {
+    pub embedding_weight: f32,
+    pub rerank_weight: f32,
+    pub string_similarity_weight: f32,
+}
+
+/// Stage timings in milliseconds.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Timings {
+    pub embedding_ms: f64,
+    pub search_ms: f64,
+    pub string_similarity_ms: f64,
+    pub rerank_ms: f64,
+    pub total_ms: f64,
+}
+
+/// The winner is sure enough but close runners-up are other templates: which was meant?
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Clarify {
+    /// Always `clarify`.
+    pub status: String,
+    pub content: String,
+    pub confidence: f32,
+    pub choices: Vec<Choice>,
+    pub metadata: ClarifyMetadata,
+}
+
+/// A template offered to the user (a clarify choice, a no_match suggestion).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Choice {
+    pub datasource: String,
+    pub template_id: String,
+    pub description: String,
+    pub score: f32,
+    /// Clarify choices: the template's first example.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub example: Option<Option<String>>,
+    /// Clarify choices: the calibrated probability.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub probability: Option<Option<f32>>,
+    /// No_match suggestions: the confidence.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub confidence: Option<f32>,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ClarifyMetadata {
+    pub request_id: String,
+    pub composite_routing: CompositeRouting,
+    pub timings_ms: Timings,
+}
+
+/// No template cleared the threshold: the closest ones are suggested.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct NoMatch {
+    /// Always `no_match`.
+    pub status: String,
+    pub content: String,
+    pub confidence: f32,
+    pub suggestions: Vec<Choice>,
+    pub metadata: NoMatchMetadata,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct NoMatchMetadata {
+    pub request_id: String,
+    pub composite_routing: NoMatchRouting,
+    pub timings_ms: Timings,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct NoMatchRouting {
+    /// Always null.
+    pub selected_adapter: Option<String>,
+    /// Always null.
+    pub template_id: Option<String>,
+    pub similarity_score: Option<f32>,
+    pub adapters_searched: Vec<String>,
+    pub total_matches_found: usize,
+    pub reason: String,
+}
+
+/// `POST /v1/route`: every match with its stage scores, the decision, the configuration.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct RouteReport {
+    pub query: String,
+    #[schema(value_type = String)]
+    pub outcome: switchyard_core::router::Outcome,
+    pub clarify_choices: Vec<TemplateRef>,
+    pub total_matches: usize,
+    pub matches_above_threshold: usize,
+    pub all_matches: Vec<MatchReport>,
+    pub routing_decision: RoutingDecision,
+    pub configuration: RouteConfiguration,
+    pub timings_ms: Timings,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct TemplateRef {
+    pub datasource: String,
+    pub template_id: String,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct MatchReport {
+    pub template_id: String,
+    pub source_adapter: String,
+    pub embedding_score: f32,
+    pub learned_score: Option<f32>,
+    pub keyword_score: Option<f32>,
+    pub combined_score: f32,
+    pub rank_score: f32,
+    pub probability: Option<f32>,
+    pub rerank_score: Option<f32>,
+    pub string_similarity_score: Option<f32>,
+    pub description: String,
+    pub nl_examples: Vec<String>,
+    pub above_threshold: bool,
+    /// Set when a negative example of the datasource was nearer: never chosen.
+    #[schema(value_type = Option<Object>)]
+    pub declined_by: Option<switchyard_core::router::Declined>,
+    pub scoring_details: ScoringDetails,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct RoutingDecision {
+    pub would_route_to: Option<String>,
+    pub selected_template: Option<String>,
+    pub selection_score: Option<f32>,
+    /// With a selected template only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub embedding_score: Option<f32>,
+    /// With a selected template only (null when the reranker did not run).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rerank_score: Option<Option<f32>>,
+    /// With a selected template only (null when string similarity is off).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub string_similarity_score: Option<Option<f32>>,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct RouteConfiguration {
+    pub confidence_threshold: f32,
+    /// `configured`, `automatic`, `automatic_for_build_settings` or
+    /// `fallback_single_datasource`.
+    #[schema(value_type = String)]
+    pub threshold_source: switchyard_core::router::ThresholdSource,
+    #[schema(value_type = String)]
+    pub ranking: switchyard_core::router::Ranking,
+    pub adapters_searched: Vec<String>,
+    pub adapters_timed_out: Vec<String>,
+    pub multistage_enabled: bool,
+    pub reranking_enabled: bool,
+    #[schema(value_type = Object)]
+    pub rerank: switchyard_core::router::RerankStatus,
+    pub string_similarity_enabled: bool,
+    pub scoring_weights: ScoringWeights,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ScoringWeights {
+    pub embedding: f32,
+    pub reranking: f32,
+    pub string_similarity: f32,
+}
+
+/// `GET /v1/stats`: templates per datasource and the configuration in force, for the
+/// caller's datasources only.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Stats {
+    pub child_adapter_count: usize,
+    pub child_adapters: std::collections::BTreeMap<String, AdapterStats>,
+    pub configuration: StatsConfiguration,
+    /// The stages' settings as configured.
+    pub multistage_selection: Map<String, Value>,
+    pub index: IndexStats,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct AdapterStats {
+    pub kind: String,
+    pub total_templates: usize,
+    pub vectors: usize,
+    /// `exact` or `hnsw`.
+    pub search: String,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct StatsConfiguration {
+    pub confidence_threshold: f32,
+    #[schema(value_type = String)]
+    pub threshold_source: switchyard_core::router::ThresholdSource,
+    pub max_templates_per_source: usize,
+    pub parallel_search: bool,
+    pub search_timeout_ms: u64,
+    pub template_scoring: Value,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct IndexStats {
+    pub model_id: String,
+    pub dimension: usize,
+    pub templates_hash: String,
+    /// Unix seconds.
+    pub built_at: u64,
+}
