@@ -10,8 +10,8 @@ if [ "${free_kb:-0}" -lt 5000000 ]; then
   echo "test.sh: warning: only $((free_kb / 1024)) MB free here; the build and tools need about 4 GB" >&2
 fi
 
-# The Python tools live in the project virtualenv: its bin/ first on this script's PATH, so
-# `cargo lambda` (aws-local.sh, run from here) finds cargo-lambda there.
+# The Python tools live in the project virtualenv (infra/scripts/venv.sh): its bin/ first
+# on PATH for this script and everything it runs.
 . infra/scripts/venv.sh
 
 ./infra/scripts/fetch-model.sh
