@@ -12,9 +12,11 @@
 # datasource of the catalog). It compiles a binary on its first invoke (a debug build),
 # and does not rebuild on source changes unless SWITCHYARD_LAMBDA_RELOAD=1.
 # State and logs: /tmp/switchyard-aws-local/ (moto.log, lambda.log, *.pid).
-# Needs moto_server and cargo-lambda: ./infra/scripts/aws-tools.sh installs them.
+# Needs moto_server and cargo-lambda in the project virtualenv (infra/scripts/venv.sh):
+# ./infra/scripts/aws-tools.sh installs them there.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+. infra/scripts/venv.sh
 ROOT="$PWD"
 MOTO_PORT="${SWITCHYARD_MOTO_PORT:-55500}"
 LAMBDA_PORT="${SWITCHYARD_LAMBDA_PORT:-55501}"
@@ -80,7 +82,7 @@ fail_start() { # message
 start() {
   for cmd in moto_server cargo-lambda curl setsid; do
     command -v "$cmd" >/dev/null || {
-      echo "aws-local: $cmd not found; run ./infra/scripts/aws-tools.sh first" >&2
+      echo "aws-local: $cmd not found (looked in $SWITCHYARD_VENV/bin and PATH); run ./infra/scripts/aws-tools.sh first" >&2
       exit 1
     }
   done

@@ -6,9 +6,11 @@
 #   sam validate --lint                                SAM CLI's cfn-lint run
 # Also checks that the dashboard body is valid JSON once its ${...} are substituted.
 # No AWS account is used: sam validate only needs a region and finds no credentials here.
-# Needs cfn-lint and sam: ./infra/scripts/aws-tools.sh installs them.
+# Needs cfn-lint and sam in the project virtualenv (infra/scripts/venv.sh):
+# ./infra/scripts/aws-tools.sh installs them there.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+. infra/scripts/venv.sh
 TEMPLATE="${1:-template.yaml}"
 
 # Offline: a region for the SAM translator, no profile or real credentials, no telemetry.
@@ -20,7 +22,7 @@ export SAM_CLI_TELEMETRY=0
 
 for cmd in cfn-lint sam; do
   command -v "$cmd" >/dev/null || {
-    echo "lint-template: $cmd not found; run ./infra/scripts/aws-tools.sh first" >&2
+    echo "lint-template: $cmd not found (looked in $SWITCHYARD_VENV/bin and PATH); run ./infra/scripts/aws-tools.sh first" >&2
     exit 1
   }
 done

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Fill the EmbeddingModelLayer's folder before `sam build` / `sam deploy`: copy
 # all-MiniLM-L6-v2 (model.safetensors, tokenizer.json, config.json) from the folder that
-# fetch-model.sh fills ($SWITCHYARD_MODEL_DIR, or ~/.cache/switchyard/models/all-MiniLM-L6-v2)
+# fetch-model.sh fills ($SWITCHYARD_MODEL_DIR, or <cache root>/models/all-MiniLM-L6-v2)
 # into infra/model-layer/model/, which the layer mounts at /opt/model in the router function.
 # fetch-model.sh runs first, so the files are there and their checksums verified.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-MODEL_DIR="${SWITCHYARD_MODEL_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/switchyard/models/all-MiniLM-L6-v2}"
+MODEL_DIR="${SWITCHYARD_MODEL_DIR:-${SWITCHYARD_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/switchyard}/models/all-MiniLM-L6-v2}"
 LAYER_DIR="infra/model-layer/model"
 FILES="model.safetensors tokenizer.json config.json"
 

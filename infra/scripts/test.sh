@@ -10,12 +10,16 @@ if [ "${free_kb:-0}" -lt 5000000 ]; then
   echo "test.sh: warning: only $((free_kb / 1024)) MB free here; the build and tools need about 4 GB" >&2
 fi
 
+# The Python tools live in the project virtualenv (infra/scripts/venv.sh): its bin/ first
+# on PATH for this script and everything it runs.
+. infra/scripts/venv.sh
+
 ./infra/scripts/fetch-model.sh
 cargo fmt --all -- --check
+cargo clippy --workspace --all-targets -- -D warnings
 
 # The AWS tooling (moto_server, cargo-lambda, cfn-lint, sam) and the template's lint.
 ./infra/scripts/aws-tools.sh
-export PATH="$HOME/.local/bin:$PATH"
 ./infra/scripts/lint-template.sh
 
 # The tests run binaries (the CLI; the adapter under cargo lambda watch): build them first.

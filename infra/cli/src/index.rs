@@ -1,0 +1,73 @@
+//! `switchyard index build|inspect|push`: write, verify and publish index artifacts.
+
+use std::path::Path;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use switchyard_core::config::Config;
+use switchyard_core::index::Index;
+use switchyard_core::template::Catalog;
+
+use crate::open::{load_embedder, progress_bar};
+
+/// `index build`: embed the catalog in `templates`, write the artifact to `out`, report.
+pub fn build(templates: &Path, config: &Config, out: &Path) -> Result<()> {
+    let embedder = load_embedder(config)?;
+    let catalog = Catalog::load(templates)?;
+    switchyard_adapters::check_catalog(&catalog)?;
+    let start = Instant::now();
+    let bar = progress_bar();
+    let index = Index::build(catalog, embedder.as_ref(), config, &|done, total| {
+        bar.set_length(total as u64);
+        bar.set_position(done as u64);
+    })?;
+    bar.finish_and_clear();
+    index.write(out)?;
+    let bytes = std::fs::metadata(out).map(|m| m.len()).unwrap_or(0);
+    eprintln!(
+        "built {} ({} templates, {} datasources, {bytes} bytes) in {:.1} s",
+        out.display(),
+        index.catalog.template_count(),
+        index.partitions.len(),
+        start.elapsed().as_secs_f64()
+    );
+    match (&index.manifest.head, index.head_training_ms) {
+        (Some(head), Some(ms)) => {
+            eprintln!(
+            "learned head: {} templates, {} rows, {} epochs, temperature {:.2}, trained in {:.1} s",
+            head.templates, head.rows, head.epochs, head.temperature, ms / 1000.0
+        )
+        }
+        _ => eprintln!(
+            "learned head: none (off, or more than index.learned_head.max_templates templates)"
+        ),
+    }
+    if let Some(calibration) = &index.manifest.calibration {
+        eprintln!(
+            "automatic threshold: {:.3} (median over {} examples)",
+            calibration.threshold, calibration.examples
+        );
+    }
+    Ok(())
+}
+
+/// `index inspect`: verify the artifact and print its manifest.
+pub fn inspect(file: &Path) -> Result<()> {
+    let index = Index::read(file)?;
+    println!("{}", serde_json::to_string_pretty(&index.manifest)?);
+    Ok(())
+}
+
+/// `index push`: publish the artifact to S3 and print the new `current` pointer.
+pub fn push(file: &Path, bucket: &str, prefix: &str) -> Result<()> {
+    let bytes = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
+    let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
+    let pointer = runtime.block_on(async {
+        let sdk = switchyard_aws::sdk_config().await;
+        switchyard_aws::S3IndexStore::new(switchyard_aws::s3_client(&sdk), bucket, prefix)
+            .push(&bytes)
+            .await
+    })?;
+    println!("{}", serde_json::to_string_pretty(&pointer)?);
+    Ok(())
+}

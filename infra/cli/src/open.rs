@@ -1,0 +1,60 @@
+//! What every command that routes needs: the embedding model, the index (an artifact
+//! file, or the catalog's cached index, built when missing) and the router over them.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use indicatif::{ProgressBar, ProgressStyle};
+use switchyard_core::config::{cache_dir, Config};
+use switchyard_core::embed::{Embedder, MiniLmEmbedder};
+use switchyard_core::index::{load_or_build, Index};
+use switchyard_core::router::Router;
+
+pub fn load_embedder(config: &Config) -> Result<Arc<dyn Embedder>> {
+    let dir = config.embedding.resolved_model_dir();
+    let embedder = MiniLmEmbedder::load(&dir, config.embedding.batch_size)?;
+    Ok(Arc::new(embedder))
+}
+
+pub fn progress_bar() -> ProgressBar {
+    let bar = ProgressBar::new(0);
+    bar.set_style(
+        ProgressStyle::with_template("embedding templates {bar:40} {pos}/{len} texts ({eta})")
+            .expect("a valid template"),
+    );
+    bar
+}
+
+/// The router for the CLI's catalog: `--index`, or the cached index of `--templates`.
+pub fn open_router(templates: &Path, index: Option<&Path>, config: Config) -> Result<Router> {
+    let embedder = load_embedder(&config)?;
+    let (index, origin) = match index {
+        Some(path) => (Index::read(path)?, path.display().to_string()),
+        None => {
+            let bar = progress_bar();
+            let (index, built) = load_or_build(
+                templates,
+                &cache_dir(),
+                embedder.as_ref(),
+                &config,
+                &|done, total| {
+                    bar.set_length(total as u64);
+                    bar.set_position(done as u64);
+                },
+            )
+            .with_context(|| format!("loading the catalog {}", templates.display()))?;
+            bar.finish_and_clear();
+            if built {
+                // The target the log line had when this was in main.rs.
+                tracing::info!(
+                    target: "switchyard",
+                    templates = %templates.display(),
+                    "built and cached the index"
+                );
+            }
+            (index, templates.display().to_string())
+        }
+    };
+    Ok(Router::new(index, config, embedder, &origin)?)
+}

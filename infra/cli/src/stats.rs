@@ -1,0 +1,10 @@
+//! `switchyard stats`: templates per datasource and the configuration in force.
+
+use anyhow::Result;
+use switchyard_core::router::{Access, Router};
+
+pub fn run(router: &Router) -> Result<()> {
+    let stats = switchyard_http::render::Render(router).stats(&Access::All);
+    println!("{}", serde_json::to_string_pretty(&stats)?);
+    Ok(())
+}
