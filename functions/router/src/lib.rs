@@ -14,13 +14,14 @@ use switchyard_aws::{DynamoRerankCache, DynamoSessionStore, LambdaInvoker, S3Ind
 use switchyard_core::api::{Api, ApiRequest};
 use switchyard_core::auth::Identity;
 use switchyard_core::config::Config;
-use switchyard_core::embed::{Embedder, MiniLmEmbedder};
+use switchyard_core::embed::Embedder;
 use switchyard_core::index::{FileIndexSource, Index, IndexSource};
 use switchyard_core::rerank::RerankStage;
 use switchyard_core::rerank_cache::{MemoryRerankCache, RerankCache};
 use switchyard_core::router::Router;
 use switchyard_core::session::{MemorySessionStore, SessionStore, Turn};
 use switchyard_core::{Error, Result};
+use switchyard_embed::MiniLmEmbedder;
 
 /// Where the router's parts live, from the environment.
 #[derive(Debug, Clone, PartialEq)]

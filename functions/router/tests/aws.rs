@@ -19,13 +19,13 @@ use lambda_http::Body;
 use serde_json::{json, Value};
 use switchyard_aws::{DynamoRerankCache, DynamoSessionStore, LambdaInvoker, S3IndexStore};
 use switchyard_core::config::{Config, SessionsConfig};
-use switchyard_core::embed::MiniLmEmbedder;
 use switchyard_core::index::{Index, IndexSource};
 use switchyard_core::invoker::{AdapterInvoker, AdapterRequest};
 use switchyard_core::rerank_cache::{CachedScores, RerankCache};
 use switchyard_core::session::{SessionStore, Turn};
 use switchyard_core::template::Catalog;
 use switchyard_core::Error;
+use switchyard_embed::MiniLmEmbedder;
 use switchyard_router::{cold_start, handle, Clients, IndexLocation, RouterApi, Settings};
 
 fn endpoint(variable: &str) -> String {

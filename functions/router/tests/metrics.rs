@@ -5,9 +5,9 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 use switchyard_core::config::Config;
-use switchyard_core::embed::MiniLmEmbedder;
 use switchyard_core::index::Index;
 use switchyard_core::template::Catalog;
+use switchyard_embed::MiniLmEmbedder;
 use switchyard_router::{cold_start, handle, Clients, IndexLocation, Settings};
 
 #[tokio::test]

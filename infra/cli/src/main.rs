@@ -10,11 +10,12 @@ use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use switchyard_core::config::{cache_dir, Config};
-use switchyard_core::embed::{Embedder, MiniLmEmbedder};
+use switchyard_core::embed::Embedder;
 use switchyard_core::eval::{evaluate, load_dataset, stage_table, EvalReport, StageRow};
 use switchyard_core::index::{load_or_build, Index};
 use switchyard_core::router::{Access, Outcome, Router, Routing};
 use switchyard_core::template::Catalog;
+use switchyard_embed::MiniLmEmbedder;
 
 #[derive(Parser)]
 #[command(
