@@ -18,10 +18,10 @@ use std::time::Instant;
 
 use switchyard_aws::S3IndexStore;
 use switchyard_core::config::Config;
-use switchyard_core::embed::MiniLmEmbedder;
 use switchyard_core::index::Index;
 use switchyard_core::synthetic::synthetic_index;
 use switchyard_core::template::Catalog;
+use switchyard_embed::MiniLmEmbedder;
 use switchyard_router::{cold_start, Clients, Settings};
 
 #[tokio::main]

@@ -10,7 +10,7 @@ use std::time::Instant;
 use lambda_http::{Body, Request, Response};
 use switchyard_aws::{DynamoRerankCache, DynamoSessionStore, LambdaInvoker, S3IndexStore};
 use switchyard_core::config::Config;
-use switchyard_core::embed::{Embedder, MiniLmEmbedder};
+use switchyard_core::embed::Embedder;
 use switchyard_core::index::{FileIndexSource, Index, IndexSource};
 use switchyard_core::rerank::RerankStage;
 use switchyard_core::rerank_cache::{MemoryRerankCache, RerankCache};
@@ -19,6 +19,7 @@ use switchyard_core::service::Service;
 use switchyard_core::session::{MemorySessionStore, SessionStore, Turn};
 use switchyard_core::{Error, Result};
 use tower::ServiceExt;
+use switchyard_embed::MiniLmEmbedder;
 
 /// Where the router's parts live, from the environment.
 #[derive(Debug, Clone, PartialEq)]

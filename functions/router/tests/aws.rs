@@ -19,7 +19,6 @@ use lambda_http::Body;
 use serde_json::{json, Value};
 use switchyard_aws::{DynamoRerankCache, DynamoSessionStore, LambdaInvoker, S3IndexStore};
 use switchyard_core::config::{Config, SessionsConfig};
-use switchyard_core::embed::MiniLmEmbedder;
 use switchyard_core::index::{Index, IndexSource};
 use switchyard_core::invoker::{AdapterInvoker, AdapterRequest};
 use switchyard_core::rerank_cache::{CachedScores, RerankCache};
@@ -27,6 +26,7 @@ use switchyard_core::session::{SessionStore, Turn};
 use switchyard_core::template::Catalog;
 use switchyard_core::Error;
 use switchyard_router::{app, cold_start, handle, Clients, IndexLocation, Settings};
+use switchyard_embed::MiniLmEmbedder;
 
 fn endpoint(variable: &str) -> String {
     std::env::var(variable).unwrap_or_else(|_| {

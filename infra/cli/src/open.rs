@@ -7,7 +7,8 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use switchyard_core::config::{cache_dir, Config};
-use switchyard_core::embed::{Embedder, MiniLmEmbedder};
+use switchyard_core::embed::Embedder;
+use switchyard_embed::MiniLmEmbedder;
 use switchyard_core::index::{load_or_build, Index};
 use switchyard_core::router::Router;
 

@@ -11,10 +11,10 @@ use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use switchyard_core::config::Config;
-use switchyard_core::embed::MiniLmEmbedder;
 use switchyard_core::index::{DatasourceVectors, Index};
 use switchyard_core::synthetic::synthetic_index;
 use switchyard_core::template::Catalog;
+use switchyard_embed::MiniLmEmbedder;
 
 fn clinc() -> Index {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");

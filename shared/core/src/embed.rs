@@ -1,13 +1,10 @@
 //! Embedding: turning texts into unit vectors. The router embeds each query once with the
 //! same embedder that built the index; the index's manifest names the model so a
 //! mismatch is refused at start-up.
-
-use std::path::{Path, PathBuf};
-
-use candle_core::{DType, Device, Tensor};
-use candle_nn::VarBuilder;
-use candle_transformers::models::bert::{BertModel, Config as BertConfig};
-use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
+//!
+//! The production embedder (all-MiniLM-L6-v2 on candle) lives in the `switchyard-embed`
+//! crate, so this crate stays model-free; [`HashingEmbedder`] is a deterministic stand-in
+//! for tests.
 
 use crate::error::{Error, Result};
 
@@ -26,109 +23,75 @@ pub trait Embedder: Send + Sync {
     }
 }
 
-pub const MINILM_MODEL_ID: &str = "sentence-transformers/all-MiniLM-L6-v2";
-const MODEL_FILES: [&str; 3] = ["model.safetensors", "tokenizer.json", "config.json"];
-/// sentence-transformers' max_seq_length for this model.
-const MAX_TOKENS: usize = 256;
-
-/// all-MiniLM-L6-v2 run in-process with candle: mean pooling over real tokens, then L2
-/// normalisation, as sentence-transformers does.
-pub struct MiniLmEmbedder {
-    model: BertModel,
-    tokenizer: Tokenizer,
+/// A deterministic, model-free embedder **for tests only — not for production**: it knows
+/// no meaning, only shared spelling. Each text's lower-cased words, and the character
+/// trigrams of each word (`#word#` padded), are hashed (FNV-1a) into `dimension` buckets;
+/// the counts (words weigh 1, trigrams 0.5) are L2-normalised. Texts sharing words or word
+/// pieces get a high cosine, unrelated texts one near 0; a text without letters or digits
+/// is the zero vector. The same text gives the same vector on every machine and run.
+///
+/// Its model id, `hashing-<dimension>` (e.g. `hashing-384`), keeps an index built with it
+/// from being served with a real model and the reverse.
+#[derive(Debug, Clone)]
+pub struct HashingEmbedder {
     dimension: usize,
-    batch_size: usize,
-    device: Device,
+    model_id: String,
 }
 
-impl MiniLmEmbedder {
-    /// Load the model files from `dir`. A missing file is [`Error::ModelMissing`], whose
-    /// message gives the command that fetches the model.
-    pub fn load(dir: &Path, batch_size: usize) -> Result<Self> {
-        let missing: Vec<&str> = MODEL_FILES
-            .iter()
-            .copied()
-            .filter(|name| !dir.join(name).is_file())
-            .collect();
-        if !missing.is_empty() {
-            return Err(Error::ModelMissing {
-                dir: dir.to_path_buf(),
-                missing: format!("missing {}", missing.join(", ")),
-            });
+impl HashingEmbedder {
+    /// The dimension of all-MiniLM-L6-v2, so vectors have the production shape.
+    pub const DEFAULT_DIMENSION: usize = 384;
+
+    /// An embedder of `dimension` buckets (at least 1).
+    pub fn new(dimension: usize) -> HashingEmbedder {
+        let dimension = dimension.max(1);
+        HashingEmbedder {
+            dimension,
+            model_id: format!("hashing-{dimension}"),
         }
-        let read = |name: &str| -> Result<(PathBuf, Vec<u8>)> {
-            let path = dir.join(name);
-            let bytes = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
-            Ok((path, bytes))
-        };
-        let model_error = |path: &Path, e: &dyn std::fmt::Display| {
-            Error::Embedding(format!("{}: {e}", path.display()))
-        };
-
-        let (config_path, config_bytes) = read("config.json")?;
-        let config: BertConfig =
-            serde_json::from_slice(&config_bytes).map_err(|e| model_error(&config_path, &e))?;
-
-        let device = Device::Cpu;
-        let (weights_path, weights) = read("model.safetensors")?;
-        let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &device)
-            .map_err(|e| model_error(&weights_path, &e))?;
-        let model = BertModel::load(vb, &config).map_err(|e| model_error(&weights_path, &e))?;
-
-        let tokenizer_path = dir.join("tokenizer.json");
-        let mut tokenizer =
-            Tokenizer::from_file(&tokenizer_path).map_err(|e| model_error(&tokenizer_path, &e))?;
-        // The shipped tokenizer.json pads every input to 128 tokens; pad to the longest
-        // input of a batch instead, and truncate where sentence-transformers does.
-        tokenizer.with_padding(Some(PaddingParams {
-            strategy: PaddingStrategy::BatchLongest,
-            ..PaddingParams::default()
-        }));
-        tokenizer
-            .with_truncation(Some(TruncationParams {
-                max_length: MAX_TOKENS,
-                ..TruncationParams::default()
-            }))
-            .map_err(|e| model_error(&tokenizer_path, &e))?;
-
-        Ok(MiniLmEmbedder {
-            model,
-            tokenizer,
-            dimension: config.hidden_size,
-            batch_size: batch_size.max(1),
-            device,
-        })
     }
 
-    fn embed_batch(&self, texts: &[&str]) -> candle_core::Result<Vec<Vec<f32>>> {
-        let encodings = self
-            .tokenizer
-            .encode_batch(texts.to_vec(), true)
-            .map_err(candle_core::Error::msg)?;
-        let rows = |f: &dyn Fn(&tokenizers::Encoding) -> Vec<u32>| -> candle_core::Result<Tensor> {
-            let data: Vec<Tensor> = encodings
-                .iter()
-                .map(|e| Tensor::new(f(e).as_slice(), &self.device))
-                .collect::<candle_core::Result<_>>()?;
-            Tensor::stack(&data, 0)
-        };
-        let ids = rows(&|e| e.get_ids().to_vec())?;
-        let type_ids = rows(&|e| e.get_type_ids().to_vec())?;
-        let mask = rows(&|e| e.get_attention_mask().to_vec())?;
+    fn embed_text(&self, text: &str) -> Vec<f32> {
+        let mut vector = vec![0.0f32; self.dimension];
+        let lower = text.to_lowercase();
+        for word in lower
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+        {
+            vector[self.bucket(b"w", word.as_bytes())] += 1.0;
+            let padded: Vec<char> = std::iter::once('#')
+                .chain(word.chars())
+                .chain(std::iter::once('#'))
+                .collect();
+            for trigram in padded.windows(3) {
+                let trigram: String = trigram.iter().collect();
+                vector[self.bucket(b"c", trigram.as_bytes())] += 0.5;
+            }
+        }
+        normalize(&mut vector);
+        vector
+    }
 
-        let hidden = self.model.forward(&ids, &type_ids, Some(&mask))?; // (batch, tokens, dim)
-        let mask = mask.to_dtype(DType::F32)?.unsqueeze(2)?; // (batch, tokens, 1)
-        let summed = hidden.broadcast_mul(&mask)?.sum(1)?; // (batch, dim)
-        let counts = mask.sum(1)?.clamp(1e-9, f64::MAX)?; // (batch, 1)
-        let mean = summed.broadcast_div(&counts)?;
-        let norms = mean.sqr()?.sum_keepdim(1)?.sqrt()?.clamp(1e-12, f64::MAX)?;
-        mean.broadcast_div(&norms)?.to_vec2::<f32>()
+    /// FNV-1a over a feature kind tag and the feature's bytes, reduced to a bucket.
+    fn bucket(&self, kind: &[u8], feature: &[u8]) -> usize {
+        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+        for byte in kind.iter().chain(b":").chain(feature) {
+            hash ^= u64::from(*byte);
+            hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        (hash % self.dimension as u64) as usize
     }
 }
 
-impl Embedder for MiniLmEmbedder {
+impl Default for HashingEmbedder {
+    fn default() -> Self {
+        HashingEmbedder::new(HashingEmbedder::DEFAULT_DIMENSION)
+    }
+}
+
+impl Embedder for HashingEmbedder {
     fn model_id(&self) -> &str {
-        MINILM_MODEL_ID
+        &self.model_id
     }
 
     fn dimension(&self) -> usize {
@@ -136,14 +99,7 @@ impl Embedder for MiniLmEmbedder {
     }
 
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
-        let mut vectors = Vec::with_capacity(texts.len());
-        for chunk in texts.chunks(self.batch_size) {
-            let batch = self
-                .embed_batch(chunk)
-                .map_err(|e| Error::Embedding(e.to_string()))?;
-            vectors.extend(batch);
-        }
-        Ok(vectors)
+        Ok(texts.iter().map(|text| self.embed_text(text)).collect())
     }
 }
 
@@ -174,5 +130,45 @@ pub fn normalize(v: &mut [f32]) {
     let norm = dot(v, v).sqrt();
     if norm > 0.0 {
         v.iter_mut().for_each(|x| *x /= norm);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hashing_vectors_are_unit_deterministic_and_alike_by_spelling() {
+        let embedder = HashingEmbedder::default();
+        assert_eq!(embedder.model_id(), "hashing-384");
+        assert_eq!(embedder.dimension(), 384);
+        let vectors = embedder
+            .embed(&[
+                "How many employees work in Engineering?",
+                "how many employees work in engineering",
+                "Remind me to buy milk",
+                "?!",
+            ])
+            .unwrap();
+        assert!(vectors.iter().all(|v| v.len() == 384));
+        assert!((dot(&vectors[0], &vectors[0]) - 1.0).abs() < 1e-5);
+        // Case and punctuation do not matter; the same text gives the same vector.
+        assert!((dot(&vectors[0], &vectors[1]) - 1.0).abs() < 1e-5);
+        assert_eq!(
+            embedder.embed_one("Remind me to buy milk").unwrap(),
+            vectors[2]
+        );
+        // Unrelated texts are far apart; a text without words is the zero vector.
+        assert!(dot(&vectors[0], &vectors[2]) < 0.5);
+        assert!(vectors[3].iter().all(|&x| x == 0.0));
+        assert_eq!(HashingEmbedder::new(0).dimension(), 1);
+    }
+
+    #[test]
+    fn dot_matches_the_naive_sum() {
+        let a: Vec<f32> = (0..19).map(|i| i as f32 * 0.25).collect();
+        let b: Vec<f32> = (0..19).map(|i| 1.0 - i as f32 * 0.1).collect();
+        let naive: f32 = a.iter().zip(&b).map(|(x, y)| x * y).sum();
+        assert!((dot(&a, &b) - naive).abs() < 1e-4);
     }
 }

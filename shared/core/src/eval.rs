@@ -259,6 +259,57 @@ pub fn evaluate(
 
 /// Accuracy figures for queries whose vectors are given; latency left empty.
 fn score(router: &Router, queries: &[LabeledQuery], vectors: &[Vec<f32>]) -> Result<EvalReport> {
+    let (predictions, scoring_ms) = predict(router, queries, vectors)?;
+    let in_scope: Vec<(&LabeledQuery, &Prediction)> = queries
+        .iter()
+        .zip(&predictions)
+        .filter(|(q, _)| q.in_scope())
+        .collect();
+    let oos_count = queries.len() - in_scope.len();
+    let intent_correct = in_scope
+        .iter()
+        .filter(|(q, p)| p.template.as_deref() == Some(q.intent.as_str()))
+        .count();
+    let datasource_correct = in_scope
+        .iter()
+        .filter(|(q, p)| p.datasource.is_some() && p.datasource == q.domain)
+        .count();
+
+    let row = |threshold: f32| threshold_row(queries, &predictions, &in_scope, threshold);
+    let (threshold, threshold_source) = router.threshold();
+    let at_threshold = row(threshold);
+    let clarify = ClarifyCounts::of(&in_scope);
+    let thresholds = (0..=12).map(|i| row(0.30 + 0.05 * i as f32)).collect();
+
+    Ok(EvalReport {
+        queries: queries.len(),
+        in_scope_queries: in_scope.len(),
+        oos_queries: oos_count,
+        intent_accuracy: ratio(intent_correct, in_scope.len()),
+        datasource_accuracy: ratio(datasource_correct, in_scope.len()),
+        in_scope_accuracy: at_threshold.in_scope_accuracy,
+        oos_recall: at_threshold.oos_recall,
+        oos_precision: at_threshold.oos_precision,
+        threshold,
+        threshold_source: threshold_source.to_string(),
+        clarify_rate: ratio(clarify.clarified, in_scope.len()),
+        clarify_contains_expected: ratio(clarify.hits, clarify.clarified),
+        in_scope_resolved: ratio(clarify.resolved, in_scope.len()),
+        thresholds,
+        confused_pairs: confused_pairs(&in_scope),
+        latency_ms: percentiles(Vec::new()),
+        embedding_latency_ms: percentiles(Vec::new()),
+        scoring_latency_ms: percentiles(scoring_ms),
+        embedding_batch_ms: 0.0,
+    })
+}
+
+/// Route every query on its given vector: the predictions, and the milliseconds each took.
+fn predict(
+    router: &Router,
+    queries: &[LabeledQuery],
+    vectors: &[Vec<f32>],
+) -> Result<(Vec<Prediction>, Vec<f64>)> {
     let mut scoring_ms = Vec::with_capacity(queries.len());
     let mut predictions = Vec::with_capacity(queries.len());
     for (query, vector) in queries.iter().zip(vectors) {
@@ -278,65 +329,75 @@ fn score(router: &Router, queries: &[LabeledQuery], vectors: &[Vec<f32>]) -> Res
                 .collect(),
         });
     }
+    Ok((predictions, scoring_ms))
+}
 
-    let in_scope: Vec<(&LabeledQuery, &Prediction)> = queries
-        .iter()
-        .zip(&predictions)
-        .filter(|(q, _)| q.in_scope())
-        .collect();
+/// In-scope accuracy and out-of-scope recall and precision if `threshold` were the
+/// threshold. `in_scope` holds the in-scope pairs of `queries` and `predictions`.
+fn threshold_row(
+    queries: &[LabeledQuery],
+    predictions: &[Prediction],
+    in_scope: &[(&LabeledQuery, &Prediction)],
+    threshold: f32,
+) -> ThresholdRow {
     let oos_count = queries.len() - in_scope.len();
-    let intent_correct = in_scope
+    let accepted_correct = in_scope
         .iter()
-        .filter(|(q, p)| p.template.as_deref() == Some(q.intent.as_str()))
+        .filter(|(q, p)| p.score >= threshold && p.template.as_deref() == Some(q.intent.as_str()))
         .count();
-    let datasource_correct = in_scope
+    let rejected: Vec<bool> = queries
         .iter()
-        .filter(|(q, p)| p.datasource.is_some() && p.datasource == q.domain)
-        .count();
+        .zip(predictions)
+        .filter(|(_, p)| p.score < threshold)
+        .map(|(q, _)| !q.in_scope())
+        .collect();
+    let rejected_oos = rejected.iter().filter(|oos| **oos).count();
+    ThresholdRow {
+        threshold,
+        in_scope_accuracy: ratio(accepted_correct, in_scope.len()),
+        oos_recall: ratio(rejected_oos, oos_count),
+        oos_precision: ratio(rejected_oos, rejected.len()),
+    }
+}
 
-    let row = |threshold: f32| {
-        let accepted_correct = in_scope
+/// Of the in-scope queries: how many got a clarify answer, how many of those listed the
+/// right template, and how many were resolved (executed right, or clarified with it).
+struct ClarifyCounts {
+    clarified: usize,
+    hits: usize,
+    resolved: usize,
+}
+
+impl ClarifyCounts {
+    fn of(in_scope: &[(&LabeledQuery, &Prediction)]) -> ClarifyCounts {
+        let clarified: Vec<&(&LabeledQuery, &Prediction)> = in_scope
             .iter()
-            .filter(|(q, p)| {
-                p.score >= threshold && p.template.as_deref() == Some(q.intent.as_str())
+            .filter(|(_, p)| p.outcome == Outcome::Clarify)
+            .collect();
+        let hits = clarified
+            .iter()
+            .filter(|(q, p)| p.choices.contains(&q.intent))
+            .count();
+        let resolved = in_scope
+            .iter()
+            .filter(|(q, p)| match p.outcome {
+                Outcome::Execute => p.template.as_deref() == Some(q.intent.as_str()),
+                Outcome::Clarify => p.choices.contains(&q.intent),
+                Outcome::NoMatch => false,
             })
             .count();
-        let rejected: Vec<bool> = queries
-            .iter()
-            .zip(&predictions)
-            .filter(|(_, p)| p.score < threshold)
-            .map(|(q, _)| !q.in_scope())
-            .collect();
-        let rejected_oos = rejected.iter().filter(|oos| **oos).count();
-        ThresholdRow {
-            threshold,
-            in_scope_accuracy: ratio(accepted_correct, in_scope.len()),
-            oos_recall: ratio(rejected_oos, oos_count),
-            oos_precision: ratio(rejected_oos, rejected.len()),
+        ClarifyCounts {
+            clarified: clarified.len(),
+            hits,
+            resolved,
         }
-    };
-    let (threshold, threshold_source) = router.threshold();
-    let at_threshold = row(threshold);
-    let clarified: Vec<&(&LabeledQuery, &Prediction)> = in_scope
-        .iter()
-        .filter(|(_, p)| p.outcome == Outcome::Clarify)
-        .collect();
-    let clarify_hits = clarified
-        .iter()
-        .filter(|(q, p)| p.choices.contains(&q.intent))
-        .count();
-    let resolved = in_scope
-        .iter()
-        .filter(|(q, p)| match p.outcome {
-            Outcome::Execute => p.template.as_deref() == Some(q.intent.as_str()),
-            Outcome::Clarify => p.choices.contains(&q.intent),
-            Outcome::NoMatch => false,
-        })
-        .count();
-    let thresholds = (0..=12).map(|i| row(0.30 + 0.05 * i as f32)).collect();
+    }
+}
 
+/// The ten most frequent (expected, predicted) template confusions among in-scope queries.
+fn confused_pairs(in_scope: &[(&LabeledQuery, &Prediction)]) -> Vec<ConfusedPair> {
     let mut confusion: BTreeMap<(String, String), usize> = BTreeMap::new();
-    for (q, p) in &in_scope {
+    for (q, p) in in_scope {
         if let Some(predicted) = &p.template {
             if predicted != &q.intent {
                 *confusion
@@ -355,28 +416,7 @@ fn score(router: &Router, queries: &[LabeledQuery], vectors: &[Vec<f32>]) -> Res
         .collect();
     confused_pairs.sort_by_key(|pair| std::cmp::Reverse(pair.count));
     confused_pairs.truncate(10);
-
-    Ok(EvalReport {
-        queries: queries.len(),
-        in_scope_queries: in_scope.len(),
-        oos_queries: oos_count,
-        intent_accuracy: ratio(intent_correct, in_scope.len()),
-        datasource_accuracy: ratio(datasource_correct, in_scope.len()),
-        in_scope_accuracy: at_threshold.in_scope_accuracy,
-        oos_recall: at_threshold.oos_recall,
-        oos_precision: at_threshold.oos_precision,
-        threshold,
-        threshold_source: threshold_source.to_string(),
-        clarify_rate: ratio(clarified.len(), in_scope.len()),
-        clarify_contains_expected: ratio(clarify_hits, clarified.len()),
-        in_scope_resolved: ratio(resolved, in_scope.len()),
-        thresholds,
-        confused_pairs,
-        latency_ms: percentiles(Vec::new()),
-        embedding_latency_ms: percentiles(Vec::new()),
-        scoring_latency_ms: percentiles(scoring_ms),
-        embedding_batch_ms: 0.0,
-    })
+    confused_pairs
 }
 
 #[cfg(test)]

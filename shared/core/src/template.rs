@@ -335,6 +335,52 @@ fn field_of(path: &str, message: &str) -> String {
 }
 
 fn load_datasource(folder: &Path, seen_ids: &mut HashMap<String, PathBuf>) -> Result<Datasource> {
+    let spec = load_spec(folder)?;
+    let files = template_files(folder)?;
+    let mut templates = Vec::new();
+    for file in files {
+        let document: TemplateFile = typed(read_yaml(&file)?, &file, None)?;
+        for (position, raw) in document.templates.into_iter().enumerate() {
+            let id = raw
+                .get("id")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+                .ok_or_else(|| {
+                    Error::template(
+                        &file,
+                        None,
+                        format!("templates[{position}].id"),
+                        "missing or not a string",
+                    )
+                })?;
+            let template: Template = typed(raw, &file, Some(&id))?;
+            validate_template(&template, spec.kind, &file)?;
+            if let Some(first) = seen_ids.get(&template.id) {
+                return Err(Error::template(
+                    &file,
+                    Some(&template.id),
+                    "id",
+                    format!("duplicate id: already defined in {}", first.display()),
+                ));
+            }
+            seen_ids.insert(template.id.clone(), file.clone());
+            templates.push(template);
+        }
+    }
+    if templates.is_empty() {
+        return Err(Error::template(
+            folder,
+            None,
+            "templates",
+            "the datasource has no templates",
+        ));
+    }
+    Ok(Datasource { spec, templates })
+}
+
+/// The folder's `datasource.yaml`, checked: present, named as the folder, described, and
+/// without empty negative examples.
+fn load_spec(folder: &Path) -> Result<DatasourceSpec> {
     let spec_path = folder.join(DATASOURCE_FILE);
     if !spec_path.is_file() {
         return Err(Error::template(
@@ -377,7 +423,12 @@ fn load_datasource(folder: &Path, seen_ids: &mut HashMap<String, PathBuf>) -> Re
             "must not be empty",
         ));
     }
+    Ok(spec)
+}
 
+/// The template files of a datasource folder (`*.yaml`, `*.yml` beside
+/// `datasource.yaml`), sorted; none is an error.
+fn template_files(folder: &Path) -> Result<Vec<PathBuf>> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(folder)
         .map_err(|e| Error::io(folder, e))?
         .filter_map(|entry| entry.ok().map(|e| e.path()))
@@ -398,114 +449,92 @@ fn load_datasource(folder: &Path, seen_ids: &mut HashMap<String, PathBuf>) -> Re
             "no template files (*.yaml with a `templates:` list) beside datasource.yaml",
         ));
     }
+    Ok(files)
+}
 
-    let mut templates = Vec::new();
-    for file in files {
-        let document: TemplateFile = typed(read_yaml(&file)?, &file, None)?;
-        for (position, raw) in document.templates.into_iter().enumerate() {
-            let id = raw
-                .get("id")
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-                .ok_or_else(|| {
-                    Error::template(
-                        &file,
-                        None,
-                        format!("templates[{position}].id"),
-                        "missing or not a string",
-                    )
-                })?;
-            let template: Template = typed(raw, &file, Some(&id))?;
-            validate_template(&template, spec.kind, &file)?;
-            if let Some(first) = seen_ids.get(&template.id) {
-                return Err(Error::template(
-                    &file,
-                    Some(&template.id),
-                    "id",
-                    format!("duplicate id: already defined in {}", first.display()),
-                ));
-            }
-            seen_ids.insert(template.id.clone(), file.clone());
-            templates.push(template);
-        }
-    }
-    if templates.is_empty() {
-        return Err(Error::template(
-            folder,
-            None,
-            "templates",
-            "the datasource has no templates",
-        ));
-    }
-    Ok(Datasource { spec, templates })
+/// A template problem: the field and what is wrong with it.
+type Problem = (String, String);
+
+fn problem(
+    field: impl Into<String>,
+    message: impl Into<String>,
+) -> std::result::Result<(), Problem> {
+    Err((field.into(), message.into()))
 }
 
 fn validate_template(template: &Template, kind: DatasourceKind, file: &Path) -> Result<()> {
-    let fail = |field: &str, message: String| {
-        Err(Error::template(file, Some(&template.id), field, message))
-    };
+    check_texts(template)
+        .and_then(|()| check_parameters(template))
+        .and_then(|()| check_body(template, kind))
+        .map_err(|(field, message)| Error::template(file, Some(&template.id), field, message))
+}
+
+/// The id's characters, a description, and at least one non-empty example.
+fn check_texts(template: &Template) -> std::result::Result<(), Problem> {
     let id_ok = !template.id.is_empty()
         && template
             .id
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
     if !id_ok {
-        return fail(
+        return problem(
             "id",
-            "must be non-empty and use only letters, digits, `_`, `-` and `.`".into(),
+            "must be non-empty and use only letters, digits, `_`, `-` and `.`",
         );
     }
     if template.description.trim().is_empty() {
-        return fail("description", "must not be empty".into());
+        return problem("description", "must not be empty");
     }
     if template.nl_examples.is_empty() {
-        return fail(
-            "nl_examples",
-            "must list at least one example question".into(),
-        );
+        return problem("nl_examples", "must list at least one example question");
     }
     if let Some(position) = template
         .nl_examples
         .iter()
         .position(|e| e.trim().is_empty())
     {
-        return fail(
-            &format!("nl_examples[{position}]"),
-            "must not be empty".into(),
-        );
+        return problem(format!("nl_examples[{position}]"), "must not be empty");
     }
+    Ok(())
+}
 
+/// Parameter names present and unique, patterns that compile, `min` not above `max`.
+fn check_parameters(template: &Template) -> std::result::Result<(), Problem> {
     let mut names = std::collections::HashSet::new();
     for (position, parameter) in template.parameters.iter().enumerate() {
         let at = format!("parameters[{position}]");
         if parameter.name.trim().is_empty() {
-            return fail(&format!("{at}.name"), "must not be empty".into());
+            return problem(format!("{at}.name"), "must not be empty");
         }
         if !names.insert(parameter.name.as_str()) {
-            return fail(
-                &format!("{at}.name"),
+            return problem(
+                format!("{at}.name"),
                 format!("duplicate parameter `{}`", parameter.name),
             );
         }
         for (p, pattern) in parameter.extraction_patterns.iter().enumerate() {
             if let Err(e) = regex::Regex::new(pattern) {
-                return fail(
-                    &format!("{at}.extraction_patterns[{p}]"),
+                return problem(
+                    format!("{at}.extraction_patterns[{p}]"),
                     format!("bad regex: {e}"),
                 );
             }
         }
         if let (Some(min), Some(max)) = (parameter.min, parameter.max) {
             if min > max {
-                return fail(&format!("{at}.min"), format!("{min} is above max {max}"));
+                return problem(format!("{at}.min"), format!("{min} is above max {max}"));
             }
         }
     }
+    Ok(())
+}
 
+/// At most one body, and the one the datasource's kind needs (none for `intent`).
+fn check_body(template: &Template, kind: DatasourceKind) -> std::result::Result<(), Problem> {
     let bodies = template.bodies();
     if bodies.len() > 1 {
         let fields: Vec<&str> = bodies.iter().map(|(_, f)| *f).collect();
-        return fail(
+        return problem(
             fields[1],
             format!("a template has one body, found {}", fields.join(" and ")),
         );
@@ -514,10 +543,7 @@ fn validate_template(template: &Template, kind: DatasourceKind, file: &Path) -> 
     let expected = match kind {
         DatasourceKind::Intent => {
             if let Some((_, field)) = body {
-                return fail(
-                    field,
-                    "templates of an `intent` datasource have no body".into(),
-                );
+                return problem(field, "templates of an `intent` datasource have no body");
             }
             return Ok(());
         }
@@ -530,7 +556,7 @@ fn validate_template(template: &Template, kind: DatasourceKind, file: &Path) -> 
     match body {
         Some((found, _)) if found == expected.0 => {}
         Some((_, field)) => {
-            return fail(
+            return problem(
                 field,
                 format!(
                     "a `{}` datasource's templates need `{}` instead",
@@ -540,7 +566,7 @@ fn validate_template(template: &Template, kind: DatasourceKind, file: &Path) -> 
             )
         }
         None => {
-            return fail(
+            return problem(
                 expected.1,
                 format!("required for a `{}` datasource", kind.as_str()),
             )
@@ -548,10 +574,10 @@ fn validate_template(template: &Template, kind: DatasourceKind, file: &Path) -> 
     }
     if expected.0 == BodyKind::Function {
         if template.tool_type.as_deref() != Some("function") {
-            return fail("tool_type", "must be `function`".into());
+            return problem("tool_type", "must be `function`");
         }
         if template.tool_name.is_none() {
-            return fail("tool_name", "required with `tool_type: function`".into());
+            return problem("tool_name", "required with `tool_type: function`");
         }
     }
     Ok(())

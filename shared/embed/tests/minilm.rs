@@ -1,8 +1,11 @@
 //! Our candle embedder against sentence-transformers' own output.
 
-mod common;
+use std::path::Path;
 
 use serde::Deserialize;
+use switchyard_core::config::Config;
+use switchyard_core::embed::Embedder;
+use switchyard_embed::MiniLmEmbedder;
 
 #[derive(Deserialize)]
 struct Reference {
@@ -18,10 +21,11 @@ struct Item {
 
 #[test]
 fn vectors_match_sentence_transformers_to_1e5() {
-    let path = common::repo_root().join("tests/data/minilm-reference.json");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/minilm-reference.json");
     let reference: Reference =
         serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    let embedder = common::embedder();
+    let dir = Config::default().embedding.resolved_model_dir();
+    let embedder = MiniLmEmbedder::load(&dir, 32).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(reference.model, embedder.model_id());
 
     // One batch of texts of different lengths: padding must not change any vector.
@@ -52,7 +56,7 @@ fn vectors_match_sentence_transformers_to_1e5() {
 #[test]
 fn missing_model_names_the_fetch_command() {
     let dir = tempfile::tempdir().unwrap();
-    let error = switchyard_core::embed::MiniLmEmbedder::load(dir.path(), 8)
+    let error = MiniLmEmbedder::load(dir.path(), 8)
         .err()
         .expect("an empty folder holds no model")
         .to_string();

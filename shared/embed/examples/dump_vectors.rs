@@ -1,7 +1,7 @@
 //! Dump the embeddings the router sees, for offline research on scoring methods.
 //!
 //! ```sh
-//! cargo run -p switchyard-core --example dump_vectors -- \
+//! cargo run -p switchyard-embed --example dump_vectors -- \
 //!     --templates templates/clinc150 --queries tests/data/clinc150/val.jsonl --out /tmp/sy-vectors
 //! ```
 //!
@@ -24,10 +24,11 @@ use candle_nn::VarBuilder;
 use candle_transformers::models::bert::{BertModel, Config as BertConfig};
 use serde_json::json;
 use switchyard_core::config::Config;
-use switchyard_core::embed::{Embedder, MiniLmEmbedder};
+use switchyard_core::embed::Embedder;
 use switchyard_core::eval::load_dataset;
 use switchyard_core::index::template_texts;
 use switchyard_core::template::Catalog;
+use switchyard_embed::MiniLmEmbedder;
 use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;

@@ -1,0 +1,259 @@
+//! The configuration's sections and fields, as `config.yaml` spells them.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    pub composite_retrieval: CompositeRetrieval,
+    pub embedding: EmbeddingConfig,
+    pub llm: LlmConfig,
+    pub index: IndexConfig,
+    pub sessions: SessionsConfig,
+    pub rerank_cache: RerankCacheConfig,
+    pub auth: AuthConfig,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SessionsConfig {
+    pub max_turns: usize,
+    pub ttl_seconds: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RerankCacheConfig {
+    pub ttl_seconds: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuthConfig {
+    pub required: bool,
+    /// SHA-256 (hex) of an API key → the principal it identifies.
+    pub api_keys: std::collections::BTreeMap<String, String>,
+    /// Principal → the datasources it may use (`"*"`: all).
+    pub principals: std::collections::BTreeMap<String, Vec<String>>,
+    pub datasources_claim: String,
+    pub principal_claim: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LlmConfig {
+    pub endpoint: Option<String>,
+    pub model: Option<String>,
+    pub api_key_env: Option<String>,
+    pub timeout_ms: u64,
+    pub fill_missing_parameters: bool,
+    pub synthesize_response: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CompositeRetrieval {
+    pub confidence_threshold: Threshold,
+    pub max_templates_per_source: usize,
+    pub parallel_search: bool,
+    pub search_timeout_ms: u64,
+    pub template_scoring: TemplateScoring,
+    pub learned_scoring: LearnedScoring,
+    pub keywords: Keywords,
+    pub reranking: Reranking,
+    pub string_similarity: StringSimilarity,
+    pub scoring: Scoring,
+    pub clarify: Clarify,
+}
+
+/// `auto` (chosen from the templates when the index is built) or a number in [0, 1].
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Threshold {
+    Fixed(f32),
+    Auto(AutoThreshold),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AutoThreshold {
+    Auto,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LearnedScoring {
+    /// Rank with the index's learned head when it has one.
+    pub enabled: bool,
+    /// Weight of the head's probability in the ranking score.
+    pub weight: f32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Keywords {
+    pub enabled: bool,
+    /// `weighted`: add `weight ·` BM25 (divided by the best template's) to the vector
+    /// score; `rrf`: reciprocal-rank fusion of the two rankings.
+    pub fusion: Fusion,
+    pub weight: f32,
+    pub rrf_k: f32,
+    pub k1: f32,
+    pub b: f32,
+    /// Abbreviations and synonyms of this deployment: "ncd" → "no claim discount".
+    pub term_expansion: std::collections::BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Fusion {
+    Weighted,
+    Rrf,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Clarify {
+    pub enabled: bool,
+    /// Ask which one was meant when the top two ranking scores are this close.
+    pub margin: f32,
+    /// How many choices a clarify answer lists (2 or 3).
+    pub choices: usize,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TemplateScoring {
+    pub method: TemplateScoringMethod,
+    pub max_weight: f32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TemplateScoringMethod {
+    Max,
+    Centroid,
+    Blend,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Reranking {
+    pub enabled: bool,
+    pub provider: Option<RerankProvider>,
+    /// Base URL of the provider's API, e.g. `https://api.cohere.com`,
+    /// `http://127.0.0.1:11434/v1` (Ollama) or `https://api.anthropic.com`.
+    pub endpoint: Option<String>,
+    pub model: Option<String>,
+    /// Name of the environment variable holding the API key.
+    pub api_key_env: Option<String>,
+    pub timeout_ms: u64,
+    pub top_candidates: usize,
+    /// Candidates per request to a chat judge; batches are sent in parallel.
+    pub batch_size: usize,
+    /// Rerank only when the top two candidates' ranking scores are within this margin.
+    pub margin: f32,
+    pub weight: f32,
+}
+
+/// Which API a reranker speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RerankProvider {
+    /// `POST {endpoint}/v1/rerank` (Cohere, and the servers that copy its API).
+    Cohere,
+    /// `POST {endpoint}/chat/completions` with a judging prompt (OpenAI, Ollama, vLLM).
+    Openai,
+    /// `POST {endpoint}/v1/messages` with a judging prompt.
+    Anthropic,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StringSimilarity {
+    pub enabled: bool,
+    pub algorithm: StringAlgorithm,
+    /// Weight in the confidence (with `scoring.embedding_weight`).
+    pub weight: f32,
+    /// Weight in the ranking score.
+    pub rank_weight: f32,
+    pub compare_fields: Vec<CompareField>,
+    pub min_threshold: f32,
+    pub aggregation: Aggregation,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StringAlgorithm {
+    JaroWinkler,
+    Levenshtein,
+    Ratio,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CompareField {
+    Description,
+    NlExamples,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Aggregation {
+    Max,
+    Mean,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scoring {
+    pub embedding_weight: f32,
+    pub tie_breaker: TieBreaker,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TieBreaker {
+    /// Equal combined scores: higher embedding score, then earlier datasource.
+    Embedding,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EmbeddingConfig {
+    pub model_dir: Option<PathBuf>,
+    pub threads: usize,
+    pub batch_size: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IndexConfig {
+    pub exact_scan_max_templates: usize,
+    pub candidate_pool: usize,
+    pub hnsw_ef_search: usize,
+    pub hnsw_ef_construction: usize,
+    pub seed: u64,
+    pub learned_head: LearnedHeadConfig,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LearnedHeadConfig {
+    pub enabled: bool,
+    /// Larger catalogs skip the head and rank on centroid similarity.
+    pub max_templates: usize,
+    /// In a catalog of more templates than `rivals + 1`, each text is trained against its
+    /// own template and the `rivals` with the nearest centroids only.
+    pub rivals: usize,
+    pub epochs: usize,
+    pub learning_rate: f32,
+    /// λ in (λ/2)‖M − I‖²: how far the metric may move from plain cosine.
+    pub l2: f32,
+    /// s: logits are s · xᵀ M c.
+    pub scale: f32,
+    /// Training weight of a description row (examples and id words weigh 1).
+    pub description_weight: f32,
+}

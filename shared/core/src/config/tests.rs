@@ -1,0 +1,166 @@
+//! Loading and validation of the layered configuration.
+
+use super::*;
+
+fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+#[test]
+fn embedded_defaults_load() {
+    let config = Config::load(None, env(&[])).unwrap();
+    assert!(config.composite_retrieval.string_similarity.enabled);
+    assert!(!config.composite_retrieval.reranking.enabled);
+    assert_eq!(
+        config.composite_retrieval.confidence_threshold,
+        Threshold::Auto(AutoThreshold::Auto)
+    );
+}
+
+#[test]
+fn file_then_environment_override_defaults() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("switchyard.yaml");
+    std::fs::write(
+        &file,
+        "composite_retrieval:\n  confidence_threshold: 0.7\n  max_templates_per_source: 5\n",
+    )
+    .unwrap();
+    let config = Config::load(
+        Some(&file),
+        env(&[
+            (
+                "SWITCHYARD__COMPOSITE_RETRIEVAL__CONFIDENCE_THRESHOLD",
+                "0.65",
+            ),
+            (
+                "SWITCHYARD__COMPOSITE_RETRIEVAL__STRING_SIMILARITY__ALGORITHM",
+                "ratio",
+            ),
+            ("UNRELATED", "1"),
+        ]),
+    )
+    .unwrap();
+    let c = &config.composite_retrieval;
+    assert_eq!(c.confidence_threshold, Threshold::Fixed(0.65));
+    assert_eq!(c.max_templates_per_source, 5);
+    assert_eq!(c.string_similarity.algorithm, StringAlgorithm::Ratio);
+}
+
+#[test]
+fn unknown_field_in_file_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("bad.yaml");
+    std::fs::write(&file, "composite_retrieval:\n  confidence_treshold: 0.7\n").unwrap();
+    let message = Config::load(Some(&file), env(&[])).unwrap_err().to_string();
+    assert!(message.contains("bad.yaml"), "{message}");
+    assert!(message.contains("confidence_treshold"), "{message}");
+}
+
+#[test]
+fn bad_environment_value_names_field_and_variable() {
+    let message = Config::load(
+        None,
+        env(&[(
+            "SWITCHYARD__COMPOSITE_RETRIEVAL__STRING_SIMILARITY__ALGORITHM",
+            "soundex",
+        )]),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(message.contains("environment"), "{message}");
+    assert!(
+        message.contains("composite_retrieval.string_similarity.algorithm"),
+        "{message}"
+    );
+}
+
+#[test]
+fn out_of_range_threshold_is_refused() {
+    let message = Config::load(
+        None,
+        env(&[(
+            "SWITCHYARD__COMPOSITE_RETRIEVAL__CONFIDENCE_THRESHOLD",
+            "1.5",
+        )]),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(message.contains("confidence_threshold"), "{message}");
+    let message = Config::load(
+        None,
+        env(&[(
+            "SWITCHYARD__COMPOSITE_RETRIEVAL__CONFIDENCE_THRESHOLD",
+            "sometimes",
+        )]),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(message.contains("confidence_threshold"), "{message}");
+}
+
+#[test]
+fn a_reranker_needs_an_endpoint_and_a_model() {
+    let message = Config::load(
+        None,
+        env(&[
+            (
+                "SWITCHYARD__COMPOSITE_RETRIEVAL__RERANKING__ENABLED",
+                "true",
+            ),
+            (
+                "SWITCHYARD__COMPOSITE_RETRIEVAL__RERANKING__PROVIDER",
+                "cohere",
+            ),
+        ]),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        message.contains("composite_retrieval.reranking") && message.contains("endpoint"),
+        "{message}"
+    );
+    let message = Config::load(
+        None,
+        env(&[(
+            "SWITCHYARD__COMPOSITE_RETRIEVAL__RERANKING__PROVIDER",
+            "bing",
+        )]),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(message.contains("provider"), "{message}");
+}
+
+#[test]
+fn term_expansion_and_head_settings_load_and_are_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("switchyard.yaml");
+    std::fs::write(
+        &file,
+        "composite_retrieval:\n  keywords:\n    term_expansion: {ncd: no claim discount}\n",
+    )
+    .unwrap();
+    let config = Config::load(Some(&file), env(&[])).unwrap();
+    assert_eq!(
+        config.composite_retrieval.keywords.term_expansion["ncd"],
+        "no claim discount"
+    );
+    let message = Config::load(
+        None,
+        env(&[("SWITCHYARD__INDEX__LEARNED_HEAD__EPOCHS", "0")]),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(message.contains("index.learned_head"), "{message}");
+    let message = Config::load(
+        None,
+        env(&[("SWITCHYARD__INDEX__LEARNED_HEAD__RIVALS", "0")]),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(message.contains("rivals"), "{message}");
+}

@@ -1,0 +1,217 @@
+//! The checks on configuration values. Each section has its own check; they run in a fixed
+//! order and the first value refused is reported, naming the field and where the value
+//! came from.
+
+use super::{
+    AuthConfig, CompositeRetrieval, Config, EmbeddingConfig, IndexConfig, LlmConfig, Reranking,
+    SessionsConfig, StringSimilarity, Threshold,
+};
+use crate::error::{Error, Result};
+
+/// A refused value: the field and what is wrong with it.
+struct Invalid {
+    field: String,
+    message: String,
+}
+
+type Checked = std::result::Result<(), Invalid>;
+
+fn invalid(field: impl Into<String>, message: impl Into<String>) -> Checked {
+    Err(Invalid {
+        field: field.into(),
+        message: message.into(),
+    })
+}
+
+impl Config {
+    /// Check every section; `origin` names where the values came from in the error.
+    pub(super) fn validate(&self, origin: &str) -> Result<()> {
+        let c = &self.composite_retrieval;
+        check_retrieval_scores(c)
+            .and_then(|()| check_reranking(&c.reranking))
+            .and_then(|()| check_string_similarity(&c.string_similarity))
+            .and_then(|()| check_llm(&self.llm))
+            .and_then(|()| check_sessions(&self.sessions))
+            .and_then(|()| check_auth(&self.auth))
+            .and_then(|()| check_keywords_and_clarify(c))
+            .and_then(|()| check_learned_head(&self.index))
+            .and_then(|()| check_embedding(&self.embedding))
+            .and_then(|()| check_index_search(&self.index))
+            .map_err(|Invalid { field, message }| Error::Config {
+                origin: origin.to_owned(),
+                field,
+                message,
+            })
+    }
+}
+
+/// The threshold, the candidate count and every weight of the retrieval stages.
+fn check_retrieval_scores(c: &CompositeRetrieval) -> Checked {
+    if matches!(c.confidence_threshold, Threshold::Fixed(t) if !(0.0..=1.0).contains(&t)) {
+        return invalid(
+            "composite_retrieval.confidence_threshold",
+            "must be `auto` or a number between 0 and 1",
+        );
+    }
+    if c.max_templates_per_source == 0 {
+        return invalid(
+            "composite_retrieval.max_templates_per_source",
+            "must be at least 1",
+        );
+    }
+    if !(0.0..=1.0).contains(&c.template_scoring.max_weight) {
+        return invalid(
+            "composite_retrieval.template_scoring.max_weight",
+            "must be between 0 and 1",
+        );
+    }
+    for (field, weight) in [
+        (
+            "composite_retrieval.scoring.embedding_weight",
+            c.scoring.embedding_weight,
+        ),
+        ("composite_retrieval.reranking.weight", c.reranking.weight),
+        (
+            "composite_retrieval.string_similarity.weight",
+            c.string_similarity.weight,
+        ),
+        (
+            "composite_retrieval.string_similarity.rank_weight",
+            c.string_similarity.rank_weight,
+        ),
+        (
+            "composite_retrieval.learned_scoring.weight",
+            c.learned_scoring.weight,
+        ),
+        ("composite_retrieval.keywords.weight", c.keywords.weight),
+        ("composite_retrieval.keywords.k1", c.keywords.k1),
+        ("composite_retrieval.keywords.rrf_k", c.keywords.rrf_k),
+        ("composite_retrieval.clarify.margin", c.clarify.margin),
+    ] {
+        if !(weight.is_finite() && weight >= 0.0) {
+            return invalid(field, "must be a number of at least 0");
+        }
+    }
+    if c.scoring.embedding_weight == 0.0 {
+        return invalid(
+            "composite_retrieval.scoring.embedding_weight",
+            "must be above 0: stage 1 always runs",
+        );
+    }
+    Ok(())
+}
+
+fn check_reranking(r: &Reranking) -> Checked {
+    if r.enabled && r.provider.is_some() && (r.endpoint.is_none() || r.model.is_none()) {
+        return invalid(
+            "composite_retrieval.reranking",
+            "endpoint and model are needed when a provider is set",
+        );
+    }
+    if r.top_candidates < 2 || r.batch_size == 0 || r.timeout_ms == 0 {
+        return invalid(
+            "composite_retrieval.reranking",
+            "top_candidates must be at least 2, batch_size and timeout_ms at least 1",
+        );
+    }
+    if !(r.margin.is_finite() && r.margin >= 0.0) {
+        return invalid(
+            "composite_retrieval.reranking.margin",
+            "must be a number of at least 0",
+        );
+    }
+    Ok(())
+}
+
+fn check_string_similarity(s: &StringSimilarity) -> Checked {
+    if s.enabled && s.compare_fields.is_empty() {
+        return invalid(
+            "composite_retrieval.string_similarity.compare_fields",
+            "must name at least one field when the stage is enabled",
+        );
+    }
+    Ok(())
+}
+
+fn check_llm(llm: &LlmConfig) -> Checked {
+    if (llm.fill_missing_parameters || llm.synthesize_response)
+        && (llm.endpoint.is_none() || llm.model.is_none())
+    {
+        return invalid(
+            "llm",
+            "endpoint and model are needed when an LLM feature is on",
+        );
+    }
+    Ok(())
+}
+
+fn check_sessions(sessions: &SessionsConfig) -> Checked {
+    if sessions.max_turns == 0 || sessions.ttl_seconds == 0 {
+        return invalid("sessions", "max_turns and ttl_seconds must be at least 1");
+    }
+    Ok(())
+}
+
+/// API keys are listed by their SHA-256 and name a listed principal.
+fn check_auth(auth: &AuthConfig) -> Checked {
+    for (hash, principal) in &auth.api_keys {
+        let is_sha256 = hash.len() == 64 && hash.bytes().all(|b| b.is_ascii_hexdigit());
+        if !is_sha256 {
+            return invalid(
+                format!("auth.api_keys.{hash}"),
+                "keys are listed by the SHA-256 of the key, as 64 hex digits (never the key itself)",
+            );
+        }
+        if !auth.principals.contains_key(principal) {
+            return invalid(
+                format!("auth.api_keys.{hash}"),
+                format!("names principal `{principal}`, which auth.principals does not list"),
+            );
+        }
+    }
+    Ok(())
+}
+
+fn check_keywords_and_clarify(c: &CompositeRetrieval) -> Checked {
+    if !(0.0..=1.0).contains(&c.keywords.b) {
+        return invalid("composite_retrieval.keywords.b", "must be between 0 and 1");
+    }
+    if !(2..=3).contains(&c.clarify.choices) {
+        return invalid("composite_retrieval.clarify.choices", "must be 2 or 3");
+    }
+    Ok(())
+}
+
+fn check_learned_head(index: &IndexConfig) -> Checked {
+    let head = &index.learned_head;
+    if head.epochs == 0
+        || head.rivals == 0
+        || !(head.learning_rate > 0.0
+            && head.scale > 0.0
+            && head.l2 >= 0.0
+            && head.description_weight >= 0.0)
+    {
+        return invalid(
+            "index.learned_head",
+            "epochs, rivals, learning_rate and scale must be above 0; l2 and description_weight at least 0",
+        );
+    }
+    Ok(())
+}
+
+fn check_embedding(embedding: &EmbeddingConfig) -> Checked {
+    if embedding.batch_size == 0 {
+        return invalid("embedding.batch_size", "must be at least 1");
+    }
+    Ok(())
+}
+
+fn check_index_search(index: &IndexConfig) -> Checked {
+    if index.candidate_pool == 0 || index.hnsw_ef_search == 0 {
+        return invalid(
+            "index",
+            "candidate_pool and hnsw_ef_search must be at least 1",
+        );
+    }
+    Ok(())
+}

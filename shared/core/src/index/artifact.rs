@@ -1,0 +1,257 @@
+//! The artifact format: magic bytes, format version, JSON manifest, postcard body and
+//! SHA-256 checksum; serialising, writing, reading and verifying it; and where the router
+//! gets an artifact's bytes.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::partition::Coarse;
+use super::{Calibration, Index, Partition};
+use crate::config::IndexConfig;
+use crate::error::{Error, Result};
+use crate::head::Head;
+use crate::template::{Catalog, DatasourceKind};
+
+pub const FORMAT_VERSION: u32 = 3;
+const MAGIC: &[u8; 8] = b"SWYDIDX\0";
+const CHECKSUM_LEN: usize = 32;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    pub format_version: u32,
+    pub model_id: String,
+    pub dimension: usize,
+    /// [`Catalog::content_hash`] of the templates the index was built from.
+    pub templates_hash: String,
+    /// Unix seconds; `SOURCE_DATE_EPOCH` fixes it for reproducible builds.
+    pub built_at: u64,
+    pub datasources: Vec<ManifestDatasource>,
+    pub build: IndexConfig,
+    /// What the learned head was trained on; `None` when it was off or the catalog too big.
+    pub head: Option<HeadSummary>,
+    /// The automatic threshold, if there are at least two datasources.
+    pub calibration: Option<Calibration>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HeadSummary {
+    pub templates: usize,
+    pub rows: usize,
+    pub epochs: usize,
+    pub temperature: f32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ManifestDatasource {
+    pub name: String,
+    pub kind: DatasourceKind,
+    pub templates: usize,
+    pub vectors: usize,
+    /// `exact` or `hnsw`: how candidates are found in this partition.
+    pub search: String,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Body {
+    /// The catalog as JSON (its free-form fields need a self-describing format).
+    catalog_json: String,
+    partitions: Vec<Partition>,
+    head: Option<Head>,
+}
+
+#[derive(Serialize)]
+struct BodyRef<'a> {
+    catalog_json: &'a str,
+    partitions: &'a [Partition],
+    head: &'a Option<Head>,
+}
+
+impl Index {
+    /// Serialise to the artifact's bytes.
+    pub fn to_bytes(&self) -> Result<Vec<u8>> {
+        let manifest = serde_json::to_vec(&self.manifest).expect("a manifest always serialises");
+        let catalog_json =
+            serde_json::to_string(&self.catalog).expect("a catalog always serialises");
+        let body_bytes = postcard::to_stdvec(&BodyRef {
+            catalog_json: &catalog_json,
+            partitions: &self.partitions,
+            head: &self.head,
+        })
+        .map_err(|e| Error::index("(memory)", format!("cannot serialise the index: {e}")))?;
+
+        let mut out = Vec::with_capacity(body_bytes.len() + manifest.len() + 64);
+        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+        out.extend_from_slice(&(manifest.len() as u32).to_le_bytes());
+        out.extend_from_slice(&manifest);
+        out.extend_from_slice(&(body_bytes.len() as u64).to_le_bytes());
+        out.extend_from_slice(&body_bytes);
+        let checksum = Sha256::digest(&out);
+        out.extend_from_slice(&checksum);
+        Ok(out)
+    }
+
+    pub fn write(&self, path: &Path) -> Result<()> {
+        let bytes = self.to_bytes()?;
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+        }
+        // Write beside, then rename, so a reader never sees half an artifact.
+        let partial = path.with_extension("partial");
+        std::fs::write(&partial, &bytes).map_err(|e| Error::io(&partial, e))?;
+        std::fs::rename(&partial, path).map_err(|e| Error::io(path, e))
+    }
+
+    pub fn read(path: &Path) -> Result<Index> {
+        let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+        Index::from_bytes(&bytes, &path.display().to_string())
+    }
+
+    /// Parse and verify an artifact; `origin` (a path or `s3://bucket/key`) names it in errors.
+    pub fn from_bytes(bytes: &[u8], origin: &str) -> Result<Index> {
+        let fail = |problem: String| Error::index(origin, problem);
+        let (manifest_bytes, body_bytes) = unseal(bytes).map_err(fail)?;
+        let manifest: Manifest = serde_json::from_slice(manifest_bytes)
+            .map_err(|e| fail(format!("bad manifest: {e}")))?;
+        let body: Body =
+            postcard::from_bytes(body_bytes).map_err(|e| fail(format!("bad body: {e}")))?;
+        let catalog: Catalog = serde_json::from_str(&body.catalog_json)
+            .map_err(|e| fail(format!("bad catalog: {e}")))?;
+        check_consistency(&manifest, &body, &catalog).map_err(fail)?;
+
+        let mut partitions = body.partitions;
+        for partition in &mut partitions {
+            partition.coarse = Coarse::of(&partition.centroids, partition.dimension);
+        }
+        Ok(Index {
+            manifest,
+            catalog,
+            partitions,
+            head: body.head,
+            head_training_ms: None,
+        })
+    }
+}
+
+/// Check the frame of an artifact (length, magic, version, section lengths, checksum) and
+/// return its manifest and body bytes; the error is the problem, in words.
+fn unseal(bytes: &[u8]) -> std::result::Result<(&[u8], &[u8]), String> {
+    let header = MAGIC.len() + 8;
+    if bytes.len() < header + 8 + CHECKSUM_LEN {
+        return Err(format!(
+            "truncated: {} bytes is too short for an index artifact",
+            bytes.len()
+        ));
+    }
+    if &bytes[..MAGIC.len()] != MAGIC {
+        return Err("not a Switchyard index (bad magic bytes)".into());
+    }
+    let version = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes"));
+    if version != FORMAT_VERSION {
+        return Err(format!(
+            "format version {version}, this build reads version {FORMAT_VERSION}; rebuild the index"
+        ));
+    }
+    let manifest_len = u32::from_le_bytes(bytes[12..16].try_into().expect("4 bytes")) as usize;
+    let body_len_at = header + manifest_len;
+    if bytes.len() < body_len_at + 8 + CHECKSUM_LEN {
+        return Err("truncated inside the manifest".into());
+    }
+    let body_len = u64::from_le_bytes(
+        bytes[body_len_at..body_len_at + 8]
+            .try_into()
+            .expect("8 bytes"),
+    ) as usize;
+    let body_at = body_len_at + 8;
+    let expected_len = body_at
+        .checked_add(body_len)
+        .and_then(|n| n.checked_add(CHECKSUM_LEN));
+    if expected_len != Some(bytes.len()) {
+        return Err(format!(
+            "truncated or padded: the header promises {} bytes, the artifact has {}",
+            expected_len.map_or_else(|| "too many".to_owned(), |n| n.to_string()),
+            bytes.len()
+        ));
+    }
+    let sealed = bytes.len() - CHECKSUM_LEN;
+    if Sha256::digest(&bytes[..sealed]).as_slice() != &bytes[sealed..] {
+        return Err("checksum mismatch: the artifact is corrupt".into());
+    }
+    Ok((
+        &bytes[header..body_len_at],
+        &bytes[body_at..body_at + body_len],
+    ))
+}
+
+/// Check that the manifest, the partitions, the catalog and the head describe the same
+/// index; the error is the problem, in words.
+fn check_consistency(
+    manifest: &Manifest,
+    body: &Body,
+    catalog: &Catalog,
+) -> std::result::Result<(), String> {
+    if catalog.content_hash() != manifest.templates_hash {
+        return Err("the catalog does not match the manifest's templates_hash".into());
+    }
+    let counts_match = manifest.datasources.len() == body.partitions.len()
+        && catalog.datasources.len() == body.partitions.len()
+        && manifest
+            .datasources
+            .iter()
+            .zip(&body.partitions)
+            .zip(&catalog.datasources)
+            .all(|((m, p), d)| {
+                m.name == p.datasource
+                    && m.name == d.spec.name
+                    && m.templates == p.template_count()
+                    && m.templates == d.templates.len()
+                    && m.vectors == p.vector_count()
+                    && p.dimension == manifest.dimension
+                    && p.vectors.len() % manifest.dimension.max(1) == 0
+                    && p.centroids.len() == p.template_count() * manifest.dimension
+                    && p.negatives.len() == d.spec.negative_examples.len() * manifest.dimension
+                    && p.offsets
+                        .last()
+                        .is_some_and(|&n| n as usize == p.vector_count())
+            });
+    if !counts_match {
+        return Err("the manifest's datasources and counts do not match the partitions".into());
+    }
+    let templates = catalog.template_count();
+    let head_matches = match (&body.head, &manifest.head) {
+        (None, None) => true,
+        (Some(head), Some(summary)) => {
+            head.dimension == manifest.dimension
+                && head.templates() == templates
+                && summary.templates == templates
+                && head.weights.len() == templates * manifest.dimension
+        }
+        _ => false,
+    };
+    if !head_matches {
+        return Err("the learned head does not match the manifest and the catalog".into());
+    }
+    Ok(())
+}
+
+/// Where the router gets its index artifact's bytes: a file locally, S3 on AWS
+/// (`switchyard-aws`). `origin` names the place for errors and logs.
+pub trait IndexSource: Send + Sync {
+    fn origin(&self) -> String;
+    fn fetch(&self) -> impl std::future::Future<Output = Result<Vec<u8>>> + Send;
+}
+
+/// An artifact on the local file system.
+pub struct FileIndexSource(pub PathBuf);
+
+impl IndexSource for FileIndexSource {
+    fn origin(&self) -> String {
+        self.0.display().to_string()
+    }
+
+    async fn fetch(&self) -> Result<Vec<u8>> {
+        std::fs::read(&self.0).map_err(|e| Error::io(&self.0, e))
+    }
+}

@@ -1,0 +1,92 @@
+//! The automatic threshold: the median, over the catalog's `nl_examples`, of each one's
+//! best confidence against the other datasources' templates.
+
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use super::Index;
+use crate::config::{CompositeRetrieval, StringSimilarity};
+use crate::embed::dot;
+use crate::scoring::{confidence, Weights};
+use crate::similarity::{template_similarity, PreparedQuery, TemplateTexts};
+
+/// The automatic threshold and the confidence settings it holds for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Calibration {
+    pub threshold: f32,
+    /// How many `nl_examples` the median was taken over.
+    pub examples: usize,
+    pub embedding_weight: f32,
+    pub string_similarity: StringSimilarity,
+}
+
+impl Index {
+    /// The automatic threshold for `retrieval`'s confidence settings: for each
+    /// `nl_example`, its best confidence against the templates of the other datasources
+    /// (a question that belongs elsewhere), and the median of those. `None` with a single
+    /// datasource. Scans at most 4,000 examples, evenly spread.
+    pub fn calibrate(&self, retrieval: &CompositeRetrieval) -> Option<Calibration> {
+        const MAX_EXAMPLES: usize = 4000;
+        const STRING_CANDIDATES: usize = 8;
+        if self.partitions.len() < 2 {
+            return None;
+        }
+        let strings = &retrieval.string_similarity;
+        // The decision's own confidence, without a reranker (none runs at build time).
+        let weights = Weights::for_stages(retrieval, false);
+        let texts = TemplateTexts::of_catalog(&self.catalog);
+        // (datasource, template, example number)
+        let mut examples: Vec<(usize, usize, usize)> = Vec::new();
+        for (d, datasource) in self.catalog.datasources.iter().enumerate() {
+            for (t, template) in datasource.templates.iter().enumerate() {
+                examples.extend((0..template.nl_examples.len()).map(|e| (d, t, e)));
+            }
+        }
+        let stride = examples.len().div_ceil(MAX_EXAMPLES).max(1);
+        let sampled: Vec<(usize, usize, usize)> = examples.into_iter().step_by(stride).collect();
+        let mut best: Vec<f32> = sampled
+            .par_iter()
+            .map(|&(d, t, e)| {
+                let vector = self.partitions[d].template_rows(t).nth(e).expect("row");
+                let mut nearest: Vec<(usize, usize, f32)> = Vec::new();
+                for (other, partition) in self.partitions.iter().enumerate() {
+                    if other == d {
+                        continue;
+                    }
+                    for u in 0..partition.template_count() {
+                        nearest.push((other, u, dot(vector, partition.centroid(u))));
+                    }
+                }
+                let keep = STRING_CANDIDATES.min(nearest.len());
+                if keep == 0 {
+                    return f32::MIN;
+                }
+                nearest.select_nth_unstable_by(keep - 1, |a, b| b.2.total_cmp(&a.2));
+                nearest.truncate(keep);
+                let query =
+                    PreparedQuery::new(&self.catalog.datasources[d].templates[t].nl_examples[e]);
+                nearest
+                    .iter()
+                    .map(|&(other, u, cosine)| {
+                        let string = strings
+                            .enabled
+                            .then(|| template_similarity(&query, &texts[other][u], strings));
+                        confidence(&weights, cosine, string, None)
+                    })
+                    .fold(f32::MIN, f32::max)
+            })
+            .collect();
+        best.retain(|&v| v > f32::MIN);
+        if best.is_empty() {
+            return None;
+        }
+        best.sort_by(f32::total_cmp);
+        let threshold = best[best.len() / 2];
+        Some(Calibration {
+            threshold,
+            examples: best.len(),
+            embedding_weight: retrieval.scoring.embedding_weight,
+            string_similarity: strings.clone(),
+        })
+    }
+}
