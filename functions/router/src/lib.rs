@@ -18,8 +18,8 @@ use switchyard_core::router::Router;
 use switchyard_core::service::Service;
 use switchyard_core::session::{MemorySessionStore, SessionStore, Turn};
 use switchyard_core::{Error, Result};
-use tower::ServiceExt;
 use switchyard_embed::MiniLmEmbedder;
+use tower::ServiceExt;
 
 /// Where the router's parts live, from the environment.
 #[derive(Debug, Clone, PartialEq)]

@@ -25,8 +25,8 @@ use switchyard_core::rerank_cache::{CachedScores, RerankCache};
 use switchyard_core::session::{SessionStore, Turn};
 use switchyard_core::template::Catalog;
 use switchyard_core::Error;
-use switchyard_router::{app, cold_start, handle, Clients, IndexLocation, Settings};
 use switchyard_embed::MiniLmEmbedder;
+use switchyard_router::{app, cold_start, handle, Clients, IndexLocation, Settings};
 
 fn endpoint(variable: &str) -> String {
     std::env::var(variable).unwrap_or_else(|_| {

@@ -7,8 +7,8 @@ use serde_json::{json, Value};
 use switchyard_core::config::Config;
 use switchyard_core::index::Index;
 use switchyard_core::template::Catalog;
-use switchyard_router::{app, cold_start, handle, Clients, IndexLocation, Settings};
 use switchyard_embed::MiniLmEmbedder;
+use switchyard_router::{app, cold_start, handle, Clients, IndexLocation, Settings};
 
 #[tokio::test]
 async fn a_request_flushes_emf_with_stage_latencies_and_the_datasource() {

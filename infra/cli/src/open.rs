@@ -8,9 +8,9 @@ use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use switchyard_core::config::{cache_dir, Config};
 use switchyard_core::embed::Embedder;
-use switchyard_embed::MiniLmEmbedder;
 use switchyard_core::index::{load_or_build, Index};
 use switchyard_core::router::Router;
+use switchyard_embed::MiniLmEmbedder;
 
 pub fn load_embedder(config: &Config) -> Result<Arc<dyn Embedder>> {
     let dir = config.embedding.resolved_model_dir();

@@ -3,39 +3,26 @@
 //! (`switchyard_core::params`), values are always bound, and every failure is a clear
 //! status, never a made-up result.
 
+pub mod adapter;
 pub mod error;
 pub mod http;
 pub mod llm;
-pub mod render;
-pub mod tools;
-
-pub use error::{AdapterError, Result};
 pub mod local;
 pub mod postgres;
+pub mod render;
 pub mod sql;
+pub mod tools;
 
+pub use adapter::{Adapter, AdapterFactory};
+pub use error::{AdapterError, Result};
 pub use local::LocalAdapters;
 
-use switchyard_core::template::{Catalog, DatasourceKind};
+use switchyard_core::template::Catalog;
 
 /// The checks an index build runs on a catalog, so a template that could never run is
 /// refused before it is published: SQL must be one read-only statement; HTTP, GraphQL and
 /// `http_call` tool endpoints must stay on their datasource's allowed hosts; a tool's
-/// `execution` must parse. Each adapter checks again when it starts.
+/// `execution` must parse. Each adapter checks again when it opens.
 pub fn check_catalog(catalog: &Catalog) -> Result<()> {
-    for datasource in &catalog.datasources {
-        match datasource.spec.kind {
-            DatasourceKind::Sql => sql::check_datasource(datasource)?,
-            DatasourceKind::Http | DatasourceKind::Graphql => {
-                http::HttpDatasource::check(datasource)?
-            }
-            DatasourceKind::Tools => {
-                if let Some(calls) = tools::http_call_datasource(datasource)? {
-                    http::HttpDatasource::check(&calls)?;
-                }
-            }
-            DatasourceKind::Intent | DatasourceKind::Documents => {}
-        }
-    }
-    Ok(())
+    catalog.datasources.iter().try_for_each(adapter::check)
 }

@@ -1,42 +1,33 @@
 //! The in-process adapters: one `AdapterInvoker` that answers every datasource of a
 //! catalog whose adapter runs locally (intent, SQLite, PostgreSQL, HTTP/JSON, GraphQL,
-//! built-in tools). Kinds
-//! without a local adapter are refused as unavailable, never answered with a made-up result.
+//! built-in tools), each opened by [`crate::adapter::open`]. Kinds without a local adapter
+//! are refused as unavailable, never answered with a made-up result.
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use serde_json::{json, Map, Value};
 use switchyard_core::config::LlmConfig;
 use switchyard_core::invoker::{
-    find, intent_answer, respond, AdapterInvoker, AdapterRequest, AdapterResponse, AdapterStatus,
+    find, respond, AdapterInvoker, AdapterRequest, AdapterResponse, AdapterStatus,
 };
 use switchyard_core::params::extract;
 use switchyard_core::template::{Catalog, DatasourceKind, Template};
 use switchyard_core::Error;
 
-use crate::error::AdapterError;
-use crate::http::HttpDatasource;
-use crate::llm::ChatClient;
-use crate::postgres::PostgresDatasource;
-use crate::render::{render, tool_content};
-use crate::sql::{text_table, Engine, SqlRows, SqliteDatasource};
-use crate::tools;
+use crate::adapter::{self, Adapter};
+use crate::llm::Assistant;
 
 pub struct LocalAdapters {
     catalog: Catalog,
-    sqlite: HashMap<String, SqliteDatasource>,
-    postgres: HashMap<String, PostgresDatasource>,
-    http: HashMap<String, HttpDatasource>,
-    /// The HTTP request of each `execution.type: http_call` tool, by template id.
-    http_tools: HashMap<String, Template>,
+    /// The adapter of each datasource this process serves, by datasource name.
+    adapters: HashMap<String, Box<dyn Adapter>>,
     llm: Option<LlmFeatures>,
 }
 
 /// The optional model behind the adapters and which of its features are on.
 pub struct LlmFeatures {
-    pub client: ChatClient,
+    pub assistant: Assistant,
     pub fill_missing_parameters: bool,
     pub synthesize_response: bool,
 }
@@ -51,7 +42,7 @@ impl LlmFeatures {
             return Ok(None);
         }
         Ok(Some(LlmFeatures {
-            client: ChatClient::new(
+            assistant: Assistant::new(
                 endpoint.clone(),
                 model.clone(),
                 config.api_key_env.clone(),
@@ -72,58 +63,15 @@ impl LocalAdapters {
         catalog: Catalog,
         templates_dir: Option<&Path>,
     ) -> crate::Result<LocalAdapters> {
-        let mut sqlite = HashMap::new();
-        let mut postgres = HashMap::new();
-        let mut http = HashMap::new();
-        let mut http_tools = HashMap::new();
+        let mut adapters = HashMap::new();
         for datasource in &catalog.datasources {
-            let name = datasource.name().to_owned();
-            if datasource.spec.kind == DatasourceKind::Tools {
-                if let Some(calls) = tools::http_call_datasource(datasource)? {
-                    http.insert(name.clone(), HttpDatasource::open(&calls)?);
-                    for template in calls.templates {
-                        http_tools.insert(template.id.clone(), template);
-                    }
-                }
-                continue;
-            }
-            if matches!(
-                datasource.spec.kind,
-                DatasourceKind::Http | DatasourceKind::Graphql
-            ) {
-                http.insert(name, HttpDatasource::open(datasource)?);
-                continue;
-            }
-            if datasource.spec.kind != DatasourceKind::Sql {
-                continue;
-            }
-            match Engine::of(datasource)? {
-                Engine::Sqlite => {
-                    let folder = templates_dir.map(|root| root.join(&name));
-                    if let Some(folder) = folder.filter(|f| f.is_dir()) {
-                        sqlite.insert(name, SqliteDatasource::open(datasource, &folder)?);
-                    }
-                }
-                Engine::Postgres => {
-                    let configured = datasource
-                        .spec
-                        .connection
-                        .get("url_env")
-                        .is_some_and(|variable| std::env::var_os(variable).is_some());
-                    if configured {
-                        postgres.insert(name, PostgresDatasource::connect(datasource).await?);
-                    } else {
-                        tracing::warn!(datasource = %name, "PostgreSQL URL variable not set; datasource unavailable");
-                    }
-                }
+            if let Some(opened) = adapter::open(datasource, templates_dir).await? {
+                adapters.insert(datasource.name().to_owned(), opened);
             }
         }
         Ok(LocalAdapters {
             catalog,
-            sqlite,
-            postgres,
-            http,
-            http_tools,
+            adapters,
             llm: None,
         })
     }
@@ -155,7 +103,7 @@ impl LocalAdapters {
             return request;
         }
         match llm
-            .client
+            .assistant
             .fill_missing(template, &request.query, &missing)
             .await
         {
@@ -167,157 +115,55 @@ impl LocalAdapters {
         request
     }
 
+    /// The model's phrasing of a successful answer, when that is on; the rendered answer
+    /// stays when the model fails. Intent answers are not rephrased.
+    async fn synthesize(
+        &self,
+        kind: DatasourceKind,
+        template: &Template,
+        query: &str,
+        response: &mut AdapterResponse,
+    ) {
+        let Some(llm) = self.llm.as_ref().filter(|l| l.synthesize_response) else {
+            return;
+        };
+        if response.status != AdapterStatus::Ok || kind == DatasourceKind::Intent {
+            return;
+        }
+        match llm
+            .assistant
+            .synthesize(query, &response.content, &response.data)
+            .await
+        {
+            Ok(text) => response.content = text,
+            Err(e) => {
+                tracing::warn!(template = %template.id, error = %e, "synthesis failed; answering with the rendered template")
+            }
+        }
+    }
+
     async fn answer(&self, request: &AdapterRequest) -> Result<AdapterResponse, Error> {
         let (datasource, template) = find(&self.catalog, request)?;
         let kind = datasource.spec.kind;
-        let name = datasource.name();
-        let runs_here = match kind {
-            DatasourceKind::Intent | DatasourceKind::Tools => true,
-            DatasourceKind::Http | DatasourceKind::Graphql => self.http.contains_key(name),
-            DatasourceKind::Sql => {
-                self.sqlite.contains_key(name) || self.postgres.contains_key(name)
-            }
-            _ => false,
-        };
-        if !runs_here {
+        let Some(adapter) = self.adapters.get(datasource.name()) else {
             return Err(Error::AdapterUnavailable {
                 datasource: request.datasource.clone(),
                 kind: kind.as_str().to_owned(),
             });
-        }
+        };
         let deadline = Duration::from_millis(request.deadline_ms.max(1));
         let request = self.fill_with_model(template, request).await;
         let mut response = respond(template, &request, |parameters| async move {
-            self.execute(kind, name, template, &parameters, deadline)
+            adapter
+                .execute(template, &parameters, deadline)
                 .await
                 .map_err(|e| e.to_string())
         })
         .await;
-        if let Some(llm) = self.llm.as_ref().filter(|l| l.synthesize_response) {
-            if response.status == AdapterStatus::Ok && kind != DatasourceKind::Intent {
-                match llm
-                    .client
-                    .synthesize(&request.query, &response.content, &response.data)
-                    .await
-                {
-                    Ok(text) => response.content = text,
-                    Err(e) => {
-                        tracing::warn!(template = %template.id, error = %e, "synthesis failed; answering with the rendered template")
-                    }
-                }
-            }
-        }
+        self.synthesize(kind, template, &request.query, &mut response)
+            .await;
         Ok(response)
     }
-
-    /// Run one template whose parameters are complete: (content, data).
-    async fn execute(
-        &self,
-        kind: DatasourceKind,
-        datasource: &str,
-        template: &Template,
-        parameters: &Map<String, Value>,
-        deadline: Duration,
-    ) -> crate::Result<(String, Value)> {
-        match kind {
-            DatasourceKind::Intent => Ok(intent_answer(datasource, template)),
-            DatasourceKind::Tools => {
-                let started = Instant::now();
-                let outcome = match (self.http_tools.get(&template.id), self.http.get(datasource)) {
-                    (Some(call), Some(api)) => {
-                        let result = api.call(call, parameters, deadline).await?;
-                        tools::ToolOutcome {
-                            tool: template.tool_name.clone().unwrap_or_default(),
-                            operation: tools::HTTP_CALL.to_owned(),
-                            result: result.data,
-                        }
-                    }
-                    _ => tools::run(template, parameters, chrono::Utc::now())?,
-                };
-                let execution_time_ms = started.elapsed().as_secs_f64() * 1000.0;
-                let content = tool_content(template, parameters, &outcome)?;
-                let data = json!({
-                    "tool_execution": {
-                        "tool": outcome.tool,
-                        "operation": outcome.operation,
-                        "parameters": parameters,
-                        "result": outcome.result,
-                        "status": "ok",
-                        "execution_time_ms": (execution_time_ms * 1000.0).round() / 1000.0,
-                    }
-                });
-                Ok((content, data))
-            }
-            DatasourceKind::Sql => {
-                let rows = match (self.sqlite.get(datasource), self.postgres.get(datasource)) {
-                    (Some(sqlite), _) => sqlite.query(template, parameters, deadline)?,
-                    (None, Some(postgres)) => {
-                        postgres.query(template, parameters, deadline).await?
-                    }
-                    (None, None) => {
-                        return Err(AdapterError::Datasource {
-                            datasource: datasource.to_owned(),
-                            message: "no connection".into(),
-                        })
-                    }
-                };
-                sql_answer(template, parameters, rows)
-            }
-            DatasourceKind::Http | DatasourceKind::Graphql => {
-                let api = self
-                    .http
-                    .get(datasource)
-                    .ok_or_else(|| AdapterError::Datasource {
-                        datasource: datasource.to_owned(),
-                        message: "not opened".into(),
-                    })?;
-                let result = api.call(template, parameters, deadline).await?;
-                let content = match &template.response_template {
-                    Some(source) => {
-                        let mut context = parameters.clone();
-                        context.insert("result".into(), result.data.clone());
-                        render(&template.id, source, &Value::Object(context))?
-                    }
-                    None => crate::render::plain_text(&result.data),
-                };
-                let data = json!({
-                    "status": result.status,
-                    "result": result.data,
-                    "truncated": result.truncated,
-                });
-                Ok((content, data))
-            }
-            other => Err(AdapterError::Datasource {
-                datasource: datasource.to_owned(),
-                message: format!("no local adapter for kind `{}`", other.as_str()),
-            }),
-        }
-    }
-}
-
-/// Rows as an answer: the `response_template` over the parameters plus `rows` and
-/// `row_count`, or a short table.
-fn sql_answer(
-    template: &Template,
-    parameters: &Map<String, Value>,
-    rows: SqlRows,
-) -> crate::Result<(String, Value)> {
-    let content = match &template.response_template {
-        Some(source) => {
-            let mut context = parameters.clone();
-            context.insert("rows".into(), Value::from(rows.rows.clone()));
-            context.insert("row_count".into(), Value::from(rows.rows.len()));
-            render(&template.id, source, &Value::Object(context))?
-        }
-        None => text_table(&rows),
-    };
-    let data = json!({
-        "columns": rows.columns,
-        "rows": rows.rows,
-        "row_count": rows.rows.len(),
-        "truncated": rows.truncated,
-    });
-    Ok((content, data))
 }
 
 impl AdapterInvoker for LocalAdapters {

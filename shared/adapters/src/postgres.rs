@@ -13,13 +13,15 @@ use serde_json::{Map, Value};
 use sqlparser::ast::{visit_expressions_mut, Expr, Value as SqlLiteral};
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
+use switchyard_core::rerank::BoxFuture;
 use switchyard_core::template::{Datasource, Template};
 use tokio::sync::Mutex;
 use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::{Client, NoTls, Row};
 
+use crate::adapter::{Adapter, Answer};
 use crate::error::{AdapterError, Result};
-use crate::sql::{check_read_only, Engine, SqlRows};
+use crate::sql::{self, check_read_only, Engine, SqlRows};
 
 /// Rewrite `:name` placeholders to `$1, $2, …`; returns the SQL and the names in order.
 pub fn to_positional(template_id: &str, sql: &str) -> Result<(String, Vec<String>)> {
@@ -271,4 +273,18 @@ fn row_json(
         object.insert(column.clone(), value.unwrap_or(Value::Null));
     }
     Ok(object)
+}
+
+impl Adapter for PostgresDatasource {
+    fn execute<'a>(
+        &'a self,
+        template: &'a Template,
+        parameters: &'a Map<String, Value>,
+        deadline: Duration,
+    ) -> BoxFuture<'a, Result<Answer>> {
+        Box::pin(async move {
+            let rows = self.query(template, parameters, deadline).await?;
+            sql::answer(template, parameters, rows)
+        })
+    }
 }

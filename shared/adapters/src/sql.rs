@@ -12,13 +12,16 @@ use std::time::{Duration, Instant};
 
 use rusqlite::types::{Value as SqlValue, ValueRef};
 use rusqlite::{Connection, OpenFlags};
-use serde_json::{Map, Value};
+use serde_json::{json, Map, Value};
 use sqlparser::ast::{visit_statements, SetExpr, Statement};
 use sqlparser::dialect::{PostgreSqlDialect, SQLiteDialect};
 use sqlparser::parser::Parser;
+use switchyard_core::rerank::BoxFuture;
 use switchyard_core::template::{Datasource, Template};
 
+use crate::adapter::{Adapter, Answer};
 use crate::error::{AdapterError, Result};
+use crate::render::render;
 
 /// Which SQL dialect a datasource speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -299,4 +302,43 @@ pub fn check_datasource(datasource: &switchyard_core::template::Datasource) -> R
         }
     }
     Ok(())
+}
+
+impl Adapter for SqliteDatasource {
+    fn execute<'a>(
+        &'a self,
+        template: &'a Template,
+        parameters: &'a Map<String, Value>,
+        deadline: Duration,
+    ) -> BoxFuture<'a, Result<Answer>> {
+        let answer = self
+            .query(template, parameters, deadline)
+            .and_then(|rows| answer(template, parameters, rows));
+        Box::pin(async move { answer })
+    }
+}
+
+/// Rows as an answer: the `response_template` over the parameters plus `rows` and
+/// `row_count`, or a short table.
+pub(crate) fn answer(
+    template: &Template,
+    parameters: &Map<String, Value>,
+    rows: SqlRows,
+) -> Result<Answer> {
+    let content = match &template.response_template {
+        Some(source) => {
+            let mut context = parameters.clone();
+            context.insert("rows".into(), Value::from(rows.rows.clone()));
+            context.insert("row_count".into(), Value::from(rows.rows.len()));
+            render(&template.id, source, &Value::Object(context))?
+        }
+        None => text_table(&rows),
+    };
+    let data = json!({
+        "columns": rows.columns,
+        "rows": rows.rows,
+        "row_count": rows.rows.len(),
+        "truncated": rows.truncated,
+    });
+    Ok((content, data))
 }

@@ -11,7 +11,7 @@ use axum::response::IntoResponse;
 use axum::routing::post;
 use axum::{Json, Router};
 use serde_json::{json, Value};
-use switchyard_adapters::llm::{tool_schema, ChatClient};
+use switchyard_adapters::llm::{tool_schema, Assistant};
 use switchyard_adapters::AdapterError;
 use switchyard_core::template::Template;
 
@@ -98,8 +98,8 @@ fn headcount() -> Template {
     }))
 }
 
-fn client(base: &str, key_env: Option<&str>, timeout: Duration) -> ChatClient {
-    ChatClient::new(base, "test-model", key_env.map(str::to_owned), timeout).unwrap()
+fn client(base: &str, key_env: Option<&str>, timeout: Duration) -> Assistant {
+    Assistant::new(base, "test-model", key_env.map(str::to_owned), timeout).unwrap()
 }
 
 fn missing(names: &[&str]) -> Vec<String> {
@@ -308,12 +308,9 @@ async fn synthesize_failures_are_errors() {
 #[test]
 fn endpoints_must_be_http_urls() {
     for bad in ["", "not a url", "file:///tmp/x", "ftp://host/v1"] {
-        assert!(
-            ChatClient::new(bad, "m", None, GENEROUS).is_err(),
-            "{bad:?}"
-        );
+        assert!(Assistant::new(bad, "m", None, GENEROUS).is_err(), "{bad:?}");
     }
-    let ok = ChatClient::new("http://127.0.0.1:11434/v1/", "m", None, GENEROUS).unwrap();
+    let ok = Assistant::new("http://127.0.0.1:11434/v1/", "m", None, GENEROUS).unwrap();
     assert_eq!(ok.endpoint(), "http://127.0.0.1:11434/v1");
 }
 

@@ -11,7 +11,7 @@ use axum::response::IntoResponse;
 use axum::routing::post;
 use axum::{Json, Router};
 use serde_json::{json, Value};
-use switchyard_adapters::llm::ChatClient;
+use switchyard_adapters::llm::Assistant;
 use switchyard_adapters::local::LlmFeatures;
 use switchyard_adapters::LocalAdapters;
 use switchyard_core::invoker::{AdapterInvoker, AdapterRequest, AdapterStatus};
@@ -44,12 +44,12 @@ fn demo_root() -> PathBuf {
 
 async fn adapters(endpoint: String, fill: bool, synthesize: bool) -> LocalAdapters {
     let catalog = Catalog::load(&demo_root()).unwrap();
-    let client = ChatClient::new(endpoint, "test-model", None, Duration::from_secs(2)).unwrap();
+    let assistant = Assistant::new(endpoint, "test-model", None, Duration::from_secs(2)).unwrap();
     LocalAdapters::open(catalog, Some(&demo_root()))
         .await
         .unwrap()
         .with_llm(Some(LlmFeatures {
-            client,
+            assistant,
             fill_missing_parameters: fill,
             synthesize_response: synthesize,
         }))

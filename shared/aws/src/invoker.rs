@@ -11,7 +11,7 @@ use std::time::Duration;
 use aws_sdk_lambda::primitives::Blob;
 use serde_json::Value;
 use switchyard_core::invoker::{
-    find, intent_answer, respond, AdapterInvoker, AdapterRequest, AdapterResponse,
+    find, respond_intent, AdapterInvoker, AdapterRequest, AdapterResponse,
 };
 use switchyard_core::template::{Catalog, DatasourceKind};
 use switchyard_core::{Error, Result};
@@ -132,8 +132,7 @@ impl AdapterInvoker for LambdaInvoker {
     async fn invoke(&self, request: AdapterRequest) -> Result<AdapterResponse> {
         let (datasource, template) = find(&self.catalog, &request)?;
         if datasource.spec.kind == DatasourceKind::Intent {
-            let answer = intent_answer(datasource.name(), template);
-            return Ok(respond(template, &request, |_| async move { Ok(answer) }).await);
+            return Ok(respond_intent(datasource, template, &request).await);
         }
         let Some(function) = self.function(datasource.name()) else {
             return Err(Error::AdapterUnavailable {

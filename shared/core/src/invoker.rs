@@ -117,6 +117,18 @@ where
     response
 }
 
+/// How an `intent` datasource answers `request` for `template`: its parameters are
+/// extracted (and clarified) like any adapter's, then the matched intent is the answer.
+/// Every invoker that answers intents in-process calls this.
+pub async fn respond_intent(
+    datasource: &Datasource,
+    template: &Template,
+    request: &AdapterRequest,
+) -> AdapterResponse {
+    let answer = intent_answer(datasource.name(), template);
+    respond(template, request, |_| async move { Ok(answer) }).await
+}
+
 /// What an `intent` datasource answers: the matched intent; nothing is executed.
 pub fn intent_answer(datasource: &str, template: &Template) -> (String, Value) {
     (
@@ -167,8 +179,7 @@ impl IntentInvoker {
                 kind: datasource.spec.kind.as_str().to_owned(),
             });
         }
-        let answer = intent_answer(datasource.name(), template);
-        Ok(respond(template, request, |_| async move { Ok(answer) }).await)
+        Ok(respond_intent(datasource, template, request).await)
     }
 }
 

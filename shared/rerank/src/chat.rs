@@ -7,14 +7,12 @@ use std::future::{poll_fn, Future};
 use std::pin::Pin;
 use std::task::Poll;
 
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION, CONTENT_TYPE};
-use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 use switchyard_core::rerank::{BoxFuture, RerankCandidate, Reranker};
-use switchyard_core::Result;
+use switchyard_core::{Error, Result};
+use switchyard_llm::{excerpt, ChatClient, ChatRequest, Dialect};
 
-use crate::cohere::bearer;
-use crate::{excerpt, unit_score, Http};
+use crate::{provider_error, unit_score};
 
 const INSTRUCTIONS: &str = "You judge candidates for a routing service. The user's request \
 must be routed to the one query template that answers it. Each candidate is a template: a \
@@ -23,65 +21,20 @@ request from 0 (unrelated) to 1 (answers exactly this request). Answer ONLY with
 the form {\"scores\": [s1, s2, ...]}: one number per numbered candidate, in the candidates' \
 order, and nothing else.";
 
-const ANTHROPIC_VERSION: &str = "2023-06-01";
-
 /// Anthropic needs a token budget; a score takes a few tokens, so large batches get more.
 const ANTHROPIC_MAX_TOKENS: usize = 256;
 
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Dialect {
-    Openai,
-    Anthropic,
-}
-
 pub(crate) struct ChatJudge {
-    http: Http,
-    model: String,
-    api_key: Option<String>,
-    dialect: Dialect,
+    id: String,
+    client: ChatClient,
     batch_size: usize,
 }
 
-#[derive(Deserialize)]
-struct OpenaiResponse {
-    choices: Vec<OpenaiChoice>,
-}
-
-#[derive(Deserialize)]
-struct OpenaiChoice {
-    message: OpenaiMessage,
-}
-
-#[derive(Deserialize)]
-struct OpenaiMessage {
-    content: Option<String>,
-}
-
-#[derive(Deserialize)]
-struct AnthropicResponse {
-    content: Vec<AnthropicBlock>,
-}
-
-#[derive(Deserialize)]
-struct AnthropicBlock {
-    #[serde(rename = "type")]
-    kind: String,
-    text: Option<String>,
-}
-
 impl ChatJudge {
-    pub(crate) fn new(
-        http: Http,
-        model: String,
-        api_key: Option<String>,
-        dialect: Dialect,
-        batch_size: usize,
-    ) -> ChatJudge {
+    pub(crate) fn new(id: String, client: ChatClient, batch_size: usize) -> ChatJudge {
         ChatJudge {
-            http,
-            model,
-            api_key,
-            dialect,
+            id,
+            client,
             batch_size: batch_size.max(1),
         }
     }
@@ -97,73 +50,37 @@ impl ChatJudge {
 
     async fn score_batch(&self, query: &str, batch: &[RerankCandidate]) -> Result<Vec<f32>> {
         let prompt = prompt(query, batch);
-        let answer = match self.dialect {
-            Dialect::Openai => self.ask_openai(&prompt).await?,
-            Dialect::Anthropic => self.ask_anthropic(&prompt, batch.len()).await?,
+        let request = ChatRequest {
+            system: INSTRUCTIONS,
+            user: &prompt,
+            forced_tool: None,
+            max_tokens: Some(ANTHROPIC_MAX_TOKENS.max(batch.len() * 8)),
         };
-        parse_scores(&answer, batch.len()).map_err(|m| self.http.error(m))
-    }
-
-    async fn ask_openai(&self, prompt: &str) -> Result<String> {
-        let mut headers = HeaderMap::new();
-        if let Some(key) = &self.api_key {
-            headers.insert(AUTHORIZATION, bearer(key).map_err(|m| self.http.error(m))?);
-        }
-        let body = json!({
-            "model": self.model,
-            "temperature": 0,
-            "messages": [
-                {"role": "system", "content": INSTRUCTIONS},
-                {"role": "user", "content": prompt},
-            ],
-        });
-        let response: OpenaiResponse = self.http.post(headers, &body).await?;
-        response
-            .choices
-            .into_iter()
-            .next()
-            .and_then(|choice| choice.message.content)
-            .ok_or_else(|| {
-                self.http
-                    .error("response has no choices[0].message.content".into())
+        let reply = self
+            .client
+            .chat(&request)
+            .await
+            .map_err(|e| provider_error(&self.id, e))?;
+        let answer = reply.text().ok_or_else(|| {
+            self.error(match self.client.dialect() {
+                Dialect::Openai => "response has no choices[0].message.content",
+                Dialect::Anthropic => "response has no text content block",
             })
+        })?;
+        parse_scores(answer, batch.len()).map_err(|m| self.error(&m))
     }
 
-    async fn ask_anthropic(&self, prompt: &str, candidates: usize) -> Result<String> {
-        let mut headers = HeaderMap::new();
-        if let Some(key) = &self.api_key {
-            let mut value = HeaderValue::from_str(key).map_err(|_| {
-                self.http
-                    .error("the API key is not a valid header value".into())
-            })?;
-            value.set_sensitive(true);
-            headers.insert(HeaderName::from_static("x-api-key"), value);
+    fn error(&self, message: &str) -> Error {
+        Error::Rerank {
+            reranker: self.id.clone(),
+            message: message.to_owned(),
         }
-        headers.insert(
-            HeaderName::from_static("anthropic-version"),
-            HeaderValue::from_static(ANTHROPIC_VERSION),
-        );
-        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        let body = json!({
-            "model": self.model,
-            "max_tokens": ANTHROPIC_MAX_TOKENS.max(candidates * 8),
-            "temperature": 0,
-            "system": INSTRUCTIONS,
-            "messages": [{"role": "user", "content": prompt}],
-        });
-        let response: AnthropicResponse = self.http.post(headers, &body).await?;
-        response
-            .content
-            .into_iter()
-            .find(|block| block.kind == "text")
-            .and_then(|block| block.text)
-            .ok_or_else(|| self.http.error("response has no text content block".into()))
     }
 }
 
 impl Reranker for ChatJudge {
     fn id(&self) -> &str {
-        &self.http.id
+        &self.id
     }
 
     fn rerank<'a>(

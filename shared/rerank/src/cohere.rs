@@ -2,16 +2,18 @@
 //! candidates go in one request; the results come back sorted by relevance and are mapped
 //! back to the candidates by index.
 
-use reqwest::header::{HeaderMap, HeaderValue, AUTHORIZATION};
+use reqwest::header::{HeaderMap, AUTHORIZATION};
 use serde::Deserialize;
 use serde_json::json;
 use switchyard_core::rerank::{BoxFuture, RerankCandidate, Reranker};
-use switchyard_core::Result;
+use switchyard_core::{Error, Result};
+use switchyard_llm::{bearer, excerpt, JsonEndpoint};
 
-use crate::{unit_score, Http};
+use crate::{provider_error, unit_score};
 
 pub(crate) struct Cohere {
-    http: Http,
+    id: String,
+    http: JsonEndpoint,
     model: String,
     api_key: Option<String>,
 }
@@ -28,8 +30,14 @@ struct RerankResult {
 }
 
 impl Cohere {
-    pub(crate) fn new(http: Http, model: String, api_key: Option<String>) -> Cohere {
+    pub(crate) fn new(
+        id: String,
+        http: JsonEndpoint,
+        model: String,
+        api_key: Option<String>,
+    ) -> Cohere {
         Cohere {
+            id,
             http,
             model,
             api_key,
@@ -42,7 +50,8 @@ impl Cohere {
         }
         let mut headers = HeaderMap::new();
         if let Some(key) = &self.api_key {
-            headers.insert(AUTHORIZATION, bearer(key).map_err(|m| self.http.error(m))?);
+            let value = bearer(key).map_err(|e| provider_error(&self.id, e))?;
+            headers.insert(AUTHORIZATION, value);
         }
         let documents: Vec<String> = candidates.iter().map(RerankCandidate::document).collect();
         let body = json!({
@@ -51,28 +60,38 @@ impl Cohere {
             "documents": documents,
             "top_n": candidates.len(),
         });
-        let response: RerankResponse = self.http.post(headers, &body).await?;
+        let secrets: Vec<String> = self.api_key.iter().cloned().collect();
+        let reply = self
+            .http
+            .post(headers, &body, &secrets)
+            .await
+            .map_err(|e| provider_error(&self.id, e))?;
+        let response = RerankResponse::deserialize(&reply).map_err(|e| {
+            self.error(format!(
+                "unexpected response from {}: {e}; body: {}",
+                self.http.url(),
+                excerpt(&reply.to_string())
+            ))
+        })?;
 
         let expected = candidates.len();
         let returned = response.results.len();
         let mut scores: Vec<Option<f32>> = vec![None; expected];
         for result in response.results {
             let slot = scores.get_mut(result.index).ok_or_else(|| {
-                self.http.error(format!(
+                self.error(format!(
                     "response scores index {} but there are {expected} candidates",
                     result.index
                 ))
             })?;
             let score = unit_score(result.relevance_score).ok_or_else(|| {
-                self.http.error(format!(
+                self.error(format!(
                     "response has a non-finite score for index {}",
                     result.index
                 ))
             })?;
             if slot.replace(score).is_some() {
-                return Err(self
-                    .http
-                    .error(format!("response scores index {} twice", result.index)));
+                return Err(self.error(format!("response scores index {} twice", result.index)));
             }
         }
         let missing: Vec<String> = (0..expected)
@@ -80,18 +99,25 @@ impl Cohere {
             .map(|i| i.to_string())
             .collect();
         if !missing.is_empty() {
-            return Err(self.http.error(format!(
+            return Err(self.error(format!(
                 "response has {returned} scores for {expected} candidates (no score for index {})",
                 missing.join(", ")
             )));
         }
         Ok(scores.into_iter().flatten().collect())
     }
+
+    fn error(&self, message: String) -> Error {
+        Error::Rerank {
+            reranker: self.id.clone(),
+            message,
+        }
+    }
 }
 
 impl Reranker for Cohere {
     fn id(&self) -> &str {
-        &self.http.id
+        &self.id
     }
 
     fn rerank<'a>(
@@ -101,12 +127,4 @@ impl Reranker for Cohere {
     ) -> BoxFuture<'a, Result<Vec<f32>>> {
         Box::pin(self.score(query, candidates))
     }
-}
-
-/// `Bearer <key>`, marked sensitive so it stays out of debug output.
-pub(crate) fn bearer(key: &str) -> std::result::Result<HeaderValue, String> {
-    let mut value = HeaderValue::from_str(&format!("Bearer {key}"))
-        .map_err(|_| "the API key is not a valid header value".to_owned())?;
-    value.set_sensitive(true);
-    Ok(value)
 }

@@ -13,23 +13,16 @@ mod cohere;
 use std::sync::Arc;
 use std::time::Duration;
 
-use reqwest::header::HeaderMap;
-use reqwest::{Client, Url};
-use serde::de::DeserializeOwned;
-use serde_json::Value;
 use switchyard_core::config::{RerankProvider, Reranking};
-use switchyard_core::error::describe;
 use switchyard_core::rerank::Reranker;
 use switchyard_core::Error;
+use switchyard_llm::{ApiKey, ChatClient, Dialect, JsonEndpoint, LlmError};
 
-use crate::chat::{ChatJudge, Dialect};
+use crate::chat::ChatJudge;
 use crate::cohere::Cohere;
 
 /// The settings' place in the configuration, for error messages.
 const FIELD: &str = "composite_retrieval.reranking";
-
-/// At most this many characters of a response body go into an error.
-const EXCERPT_CHARS: usize = 300;
 
 /// The reranker the settings describe: `None` when reranking is disabled or no provider is
 /// set. Fails when the endpoint, model or API key variable cannot be used.
@@ -55,32 +48,39 @@ pub fn from_config(settings: &Reranking) -> Result<Option<Arc<dyn Reranker>>, Er
         return Err(config_error("batch_size", "must be at least 1".into()));
     }
 
-    let (name, path) = match provider {
-        RerankProvider::Cohere => ("cohere", "/v1/rerank"),
-        RerankProvider::Openai => ("openai", "/chat/completions"),
-        RerankProvider::Anthropic => ("anthropic", "/v1/messages"),
+    let name = match provider {
+        RerankProvider::Cohere => "cohere",
+        RerankProvider::Openai => "openai",
+        RerankProvider::Anthropic => "anthropic",
     };
-    let http = Http::new(
-        format!("{name}:{model}"),
-        endpoint,
-        path,
-        settings.timeout_ms,
-    )?;
-    let model = model.to_owned();
-    let reranker: Arc<dyn Reranker> = match provider {
-        RerankProvider::Cohere => Arc::new(Cohere::new(http, model, api_key)),
-        RerankProvider::Openai => Arc::new(ChatJudge::new(
-            http,
+    let id = format!("{name}:{model}");
+    let timeout = Duration::from_millis(settings.timeout_ms);
+    let judge = |dialect: Dialect| {
+        ChatClient::new(
+            dialect,
+            endpoint,
             model,
-            api_key,
-            Dialect::Openai,
+            api_key.clone().map(ApiKey::Value),
+            timeout,
+        )
+    };
+    let setup = |error: LlmError| match error {
+        LlmError::Endpoint(message) => config_error("endpoint", message),
+        other => provider_error(&id, other),
+    };
+    let reranker: Arc<dyn Reranker> = match provider {
+        RerankProvider::Cohere => {
+            let http = JsonEndpoint::new(endpoint, "/v1/rerank", timeout).map_err(setup)?;
+            Arc::new(Cohere::new(id.clone(), http, model.to_owned(), api_key))
+        }
+        RerankProvider::Openai => Arc::new(ChatJudge::new(
+            id.clone(),
+            judge(Dialect::Openai).map_err(setup)?,
             settings.batch_size,
         )),
         RerankProvider::Anthropic => Arc::new(ChatJudge::new(
-            http,
-            model,
-            api_key,
-            Dialect::Anthropic,
+            id.clone(),
+            judge(Dialect::Anthropic).map_err(setup)?,
             settings.batch_size,
         )),
     };
@@ -112,112 +112,16 @@ fn config_error(field: &str, message: String) -> Error {
     }
 }
 
-/// One provider's HTTP side: the client (built once, with the request timeout), the full
-/// URL of its API call and the reranker id that errors are reported under.
-struct Http {
-    id: String,
-    client: Client,
-    url: Url,
-    timeout_ms: u64,
-}
-
-impl Http {
-    fn new(id: String, endpoint: &str, path: &str, timeout_ms: u64) -> Result<Http, Error> {
-        let url = join_url(endpoint, path).map_err(|m| config_error("endpoint", m))?;
-        let client = Client::builder()
-            .timeout(Duration::from_millis(timeout_ms))
-            .build()
-            .map_err(|e| Error::Rerank {
-                reranker: id.clone(),
-                message: format!("cannot build the HTTP client: {}", describe(&e)),
-            })?;
-        Ok(Http {
-            id,
-            client,
-            url,
-            timeout_ms,
-        })
-    }
-
-    fn error(&self, message: String) -> Error {
-        Error::Rerank {
-            reranker: self.id.clone(),
-            message,
-        }
-    }
-
-    /// POST `body` as JSON and decode a successful answer as `T`.
-    async fn post<T: DeserializeOwned>(
-        &self,
-        headers: HeaderMap,
-        body: &Value,
-    ) -> Result<T, Error> {
-        let sent = self
-            .client
-            .post(self.url.clone())
-            .headers(headers)
-            .json(body)
-            .send()
-            .await
-            .map_err(|e| self.request_error(&e))?;
-        let status = sent.status();
-        let text = sent.text().await.map_err(|e| self.request_error(&e))?;
-        if !status.is_success() {
-            return Err(self.error(format!(
-                "HTTP {status} from {}: {}",
-                self.url,
-                excerpt(&text)
-            )));
-        }
-        serde_json::from_str(&text).map_err(|e| {
-            self.error(format!(
-                "unexpected response from {}: {e}; body: {}",
-                self.url,
-                excerpt(&text)
-            ))
-        })
-    }
-
-    fn request_error(&self, error: &reqwest::Error) -> Error {
-        if error.is_timeout() {
-            self.error(format!("timed out after {} ms", self.timeout_ms))
-        } else {
-            self.error(format!(
-                "request to {} failed: {}",
-                self.url,
-                describe(error)
-            ))
-        }
-    }
-}
-
-/// `endpoint` + `path` with exactly one slash between them; only http(s) with a host.
-fn join_url(endpoint: &str, path: &str) -> Result<Url, String> {
-    let base = endpoint.trim().trim_end_matches('/');
-    let url = Url::parse(&format!("{base}/{}", path.trim_start_matches('/')))
-        .map_err(|e| format!("`{endpoint}` is not a URL: {e}"))?;
-    if !matches!(url.scheme(), "http" | "https") {
-        return Err(format!(
-            "`{endpoint}` must be http or https, found `{}`",
-            url.scheme()
-        ));
-    }
-    if url.host_str().is_none_or(str::is_empty) {
-        return Err(format!("`{endpoint}` has no host"));
-    }
-    if url.query().is_some() || url.fragment().is_some() {
-        return Err(format!("`{endpoint}` must not have a query or fragment"));
-    }
-    Ok(url)
-}
-
-/// The start of `text` on one line, cut on a character boundary.
-fn excerpt(text: &str) -> String {
-    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    match flat.char_indices().nth(EXCERPT_CHARS) {
-        Some((cut, _)) => format!("{}…", &flat[..cut]),
-        None if flat.is_empty() => "(empty body)".into(),
-        None => flat,
+/// A model API failure as the reranker's error. A timeout keeps the wording operators
+/// know from the reranker's logs.
+fn provider_error(reranker: &str, error: LlmError) -> Error {
+    let message = match error {
+        LlmError::Timeout { ms } => format!("timed out after {ms} ms"),
+        other => other.to_string(),
+    };
+    Error::Rerank {
+        reranker: reranker.to_owned(),
+        message,
     }
 }
 
@@ -229,38 +133,6 @@ fn unit_score(score: f64) -> Option<f32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn joins_endpoint_and_path_with_one_slash() {
-        for endpoint in ["http://h:1/v1", "http://h:1/v1/", " http://h:1/v1// "] {
-            let url = join_url(endpoint, "/chat/completions").unwrap();
-            assert_eq!(url.as_str(), "http://h:1/v1/chat/completions");
-        }
-        assert_eq!(
-            join_url("https://api.cohere.com", "/v1/rerank")
-                .unwrap()
-                .as_str(),
-            "https://api.cohere.com/v1/rerank"
-        );
-    }
-
-    #[test]
-    fn refuses_other_schemes_and_bad_urls() {
-        assert!(join_url("ftp://h/", "/v1/rerank")
-            .unwrap_err()
-            .contains("http or https"));
-        assert!(join_url("not a url", "/v1/rerank").is_err());
-        assert!(join_url("http://h/?a=1", "/v1/rerank").is_err());
-    }
-
-    #[test]
-    fn excerpt_is_short_and_one_line() {
-        let long = "é\n".repeat(1000);
-        let cut = excerpt(&long);
-        assert!(cut.chars().count() <= EXCERPT_CHARS + 1);
-        assert!(!cut.contains('\n'));
-        assert_eq!(excerpt("  "), "(empty body)");
-    }
 
     #[test]
     fn scores_are_clamped_and_non_finite_refused() {

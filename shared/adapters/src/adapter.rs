@@ -1,0 +1,220 @@
+//! One adapter per datasource kind, built by one factory.
+//!
+//! An [`Adapter`] runs a template whose parameters are complete; extraction,
+//! clarification and the optional model around it are the dispatcher's
+//! ([`crate::LocalAdapters`]). [`factory`] is the one place datasource kinds are told apart:
+//! each kind's [`AdapterFactory`] checks a datasource as an index build needs and opens it
+//! to serve. Kinds without an adapter (documents) have no factory and stay unavailable.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+use switchyard_core::invoker::intent_answer;
+use switchyard_core::rerank::BoxFuture;
+use switchyard_core::template::{Datasource, DatasourceKind, Template};
+
+use crate::error::Result;
+use crate::http::HttpDatasource;
+use crate::postgres::PostgresDatasource;
+use crate::sql::{self, Engine, SqliteDatasource};
+use crate::tools::ToolsAdapter;
+
+/// What an executed template answers: the text shown to the user and the data behind it.
+pub type Answer = (String, Value);
+
+/// Runs one datasource's templates.
+pub trait Adapter: Send + Sync {
+    /// Run `template` (one of this datasource's) with complete `parameters`, finishing
+    /// within `deadline`.
+    fn execute<'a>(
+        &'a self,
+        template: &'a Template,
+        parameters: &'a Map<String, Value>,
+        deadline: Duration,
+    ) -> BoxFuture<'a, Result<Answer>>;
+}
+
+/// How one kind of datasource is checked and opened.
+pub trait AdapterFactory: Sync {
+    /// The checks an index build runs, so a template that could never run is refused
+    /// before it is published. Nothing is opened or connected.
+    fn check(&self, datasource: &Datasource) -> Result<()>;
+
+    /// The adapter serving `datasource`, checked again; `None` when this process cannot
+    /// serve it (its files or connection settings are absent here). `templates_dir` is the
+    /// catalog folder holding the datasources' files.
+    fn open<'a>(
+        &'a self,
+        datasource: &'a Datasource,
+        templates_dir: Option<&'a Path>,
+    ) -> BoxFuture<'a, Result<Option<Box<dyn Adapter>>>>;
+}
+
+/// The factory of a datasource kind; `None` for kinds without an adapter (documents).
+pub fn factory(kind: DatasourceKind) -> Option<&'static dyn AdapterFactory> {
+    match kind {
+        DatasourceKind::Intent => Some(&IntentFactory),
+        DatasourceKind::Sql => Some(&SqlFactory),
+        DatasourceKind::Http | DatasourceKind::Graphql => Some(&HttpFactory),
+        DatasourceKind::Tools => Some(&ToolsFactory),
+        DatasourceKind::Documents => None,
+    }
+}
+
+/// Check `datasource` as an index build needs (see [`AdapterFactory::check`]).
+pub fn check(datasource: &Datasource) -> Result<()> {
+    match factory(datasource.spec.kind) {
+        Some(kind) => kind.check(datasource),
+        None => Ok(()),
+    }
+}
+
+/// Open the adapter serving `datasource` (see [`AdapterFactory::open`]); `None` also for
+/// kinds without an adapter.
+pub async fn open(
+    datasource: &Datasource,
+    templates_dir: Option<&Path>,
+) -> Result<Option<Box<dyn Adapter>>> {
+    match factory(datasource.spec.kind) {
+        Some(kind) => kind.open(datasource, templates_dir).await,
+        None => Ok(None),
+    }
+}
+
+/// `intent` datasources: the matched intent is the answer; nothing is executed.
+struct IntentFactory;
+
+struct IntentAdapter {
+    datasource: String,
+}
+
+impl AdapterFactory for IntentFactory {
+    fn check(&self, _: &Datasource) -> Result<()> {
+        Ok(())
+    }
+
+    fn open<'a>(
+        &'a self,
+        datasource: &'a Datasource,
+        _: Option<&'a Path>,
+    ) -> BoxFuture<'a, Result<Option<Box<dyn Adapter>>>> {
+        let adapter = IntentAdapter {
+            datasource: datasource.name().to_owned(),
+        };
+        Box::pin(async move { Ok(Some(Box::new(adapter) as Box<dyn Adapter>)) })
+    }
+}
+
+impl Adapter for IntentAdapter {
+    fn execute<'a>(
+        &'a self,
+        template: &'a Template,
+        _: &'a Map<String, Value>,
+        _: Duration,
+    ) -> BoxFuture<'a, Result<Answer>> {
+        let answer = intent_answer(&self.datasource, template);
+        Box::pin(async move { Ok(answer) })
+    }
+}
+
+/// `sql` datasources: SQLite (from a file or seed script in the datasource's folder) or
+/// PostgreSQL (through the URL in the variable `connection.url_env` names).
+struct SqlFactory;
+
+impl AdapterFactory for SqlFactory {
+    fn check(&self, datasource: &Datasource) -> Result<()> {
+        sql::check_datasource(datasource)
+    }
+
+    fn open<'a>(
+        &'a self,
+        datasource: &'a Datasource,
+        templates_dir: Option<&'a Path>,
+    ) -> BoxFuture<'a, Result<Option<Box<dyn Adapter>>>> {
+        Box::pin(async move {
+            let name = datasource.name();
+            Ok(match Engine::of(datasource)? {
+                Engine::Sqlite => {
+                    let folder = templates_dir.map(|root| root.join(name));
+                    match folder.filter(|f| f.is_dir()) {
+                        Some(folder) => Some(boxed(SqliteDatasource::open(datasource, &folder)?)),
+                        None => None,
+                    }
+                }
+                Engine::Postgres => {
+                    let configured = datasource
+                        .spec
+                        .connection
+                        .get("url_env")
+                        .is_some_and(|variable| std::env::var_os(variable).is_some());
+                    if configured {
+                        Some(boxed(PostgresDatasource::connect(datasource).await?))
+                    } else {
+                        tracing::warn!(datasource = %name, "PostgreSQL URL variable not set; datasource unavailable");
+                        None
+                    }
+                }
+            })
+        })
+    }
+}
+
+/// `http` and `graphql` datasources.
+struct HttpFactory;
+
+impl AdapterFactory for HttpFactory {
+    fn check(&self, datasource: &Datasource) -> Result<()> {
+        HttpDatasource::check(datasource)
+    }
+
+    fn open<'a>(
+        &'a self,
+        datasource: &'a Datasource,
+        _: Option<&'a Path>,
+    ) -> BoxFuture<'a, Result<Option<Box<dyn Adapter>>>> {
+        let opened = HttpDatasource::open(datasource).map(|api| Some(boxed(api)));
+        Box::pin(async move { opened })
+    }
+}
+
+/// `tools` datasources: built-in tools, and `http_call` tools through the HTTP adapter.
+struct ToolsFactory;
+
+impl AdapterFactory for ToolsFactory {
+    fn check(&self, datasource: &Datasource) -> Result<()> {
+        ToolsAdapter::check(datasource)
+    }
+
+    fn open<'a>(
+        &'a self,
+        datasource: &'a Datasource,
+        _: Option<&'a Path>,
+    ) -> BoxFuture<'a, Result<Option<Box<dyn Adapter>>>> {
+        let opened = ToolsAdapter::open(datasource).map(|tools| Some(boxed(tools)));
+        Box::pin(async move { opened })
+    }
+}
+
+fn boxed(adapter: impl Adapter + 'static) -> Box<dyn Adapter> {
+    Box::new(adapter)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_but_documents_has_a_factory() {
+        for kind in [
+            DatasourceKind::Intent,
+            DatasourceKind::Sql,
+            DatasourceKind::Http,
+            DatasourceKind::Graphql,
+            DatasourceKind::Tools,
+        ] {
+            assert!(factory(kind).is_some(), "{kind:?}");
+        }
+        assert!(factory(DatasourceKind::Documents).is_none());
+    }
+}

@@ -1,0 +1,76 @@
+//! The adapter factory: which kinds get an adapter here, and which stay unavailable.
+
+use serde_json::json;
+use switchyard_adapters::{adapter, check_catalog, LocalAdapters};
+use switchyard_core::invoker::{AdapterInvoker, AdapterRequest, AdapterStatus};
+use switchyard_core::template::Catalog;
+use switchyard_core::Error;
+
+fn template(id: &str) -> serde_json::Value {
+    json!({"id": id, "description": format!("{id} questions"), "nl_examples": [format!("ask {id}")]})
+}
+
+/// An intent datasource, a documents datasource and a SQLite datasource whose files are
+/// not here.
+fn catalog() -> Catalog {
+    serde_json::from_value(json!({"datasources": [
+        {"spec": {"name": "intents", "kind": "intent", "description": "intents"},
+         "templates": [template("greet")]},
+        {"spec": {"name": "docs", "kind": "documents", "description": "documents"},
+         "templates": [template("manual")]},
+        {"spec": {"name": "db", "kind": "sql", "description": "db",
+                  "connection": {"engine": "sqlite", "seed_sql": "data/db.sql"}},
+         "templates": [{"id": "count", "description": "count rows", "nl_examples": ["how many"],
+                        "sql_template": "SELECT count(*) AS n FROM t"}]},
+    ]}))
+    .unwrap()
+}
+
+fn request(datasource: &str, template_id: &str) -> AdapterRequest {
+    serde_json::from_value(json!({
+        "request_id": "r", "datasource": datasource, "template_id": template_id,
+        "query": "q", "session_parameters": {}, "deadline_ms": 1000,
+    }))
+    .unwrap()
+}
+
+#[tokio::test]
+async fn intents_are_served_and_documents_and_absent_files_are_unavailable() {
+    let catalog = catalog();
+    check_catalog(&catalog).unwrap();
+    let missing = std::path::Path::new("/nonexistent/switchyard/catalog");
+    let adapters = LocalAdapters::open(catalog, Some(missing)).await.unwrap();
+
+    let answer = adapters.invoke(request("intents", "greet")).await.unwrap();
+    assert_eq!(answer.status, AdapterStatus::Ok);
+    assert_eq!(answer.data["intent"], "greet");
+    assert_eq!(answer.data["datasource"], "intents");
+
+    for (datasource, template, kind) in [("docs", "manual", "documents"), ("db", "count", "sql")] {
+        match adapters.invoke(request(datasource, template)).await {
+            Err(Error::AdapterUnavailable {
+                datasource: named,
+                kind: named_kind,
+            }) => assert_eq!((named.as_str(), named_kind.as_str()), (datasource, kind)),
+            other => panic!("{datasource}: expected unavailable, got {other:?}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_factory_opens_nothing_for_documents() {
+    let catalog = catalog();
+    let docs = catalog.datasource("docs").unwrap();
+    assert!(adapter::open(docs, None).await.unwrap().is_none());
+    adapter::check(docs).unwrap();
+    let intents = catalog.datasource("intents").unwrap();
+    assert!(adapter::open(intents, None).await.unwrap().is_some());
+}
+
+#[test]
+fn the_build_check_refuses_a_writing_sql_template() {
+    let mut catalog = catalog();
+    catalog.datasources[2].templates[0].sql_template = Some("DELETE FROM t".into());
+    let error = check_catalog(&catalog).unwrap_err().to_string();
+    assert!(error.contains("count"), "{error}");
+}
