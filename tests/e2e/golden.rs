@@ -8,42 +8,10 @@
 //! `SWITCHYARD_BLESS=1 cargo test -p switchyard-e2e --test golden` rewrites the files after
 //! an intended change of the wire format.
 
-use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
-use std::process::{Child, Stdio};
 
 use serde_json::{json, Value};
-use switchyard_e2e::{repo_root, switchyard};
-
-struct Server {
-    child: Child,
-    base: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start(cache: &std::path::Path) -> Server {
-    let mut child = switchyard(cache)
-        .args(["--templates", "templates/demo", "serve", "--port", "0"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("serve starts");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let base = line
-        .trim()
-        .strip_prefix("switchyard listening on ")
-        .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
-        .to_owned();
-    Server { child, base }
-}
+use switchyard_e2e::{repo_root, serve};
 
 /// Fields whose values change from run to run (or day to day).
 const VOLATILE: [&str; 6] = [
@@ -163,7 +131,7 @@ fn questions() -> Vec<String> {
 #[test]
 fn demo_answers_match_the_golden_file() {
     let cache = tempfile::tempdir().unwrap();
-    let server = start(cache.path());
+    let server = serve(cache.path(), &["--templates", "templates/demo"]);
     let client = reqwest::blocking::Client::new();
     let answers = std::cell::RefCell::new(Vec::new());
     let call = |method: &str, path: &str, body: Option<Value>| {

@@ -1,7 +1,9 @@
 //! Helpers for end-to-end tests: run the `switchyard` binary the way a user does.
 
+use std::ffi::OsStr;
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output, Stdio};
 
 /// The repository root.
 pub fn repo_root() -> PathBuf {
@@ -64,4 +66,40 @@ pub fn run_ok(command: &mut Command) -> String {
 
 pub fn run(command: &mut Command) -> Output {
     command.output().expect("switchyard runs")
+}
+
+/// A `switchyard serve` process on a free port of 127.0.0.1, stopped when dropped.
+pub struct Server {
+    child: Child,
+    /// `http://127.0.0.1:<port>`.
+    pub base: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Start `switchyard <options> serve --port 0` (options such as `--templates DIR`,
+/// `--config FILE`) and wait for the line saying where it listens.
+pub fn serve<S: AsRef<OsStr>>(cache: &Path, options: &[S]) -> Server {
+    let mut child = switchyard(cache)
+        .args(options)
+        .args(["serve", "--port", "0"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("serve starts");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let base = line
+        .trim()
+        .strip_prefix("switchyard listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
+        .to_owned();
+    assert!(base.starts_with("http://127.0.0.1:"), "{base}");
+    Server { child, base }
 }

@@ -2,8 +2,6 @@
 //! API on 127.0.0.1. Close calls are reranked, a repeated question is answered from the
 //! rerank cache, and a slow provider degrades routing to the other stages.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Stdio};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,7 +10,7 @@ use axum::extract::State;
 use axum::routing::post;
 use axum::Json;
 use serde_json::{json, Value};
-use switchyard_e2e::switchyard;
+use switchyard_e2e::serve;
 
 #[derive(Default)]
 struct Provider {
@@ -62,15 +60,6 @@ fn start_provider() -> (Arc<Provider>, String) {
     (provider, format!("http://{address}"))
 }
 
-struct Server(Child, String);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[test]
 fn close_calls_are_reranked_cached_and_survive_a_slow_provider() {
     let (provider, endpoint) = start_provider();
@@ -84,27 +73,19 @@ fn close_calls_are_reranked_cached_and_survive_a_slow_provider() {
         ),
     )
     .unwrap();
-    let mut child = switchyard(dir.path())
-        .args(["--templates", "templates/demo", "--config"])
-        .arg(&config)
-        .args(["serve", "--port", "0"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("serve starts");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let base = line
-        .trim()
-        .strip_prefix("switchyard listening on ")
-        .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
-        .to_owned();
-    let server = Server(child, base);
+    let server = serve(
+        dir.path(),
+        &[
+            "--templates".as_ref(),
+            "templates/demo".as_ref(),
+            "--config".as_ref(),
+            config.as_os_str(),
+        ],
+    );
     let client = reqwest::blocking::Client::new();
     let route = |query: &str| -> Value {
         client
-            .post(format!("{}/v1/route", server.1))
+            .post(format!("{}/v1/route", server.base))
             .json(&json!({ "query": query }))
             .send()
             .unwrap()

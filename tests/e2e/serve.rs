@@ -1,46 +1,12 @@
 //! `switchyard serve`: the local HTTP API over a real socket on 127.0.0.1.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Stdio};
-
 use serde_json::{json, Value};
-use switchyard_e2e::switchyard;
-
-struct Server {
-    child: Child,
-    base: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Start `switchyard serve` on a free port for the catalog `templates`.
-fn start(cache: &std::path::Path, templates: &str) -> Server {
-    let mut child = switchyard(cache)
-        .args(["--templates", templates, "serve", "--port", "0"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("serve starts");
-    let stdout = child.stdout.take().unwrap();
-    let mut line = String::new();
-    BufReader::new(stdout).read_line(&mut line).unwrap();
-    let base = line
-        .trim()
-        .strip_prefix("switchyard listening on ")
-        .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
-        .to_owned();
-    assert!(base.starts_with("http://127.0.0.1:"), "{base}");
-    Server { child, base }
-}
+use switchyard_e2e::serve;
 
 #[test]
 fn serves_query_route_stats_and_health() {
     let cache = tempfile::tempdir().unwrap();
-    let server = start(cache.path(), "templates/demo");
+    let server = serve(cache.path(), &["--templates", "templates/demo"]);
     let client = reqwest::blocking::Client::new();
     let post = |path: &str, body: &str| {
         let response = client
@@ -142,7 +108,7 @@ fn serves_query_route_stats_and_health() {
 #[test]
 fn intent_catalog_answers_in_process() {
     let cache = tempfile::tempdir().unwrap();
-    let server = start(cache.path(), "templates/clinc150");
+    let server = serve(cache.path(), &["--templates", "templates/clinc150"]);
     let answer: Value = reqwest::blocking::Client::new()
         .post(format!("{}/v1/query", server.base))
         .body(r#"{"query": "what is the balance in my checking account"}"#)
