@@ -211,14 +211,14 @@ impl Render<'_> {
     }
 
     /// A query's answer and its HTTP status (the adapter's failures are 501, 502 or 504).
-    pub fn answer(&self, question_session: Option<String>, answer: Answer) -> (u16, QueryAnswer) {
+    pub fn answer(&self, session_id: Option<String>, answer: Answer) -> (u16, QueryAnswer) {
         let Answer {
             request_id,
             routing,
             execution,
         } = answer;
         match execution {
-            Some(execution) => self.executed(&routing, request_id, question_session, execution),
+            Some(execution) => self.executed(&routing, request_id, session_id, execution),
             None if routing.selected_match().is_some() => (
                 200,
                 QueryAnswer::Clarify(self.clarify(&routing, request_id)),
