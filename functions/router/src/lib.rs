@@ -84,6 +84,13 @@ impl SessionStore for Sessions {
             Sessions::Memory(store) => store.append(session_id, turn).await,
         }
     }
+
+    async fn delete(&self, session_id: &str) -> Result<bool> {
+        match self {
+            Sessions::Dynamo(store) => store.delete(session_id).await,
+            Sessions::Memory(store) => store.delete(session_id).await,
+        }
+    }
 }
 
 pub type RouterService = Service<LambdaInvoker, Sessions>;

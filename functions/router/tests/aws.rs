@@ -22,7 +22,7 @@ use switchyard_core::config::{Config, SessionsConfig};
 use switchyard_core::index::{Index, IndexSource};
 use switchyard_core::invoker::{AdapterInvoker, AdapterRequest};
 use switchyard_core::rerank_cache::{CachedScores, RerankCache};
-use switchyard_core::session::{SessionStore, Turn};
+use switchyard_core::session::{SessionStore, Turn, TurnOutcome};
 use switchyard_core::template::Catalog;
 use switchyard_core::Error;
 use switchyard_embed::MiniLmEmbedder;
@@ -119,14 +119,20 @@ async fn create_table(dynamodb: &aws_sdk_dynamodb::Client, key: &str) -> String 
 /// `POST /v1/query` with `body`, as an API Gateway HTTP API (v2) event through the
 /// router's handler: the status and the JSON answer.
 async fn query(app: &axum::Router, body: Value) -> (u16, Value) {
+    send(app, "POST", "/v1/query", Some(body)).await
+}
+
+/// An API Gateway (HTTP API) event through the router Lambda's handler.
+async fn send(app: &axum::Router, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
+    let route = format!("{method} {path}");
     let event = json!({
-        "version": "2.0", "routeKey": "POST /v1/query", "rawPath": "/v1/query", "rawQueryString": "",
+        "version": "2.0", "routeKey": route, "rawPath": path, "rawQueryString": "",
         "headers": {"content-type": "application/json"},
         "requestContext": {"accountId": "123456789012", "apiId": "api", "domainName": "example.com",
-            "domainPrefix": "example", "http": {"method": "POST", "path": "/v1/query", "protocol": "HTTP/1.1",
-            "sourceIp": "127.0.0.1", "userAgent": "test"}, "requestId": "r1", "routeKey": "POST /v1/query",
+            "domainPrefix": "example", "http": {"method": method, "path": path, "protocol": "HTTP/1.1",
+            "sourceIp": "127.0.0.1", "userAgent": "test"}, "requestId": "r1", "routeKey": route,
             "stage": "$default", "time": "21/Nov/2026:00:00:00 +0000", "timeEpoch": 0},
-        "body": body.to_string(),
+        "body": body.map(|b| b.to_string()),
         "isBase64Encoded": false
     });
     let response = handle(
@@ -212,7 +218,10 @@ async fn end_to_end_from_s3_through_lambda_to_the_session_table() {
         .expect("the session item");
     let turns: Vec<Turn> = serde_json::from_str(item["turns"].as_s().unwrap()).unwrap();
     assert_eq!(turns.len(), 1);
-    assert_eq!(turns[0].template_id, "employees_count_by_department");
+    assert_eq!(
+        turns[0].template_id.as_deref(),
+        Some("employees_count_by_department")
+    );
     assert_eq!(turns[0].parameters["department"], "Engineering");
     assert!(item["expires_at"].as_n().unwrap().parse::<i64>().unwrap() > turns[0].at);
 
@@ -233,6 +242,28 @@ async fn end_to_end_from_s3_through_lambda_to_the_session_table() {
     // A tools question through the same adapter function.
     let (_, body) = query(&api, json!({"query": "What is 15% of 200?"})).await;
     assert_eq!(body["content"], "15% of 200 is **30**", "{body}");
+
+    // Forgetting the session deletes its item; a second delete finds nothing.
+    let (status, body) = send(&api, "DELETE", "/v1/sessions/e2e-1", None).await;
+    assert_eq!((status, &body["deleted"]), (200, &json!(true)), "{body}");
+    let item = dynamodb
+        .get_item()
+        .table_name(&sessions_table)
+        .key("session_id", AttributeValue::S("e2e-1".into()))
+        .send()
+        .await
+        .unwrap()
+        .item;
+    assert!(item.is_none(), "the session item is gone: {item:?}");
+    let (status, body) = send(&api, "DELETE", "/v1/sessions/e2e-1", None).await;
+    assert_eq!((status, &body["deleted"]), (200, &json!(false)), "{body}");
+    // The next turn starts afresh: nothing to carry.
+    let (_, body) = query(
+        &api,
+        json!({"query": "How many employees work there?", "session_id": "e2e-1"}),
+    )
+    .await;
+    assert_eq!(body["metadata"]["session"]["turns"], 0, "{body}");
 }
 
 #[tokio::test]
@@ -343,6 +374,7 @@ async fn concurrent_turns_of_one_session_are_all_kept() {
         SessionsConfig {
             max_turns: 50,
             ttl_seconds: 3600,
+            ..Config::default().sessions
         },
     ));
     let now = 1_900_000_000;
@@ -351,10 +383,14 @@ async fn concurrent_turns_of_one_session_are_all_kept() {
             let store = store.clone();
             tokio::spawn(async move {
                 let turn = Turn {
-                    query: format!("question {n}"),
-                    datasource: "hr".into(),
-                    template_id: "t".into(),
+                    query: Some(format!("question {n}")),
+                    datasource: Some("hr".into()),
+                    template_id: Some("t".into()),
                     parameters: Default::default(),
+                    outcome: TurnOutcome::Execute,
+                    confidence: 0.9,
+                    belief: Vec::new(),
+                    choices: Vec::new(),
                     at: now,
                 };
                 store.append("busy", turn).await
@@ -367,7 +403,7 @@ async fn concurrent_turns_of_one_session_are_all_kept() {
     let turns = store.recent("busy", now).await.unwrap();
     let mut queries: Vec<_> = turns.iter().map(|t| t.query.clone()).collect();
     queries.sort();
-    let mut expected: Vec<_> = (0..12).map(|n| format!("question {n}")).collect();
+    let mut expected: Vec<_> = (0..12).map(|n| Some(format!("question {n}"))).collect();
     expected.sort();
     assert_eq!(queries, expected, "every concurrent turn is kept");
     // Past its expiry the session reads as empty, though moto never deletes the item.

@@ -3,29 +3,40 @@
 use std::path::Path;
 
 use anyhow::Result;
-use switchyard_core::eval::{evaluate, load_dataset, stage_table, EvalReport, StageRow};
+use switchyard_core::eval::conversation::{replay, ConversationReport, TurnAccuracy};
+use switchyard_core::eval::{
+    embed_queries, evaluate, load_dataset, stage_table, EvalReport, StageRow,
+};
 use switchyard_core::router::Router;
 
-/// Evaluate `router` on `dataset` (and each stage on and off with `stages`); print the
-/// report as text or JSON.
-pub fn run(
-    router: &Router,
-    dataset: &Path,
-    json: bool,
-    latency_samples: usize,
-    stages: bool,
-) -> Result<()> {
+pub struct Options {
+    pub json: bool,
+    pub latency_samples: usize,
+    /// Score each stage on and off.
+    pub stages: bool,
+    /// Replay conversations with their session as well as without.
+    pub use_session: bool,
+}
+
+/// Evaluate `router` on `dataset` (each stage on and off with `stages`; conversations
+/// replayed when its lines carry `session_id`); print the report as text or JSON.
+pub fn run(router: &Router, dataset: &Path, options: &Options) -> Result<()> {
     let queries = load_dataset(dataset)?;
-    let report = evaluate(router, &queries, latency_samples)?;
-    let table = if stages {
-        Some(stage_table(router, &queries)?)
+    let embedded = embed_queries(router, &queries)?;
+    let report = evaluate(router, &queries, &embedded, options.latency_samples)?;
+    let table = if options.stages {
+        Some(stage_table(router, &queries, &embedded)?)
     } else {
         None
     };
-    if json {
+    let conversation = replay(router, &queries, &embedded, options.use_session)?;
+    if options.json {
         let mut value = serde_json::to_value(&report)?;
         if let Some(table) = &table {
             value["stages"] = serde_json::to_value(table)?;
+        }
+        if let Some(conversation) = &conversation {
+            value["conversation"] = serde_json::to_value(conversation)?;
         }
         println!("{}", serde_json::to_string_pretty(&value)?);
     } else {
@@ -33,8 +44,38 @@ pub fn run(
         if let Some(table) = &table {
             print_stages(table);
         }
+        if let Some(conversation) = &conversation {
+            print_conversation(conversation);
+        }
     }
     Ok(())
+}
+
+fn print_conversation(report: &ConversationReport) {
+    let t = &report.turns;
+    println!(
+        "\nconversations: {} sessions, {} turns ({} first, {} continuing, {} switching, {} of at most 6 words)",
+        report.sessions, t.all, t.first, t.continuing, t.switching, t.short
+    );
+    println!(
+        "turn accuracy (datasource and template right):\n{:<16} {:>7} {:>7} {:>10} {:>9} {:>7}",
+        "", "all", "first", "continuing", "switching", "short"
+    );
+    let row = |name: &str, a: &TurnAccuracy| {
+        println!(
+            "{:<16} {:>6.2}% {:>6.2}% {:>9.2}% {:>8.2}% {:>6.2}%",
+            name,
+            a.all * 100.0,
+            a.first * 100.0,
+            a.continuing * 100.0,
+            a.switching * 100.0,
+            a.short * 100.0
+        );
+    };
+    if let Some(with) = &report.with_session {
+        row("with session", with);
+    }
+    row("without session", &report.without_session);
 }
 
 fn print_stages(rows: &[StageRow]) {

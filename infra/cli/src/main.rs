@@ -69,6 +69,9 @@ enum Command {
         /// Also score each stage on and off (same query vectors): what each contributes.
         #[arg(long)]
         stages: bool,
+        /// Replay conversations (lines with `session_id`) without the session only.
+        #[arg(long)]
+        no_session: bool,
     },
     /// Templates per datasource and the configuration in force.
     Stats,
@@ -136,9 +139,16 @@ fn main() -> Result<()> {
             json,
             latency_samples,
             stages,
+            no_session,
         } => {
             let router = open_router(templates, index_file, config)?;
-            eval::run(&router, dataset, *json, *latency_samples, *stages)
+            let options = eval::Options {
+                json: *json,
+                latency_samples: *latency_samples,
+                stages: *stages,
+                use_session: !*no_session,
+            };
+            eval::run(&router, dataset, &options)
         }
         Command::Stats => {
             let router = open_router(templates, index_file, config)?;

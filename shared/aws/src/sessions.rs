@@ -159,4 +159,17 @@ impl SessionStore for DynamoSessionStore {
             "session `{session_id}`: {APPEND_ATTEMPTS} concurrent writers in a row; the turn was not saved"
         )))
     }
+
+    async fn delete(&self, session_id: &str) -> Result<bool> {
+        let deleted = self
+            .client
+            .delete_item()
+            .table_name(&self.table)
+            .key("session_id", AttributeValue::S(session_id.to_owned()))
+            .return_values(aws_sdk_dynamodb::types::ReturnValue::AllOld)
+            .send()
+            .await
+            .map_err(|e| self.fail(describe(&e)))?;
+        Ok(deleted.attributes().is_some_and(|a| !a.is_empty()))
+    }
 }

@@ -4,6 +4,7 @@
 
 pub mod auth;
 pub mod config;
+pub mod conversation;
 pub mod embed;
 pub mod error;
 pub mod eval;

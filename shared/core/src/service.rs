@@ -9,11 +9,12 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use serde_json::Map;
 
 use crate::auth::Access;
+use crate::conversation::{contextualize, joint_question, turn_of, unexecuted_outcome};
 use crate::error::{Error, Result};
 use crate::invoker::{AdapterInvoker, AdapterRequest, AdapterResponse, AdapterStatus};
 use crate::rerank::RerankStage;
 use crate::router::{Outcome, Router, Routing};
-use crate::session::{carried_parameters, SessionStore, Turn};
+use crate::session::{carried_parameters, within_window, SessionStore, Turn, TurnOutcome};
 
 /// Longest session id accepted.
 pub const MAX_SESSION_ID_CHARS: usize = 128;
@@ -50,11 +51,11 @@ pub struct Answer {
     pub routing: Routing,
     /// Present when the outcome is `execute`.
     pub execution: Option<Execution>,
+    pub session: SessionUse,
 }
 
 #[derive(Debug)]
 pub struct Execution {
-    pub session: SessionUse,
     pub adapter: Result<AdapterResponse>,
     pub adapter_ms: f64,
 }
@@ -64,8 +65,8 @@ pub struct Execution {
 pub enum SessionUse {
     /// The question named no session.
     None,
-    /// The store answered with this many earlier turns; `saved` says whether this turn
-    /// was recorded (absent when the answer was not worth recording).
+    /// The store answered with this many turns within the window; `saved` says whether
+    /// this turn was recorded (absent when routing only).
     Used {
         turns: usize,
         saved: Option<std::result::Result<(), String>>,
@@ -102,65 +103,155 @@ impl<I: AdapterInvoker, S: SessionStore> Service<I, S> {
     }
 
     /// Route `question` for a caller with `access`: retrieve → string similarity →
-    /// rerank → decide.
+    /// rerank → decide, then weigh the session's turns (read, not written).
     pub async fn route(&self, question: &Question, access: &Access) -> Result<Routing> {
         question.validate()?;
-        let access = match &question.datasources {
-            Some(names) => access.narrow(names, self.router.index())?,
-            None => access.clone(),
-        };
-        let candidates = self.router.candidates(&question.query, &access)?;
-        let reranked = match &self.rerank {
-            Some(stage) => stage.rerank(&self.router, &candidates, unix_now()).await,
-            None => self.router.not_reranked(),
-        };
-        let routing = self.router.decide(candidates, reranked);
-        record_routing(&routing, question);
-        Ok(routing)
+        let now = unix_now();
+        let turns = self.read_session(question, now).await;
+        self.route_with(question, access, &turns, now).await
     }
 
-    /// Route `question`, then execute it on the winner's adapter with the session's context.
+    /// Route `question`, execute it on the winner's adapter with the session's context,
+    /// and record the turn.
     pub async fn query(&self, question: &Question, access: &Access) -> Result<Answer> {
-        let routing = self.route(question, access).await?;
+        question.validate()?;
+        let now = unix_now();
+        let turns = self.read_session(question, now).await;
+        let routing = self.route_with(question, access, &turns, now).await?;
         let request_id = new_request_id();
+        let session_parameters = match &turns {
+            Ok(Some(turns)) => carried_parameters(turns),
+            _ => Map::new(),
+        };
         let execution = match routing.outcome {
-            Outcome::Execute => Some(self.execute(&routing, question, &request_id).await),
+            Outcome::Execute => Some(
+                self.execute(&routing, session_parameters, &request_id)
+                    .await,
+            ),
             Outcome::Clarify | Outcome::NoMatch => None,
+        };
+        let session = match (&question.session_id, turns) {
+            (None, _) | (_, Ok(None)) => SessionUse::None,
+            (Some(_), Err(error)) => SessionUse::Unavailable { error },
+            (Some(id), Ok(Some(turns))) => {
+                let (outcome, parameters) = match &execution {
+                    Some(execution) => match &execution.adapter {
+                        Ok(response) => (
+                            match response.status {
+                                AdapterStatus::Ok => TurnOutcome::Execute,
+                                AdapterStatus::NeedsClarification => {
+                                    TurnOutcome::NeedsClarification
+                                }
+                                AdapterStatus::Error => TurnOutcome::Failed,
+                            },
+                            response.parameters.clone(),
+                        ),
+                        Err(_) => (TurnOutcome::Failed, Map::new()),
+                    },
+                    None => (unexecuted_outcome(&routing), Map::new()),
+                };
+                let turn = turn_of(
+                    &routing,
+                    outcome,
+                    parameters,
+                    &self.router.config().sessions,
+                    now,
+                );
+                let saved = self.sessions.append(id, turn).await;
+                if let Err(e) = &saved {
+                    metrics::counter!("SessionStoreErrors").increment(1);
+                    tracing::warn!(session_id = %id, error = %e, "turn not saved");
+                }
+                SessionUse::Used {
+                    turns: turns.len(),
+                    saved: Some(saved.map_err(|e| e.to_string())),
+                }
+            }
         };
         Ok(Answer {
             request_id,
             routing,
             execution,
+            session,
         })
     }
 
-    async fn execute(&self, routing: &Routing, question: &Question, request_id: &str) -> Execution {
+    /// Forget a session (`DELETE /v1/sessions/{id}`); true when there was one.
+    pub async fn forget_session(&self, session_id: &str) -> Result<bool> {
+        Question {
+            query: "-".into(),
+            session_id: Some(session_id.to_owned()),
+            datasources: None,
+        }
+        .validate()?;
+        self.sessions.delete(session_id).await
+    }
+
+    /// The session's turns within the window: `Ok(None)` without a session id, `Err` with
+    /// the store's error (context is a help, never a precondition).
+    async fn read_session(
+        &self,
+        question: &Question,
+        now: i64,
+    ) -> std::result::Result<Option<Vec<Turn>>, String> {
+        let Some(id) = &question.session_id else {
+            return Ok(None);
+        };
+        let window = self.router.config().sessions.window_seconds;
+        match self.sessions.recent(id, now).await {
+            Ok(turns) => Ok(Some(within_window(&turns, now, window).to_vec())),
+            Err(e) => {
+                metrics::counter!("SessionStoreErrors").increment(1);
+                tracing::warn!(session_id = %id, error = %e, "session context unavailable; answering without it");
+                Err(e.to_string())
+            }
+        }
+    }
+
+    async fn route_with(
+        &self,
+        question: &Question,
+        access: &Access,
+        turns: &std::result::Result<Option<Vec<Turn>>, String>,
+        now: i64,
+    ) -> Result<Routing> {
+        let access = match &question.datasources {
+            Some(names) => access.narrow(names, self.router.index())?,
+            None => access.clone(),
+        };
+        let turns = match turns {
+            Ok(Some(turns)) => Some(turns.as_slice()),
+            _ => None,
+        };
+        let sessions = &self.router.config().sessions;
+        let joint = turns.and_then(|t| joint_question(t, &question.query, sessions));
+        let (candidates, joint) =
+            self.router
+                .candidates_with_joint(&question.query, joint.as_deref(), &access)?;
+        let reranked = match &self.rerank {
+            Some(stage) => stage.rerank(&self.router, &candidates, now).await,
+            None => self.router.not_reranked(),
+        };
+        let own = self.router.decide(candidates, reranked);
+        let routing = match turns {
+            Some(turns) => {
+                let joint = joint.map(|c| self.router.decide(c, self.router.not_reranked()));
+                contextualize(&self.router, own, joint.as_ref(), turns, now)
+            }
+            None => own,
+        };
+        record_routing(&routing, question);
+        Ok(routing)
+    }
+
+    async fn execute(
+        &self,
+        routing: &Routing,
+        session_parameters: Map<String, serde_json::Value>,
+        request_id: &str,
+    ) -> Execution {
         let selected = routing.selected_match().expect("execute has a winner");
         let (datasource, _) = self.router.template(selected);
-        let now = unix_now();
-        // Context is a help, never a precondition: a failing store answers without it.
-        let (session_parameters, mut session) = match &question.session_id {
-            None => (Map::new(), SessionUse::None),
-            Some(id) => match self.sessions.recent(id, now).await {
-                Ok(turns) => (
-                    carried_parameters(&turns),
-                    SessionUse::Used {
-                        turns: turns.len(),
-                        saved: None,
-                    },
-                ),
-                Err(e) => {
-                    metrics::counter!("SessionStoreErrors").increment(1);
-                    tracing::warn!(session_id = %id, error = %e, "session context unavailable; answering without it");
-                    (
-                        Map::new(),
-                        SessionUse::Unavailable {
-                            error: e.to_string(),
-                        },
-                    )
-                }
-            },
-        };
         let request = AdapterRequest {
             request_id: request_id.to_owned(),
             datasource: selected.datasource.clone(),
@@ -178,27 +269,7 @@ impl<I: AdapterInvoker, S: SessionStore> Service<I, S> {
         if !answered {
             metrics::counter!("AdapterErrors", "Datasource" => label).increment(1);
         }
-        if let (Some(id), Ok(response), SessionUse::Used { saved, .. }) =
-            (&question.session_id, &adapter, &mut session)
-        {
-            if answered {
-                let turn = Turn {
-                    query: routing.query.clone(),
-                    datasource: selected.datasource.clone(),
-                    template_id: selected.template_id.clone(),
-                    parameters: response.parameters.clone(),
-                    at: now,
-                };
-                let result = self.sessions.append(id, turn).await;
-                if let Err(e) = &result {
-                    metrics::counter!("SessionStoreErrors").increment(1);
-                    tracing::warn!(session_id = %id, error = %e, "turn not saved");
-                }
-                *saved = Some(result.map_err(|e| e.to_string()));
-            }
-        }
         Execution {
-            session,
             adapter,
             adapter_ms,
         }

@@ -1,6 +1,6 @@
 //! Conversation context: the recent turns of a session. A follow-up ("and in Sales?")
-//! takes the parameters it leaves out from them. The store is a trait: in memory locally,
-//! DynamoDB on AWS (`switchyard-aws`).
+//! takes the parameters it leaves out from them, and `crate::conversation` routes it with
+//! them. The store is a trait: in memory locally, DynamoDB on AWS (`switchyard-aws`).
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -12,15 +12,63 @@ use serde_json::{Map, Value};
 use crate::config::SessionsConfig;
 use crate::error::Result;
 
-/// One answered question of a session.
+/// One question of a session and what became of it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Turn {
-    pub query: String,
-    pub datasource: String,
-    pub template_id: String,
+    /// The question, kept only with `sessions.store_text`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub query: Option<String>,
+    /// The template chosen (or, for `no_match`, the best one); none when nothing matched.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub datasource: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template_id: Option<String>,
+    #[serde(default)]
     pub parameters: Map<String, Value>,
+    #[serde(default)]
+    pub outcome: TurnOutcome,
+    /// The chosen template's confidence.
+    #[serde(default)]
+    pub confidence: f32,
+    /// What the conversation believed the turn meant: the likeliest templates.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub belief: Vec<Weighted>,
+    /// With `clarify`: the choices offered, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub choices: Vec<TemplateRef>,
     /// Unix seconds.
     pub at: i64,
+}
+
+/// How a turn was answered.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TurnOutcome {
+    #[default]
+    Execute,
+    /// The adapter asked for a parameter the question left out.
+    NeedsClarification,
+    /// The caller was asked to pick one of `choices`.
+    Clarify,
+    NoMatch,
+    /// The adapter failed.
+    Failed,
+}
+
+/// A template by name.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct TemplateRef {
+    pub datasource: String,
+    pub template_id: String,
+}
+
+/// A template and a probability.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Weighted {
+    pub datasource: String,
+    pub template_id: String,
+    #[serde(rename = "p")]
+    pub probability: f32,
 }
 
 /// Recent turns per session id, bounded in number and in age.
@@ -31,6 +79,19 @@ pub trait SessionStore: Send + Sync {
     /// Add a turn, keeping the newest `max_turns`, and push the session's expiry to
     /// `now + ttl_seconds`. Concurrent appends to one session must all be kept.
     fn append(&self, session_id: &str, turn: Turn) -> impl Future<Output = Result<()>> + Send;
+
+    /// Forget the session; true when there was one to forget.
+    fn delete(&self, session_id: &str) -> impl Future<Output = Result<bool>> + Send;
+}
+
+/// The turns of the last `window_seconds` before `now`.
+pub fn within_window(turns: &[Turn], now: i64, window_seconds: u64) -> &[Turn] {
+    let since = now - window_seconds as i64;
+    let first = turns
+        .iter()
+        .position(|t| t.at >= since)
+        .unwrap_or(turns.len());
+    &turns[first..]
 }
 
 /// The parameters a session supplies to a follow-up: every turn's, newer winning.
@@ -89,6 +150,11 @@ impl SessionStore for MemorySessionStore {
         push_bounded(&mut entry.1, turn, self.config.max_turns);
         Ok(())
     }
+
+    async fn delete(&self, session_id: &str) -> Result<bool> {
+        let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        Ok(sessions.remove(session_id).is_some())
+    }
 }
 
 #[cfg(test)]
@@ -98,10 +164,14 @@ mod tests {
 
     fn turn(at: i64, parameters: Value) -> Turn {
         Turn {
-            query: format!("q{at}"),
-            datasource: "hr".into(),
-            template_id: "t".into(),
+            query: Some(format!("q{at}")),
+            datasource: Some("hr".into()),
+            template_id: Some("t".into()),
             parameters: parameters.as_object().unwrap().clone(),
+            outcome: TurnOutcome::Execute,
+            confidence: 0.9,
+            belief: Vec::new(),
+            choices: Vec::new(),
             at,
         }
     }
@@ -111,6 +181,7 @@ mod tests {
         let store = MemorySessionStore::new(SessionsConfig {
             max_turns: 2,
             ttl_seconds: 100,
+            ..crate::config::Config::default().sessions
         });
         for at in 1..=3 {
             store.append("s", turn(at, json!({}))).await.unwrap();
@@ -123,6 +194,21 @@ mod tests {
         );
         assert!(store.recent("s", 103).await.unwrap().is_empty());
         assert!(store.recent("other", 50).await.unwrap().is_empty());
+        store.append("s", turn(200, json!({}))).await.unwrap();
+        assert!(store.delete("s").await.unwrap(), "a session to forget");
+        assert!(store.recent("s", 201).await.unwrap().is_empty());
+        assert!(!store.delete("s").await.unwrap(), "nothing left");
+    }
+
+    #[test]
+    fn the_window_keeps_recent_turns() {
+        let turns: Vec<Turn> = [100, 1000, 1900].map(|at| turn(at, json!({}))).into();
+        let recent = within_window(&turns, 2000, 1800);
+        assert_eq!(
+            recent.iter().map(|t| t.at).collect::<Vec<_>>(),
+            vec![1000, 1900]
+        );
+        assert!(within_window(&turns, 9000, 1800).is_empty());
     }
 
     #[test]

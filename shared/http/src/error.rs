@@ -75,6 +75,7 @@ pub(crate) fn domain_parts(e: &DomainError) -> (StatusCode, &'static str, Option
             (StatusCode::GATEWAY_TIMEOUT, "adapter_timeout", None)
         }
         DomainError::AdapterFailed { .. } => (StatusCode::BAD_GATEWAY, "adapter_error", None),
+        DomainError::Store { .. } => (StatusCode::SERVICE_UNAVAILABLE, "store_unavailable", None),
         _ => (StatusCode::INTERNAL_SERVER_ERROR, "internal", None),
     }
 }

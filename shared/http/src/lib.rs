@@ -13,12 +13,13 @@ pub mod wire;
 use std::sync::Arc;
 use std::time::Instant;
 
+use axum::extract::Path;
 use axum::extract::{FromRequestParts, Request, State};
 use axum::http::request::Parts;
 use axum::http::StatusCode;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{delete, get, post};
 use axum::Json;
 use switchyard_core::auth::{authorize, Access};
 use switchyard_core::invoker::AdapterInvoker;
@@ -28,7 +29,7 @@ use switchyard_core::session::SessionStore;
 pub use error::ApiError;
 pub use extract::{Caller, CheckedJson, MAX_BODY_BYTES};
 use render::Render;
-use wire::{Health, QueryAnswer, QueryRequest, RouteReport, Stats};
+use wire::{Health, QueryAnswer, QueryRequest, RouteReport, SessionDeleted, Stats};
 
 /// The app's state: the routing service, shared by every request.
 pub type Shared<I, S> = Arc<Service<I, S>>;
@@ -45,6 +46,7 @@ where
         .route("/v1/stats", get(stats::<I, S>))
         .route("/v1/route", post(route::<I, S>))
         .route("/v1/query", post(query::<I, S>))
+        .route("/v1/sessions/{session_id}", delete(forget_session::<I, S>))
         .route("/v1/openapi.json", get(openapi::serve))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
@@ -144,6 +146,28 @@ async fn query<I: AdapterInvoker + 'static, S: SessionStore + 'static>(
     let (status, answer) = Render(service.router()).answer(question.session_id, answer);
     let status = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY);
     Ok((status, Json(answer)))
+}
+
+/// Forget a session: its turns, parameters and question texts.
+#[utoipa::path(delete, path = "/v1/sessions/{session_id}",
+    params(("session_id" = String, Path, description = "The conversation id, 1 to 128 characters")),
+    responses(
+        (status = 200, body = SessionDeleted),
+        (status = 400, body = wire::ErrorBody),
+        (status = 401, body = wire::ErrorBody),
+        (status = 403, body = wire::ErrorBody),
+        (status = 503, description = "The session store failed", body = wire::ErrorBody),
+))]
+async fn forget_session<I: AdapterInvoker + 'static, S: SessionStore + 'static>(
+    State(service): State<Shared<I, S>>,
+    Authorized(_): Authorized,
+    Path(session_id): Path<String>,
+) -> Result<Json<SessionDeleted>, ApiError> {
+    let deleted = service.forget_session(&session_id).await?;
+    Ok(Json(SessionDeleted {
+        session_id,
+        deleted,
+    }))
 }
 
 async fn not_found(request: Request) -> ApiError {

@@ -14,7 +14,14 @@ use crate::wire;
         description = "Routes a plain-language question to the intent template that fits it best, across every datasource, and answers it.",
         license(name = "Apache-2.0")
     ),
-    paths(crate::health, crate::stats, crate::route, crate::query, serve),
+    paths(
+        crate::health,
+        crate::stats,
+        crate::route,
+        crate::query,
+        crate::forget_session,
+        serve
+    ),
     components(schemas(
         wire::QueryRequest,
         wire::ErrorBody,
@@ -22,6 +29,7 @@ use crate::wire;
         wire::Stats,
         wire::RouteReport,
         wire::QueryAnswer,
+        wire::SessionDeleted,
     ))
 )]
 struct Document;

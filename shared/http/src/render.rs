@@ -3,10 +3,12 @@
 use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
+use switchyard_core::conversation::ContextReport;
 use switchyard_core::error::Error;
 use switchyard_core::invoker::AdapterResponse;
 use switchyard_core::router::{Match, Router, Routing, StageTimings, Weights};
 use switchyard_core::service::{Answer, Execution, SessionUse};
+use switchyard_core::session::Weighted;
 
 use crate::wire::*;
 
@@ -147,6 +149,7 @@ impl Render<'_> {
                 },
             },
             timings_ms: timings(&routing.timings),
+            session: routing.context.as_ref().map(session_context),
         }
     }
 
@@ -168,6 +171,7 @@ impl Render<'_> {
             above_threshold: m.combined_score >= routing.threshold,
             declined_by: m.declined_by.clone(),
             scoring_details: scoring_details(&routing.weights),
+            context_probability: m.context_probability,
         }
     }
 
@@ -216,16 +220,18 @@ impl Render<'_> {
             request_id,
             routing,
             execution,
+            session,
         } = answer;
+        let session = session_report(&session, &routing);
         match execution {
-            Some(execution) => self.executed(&routing, request_id, session_id, execution),
+            Some(execution) => self.executed(&routing, request_id, session_id, session, execution),
             None if routing.selected_match().is_some() => (
                 200,
-                QueryAnswer::Clarify(self.clarify(&routing, request_id)),
+                QueryAnswer::Clarify(self.clarify(&routing, request_id, session)),
             ),
             None => (
                 200,
-                QueryAnswer::NoMatch(self.no_match(&routing, request_id)),
+                QueryAnswer::NoMatch(self.no_match(&routing, request_id, session)),
             ),
         }
     }
@@ -235,6 +241,7 @@ impl Render<'_> {
         routing: &Routing,
         request_id: String,
         session_id: Option<String>,
+        session: Option<SessionReport>,
         execution: Execution,
     ) -> (u16, QueryAnswer) {
         let selected = routing.selected_match().expect("executed has a winner");
@@ -261,7 +268,7 @@ impl Render<'_> {
             template_id: selected.template_id.clone(),
             composite_routing: self.composite_routing(routing, selected),
             timings_ms: timings(&routing.timings),
-            session: session_report(&execution.session),
+            session,
             adapter,
         };
         let confidence = selected.combined_score;
@@ -305,7 +312,12 @@ impl Render<'_> {
         }
     }
 
-    fn clarify(&self, routing: &Routing, request_id: String) -> Clarify {
+    fn clarify(
+        &self,
+        routing: &Routing,
+        request_id: String,
+        session: Option<SessionReport>,
+    ) -> Clarify {
         let choices = routing
             .clarify_choices()
             .iter()
@@ -333,11 +345,17 @@ impl Render<'_> {
                 request_id,
                 composite_routing: self.composite_routing(routing, best),
                 timings_ms: timings(&routing.timings),
+                session,
             },
         }
     }
 
-    fn no_match(&self, routing: &Routing, request_id: String) -> NoMatch {
+    fn no_match(
+        &self,
+        routing: &Routing,
+        request_id: String,
+        session: Option<SessionReport>,
+    ) -> NoMatch {
         let suggestions = routing
             .matches
             .iter()
@@ -368,6 +386,7 @@ impl Render<'_> {
                     reason: routing.reason().into(),
                 },
                 timings_ms: timings(&routing.timings),
+                session,
             },
         }
     }
@@ -382,7 +401,7 @@ fn adapter_error_code(e: &Error) -> (u16, &'static str) {
     }
 }
 
-fn session_report(session: &SessionUse) -> Option<SessionReport> {
+fn session_report(session: &SessionUse, routing: &Routing) -> Option<SessionReport> {
     match session {
         SessionUse::None => None,
         SessionUse::Used { turns, saved } => Some(SessionReport {
@@ -390,13 +409,37 @@ fn session_report(session: &SessionUse) -> Option<SessionReport> {
             turns: Some(*turns),
             saved: saved.as_ref().map(Result::is_ok),
             error: saved.as_ref().and_then(|s| s.clone().err()),
+            context: routing.context.as_ref().map(session_context),
         }),
         SessionUse::Unavailable { error } => Some(SessionReport {
             status: "unavailable".into(),
             turns: None,
             saved: None,
             error: Some(error.clone()),
+            context: None,
         }),
+    }
+}
+
+fn session_context(report: &ContextReport) -> SessionContext {
+    let hypothesis = |w: &Weighted| Hypothesis {
+        datasource: w.datasource.clone(),
+        template_id: w.template_id.clone(),
+        probability: w.probability,
+    };
+    SessionContext {
+        used: to_value(&report.used).as_str().unwrap_or("turn").to_owned(),
+        turns: report.turns,
+        previous: report.previous.as_ref().map(|p| TemplateRef {
+            datasource: p.datasource.clone(),
+            template_id: p.template_id.clone(),
+        }),
+        seconds_since_previous: report.seconds_since_previous,
+        weight: report.weight,
+        preferred_datasource: report.preferred_datasource.clone(),
+        previous_question: report.previous_question,
+        turn: report.turn.as_ref().map(hypothesis),
+        context: report.context.as_ref().map(hypothesis),
     }
 }
 

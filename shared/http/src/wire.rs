@@ -19,7 +19,8 @@ pub struct QueryRequest {
         example = "How many employees work in Engineering?"
     )]
     pub query: String,
-    /// Conversation id: earlier turns' parameters fill this turn's gaps.
+    /// Conversation id: earlier turns (of the last 30 minutes) weigh on this turn's
+    /// routing, and their parameters fill its gaps.
     #[serde(default)]
     #[schema(min_length = 1, max_length = 128)]
     pub session_id: Option<String>,
@@ -37,7 +38,7 @@ pub struct ErrorBody {
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct ErrorDetail {
     /// `invalid_request`, `payload_too_large`, `unknown_datasource`, `unauthenticated`,
-    /// `forbidden`, `not_found`, `method_not_allowed`, `internal`.
+    /// `forbidden`, `not_found`, `method_not_allowed`, `store_unavailable`, `internal`.
     pub code: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub field: Option<String>,
@@ -115,6 +116,48 @@ pub struct SessionReport {
     pub saved: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// What the session's turns contributed to the routing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub context: Option<SessionContext>,
+}
+
+/// How a session's turns weighed on a routing: the question alone and the conversation's
+/// hypothesis, and which one the answer follows.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct SessionContext {
+    /// `turn` (the question's own routing), `context` (the conversation's template),
+    /// `clarify_choice` (a pick among the previous answer's choices) or
+    /// `pending_parameter` (the parameter the previous answer asked for).
+    pub used: String,
+    /// Turns of the session within its window.
+    pub turns: usize,
+    pub previous: Option<TemplateRef>,
+    pub seconds_since_previous: Option<i64>,
+    /// Weight of the previous turns in this one's prior (1 right after, halving every
+    /// `sessions.context.half_life_seconds`).
+    pub weight: f32,
+    pub preferred_datasource: Option<String>,
+    /// Whether the previous question was routed together with this one.
+    pub previous_question: bool,
+    /// The question alone: its best template and probability.
+    pub turn: Option<Hypothesis>,
+    /// The conversation's likeliest template and its probability.
+    pub context: Option<Hypothesis>,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Hypothesis {
+    pub datasource: String,
+    pub template_id: String,
+    pub probability: f32,
+}
+
+/// `DELETE /v1/sessions/{session_id}`.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct SessionDeleted {
+    pub session_id: String,
+    /// False when there was no such session (or it had expired).
+    pub deleted: bool,
 }
 
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -213,6 +256,9 @@ pub struct ClarifyMetadata {
     pub request_id: String,
     pub composite_routing: CompositeRouting,
     pub timings_ms: Timings,
+    /// With a `session_id` only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session: Option<SessionReport>,
 }
 
 /// No template cleared the threshold: the closest ones are suggested.
@@ -231,6 +277,9 @@ pub struct NoMatchMetadata {
     pub request_id: String,
     pub composite_routing: NoMatchRouting,
     pub timings_ms: Timings,
+    /// With a `session_id` only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session: Option<SessionReport>,
 }
 
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -258,6 +307,9 @@ pub struct RouteReport {
     pub routing_decision: RoutingDecision,
     pub configuration: RouteConfiguration,
     pub timings_ms: Timings,
+    /// With a `session_id` whose store answered: both hypotheses and which one won.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session: Option<SessionContext>,
 }
 
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -285,6 +337,9 @@ pub struct MatchReport {
     #[schema(value_type = Option<Object>)]
     pub declined_by: Option<switchyard_core::router::Declined>,
     pub scoring_details: ScoringDetails,
+    /// The conversation's probability for this template (with a session only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub context_probability: Option<f32>,
 }
 
 #[derive(Debug, Clone, Serialize, ToSchema)]

@@ -337,6 +337,12 @@ impl SessionStore for UnreachableSessions {
             message: "connection refused".into(),
         })
     }
+    async fn delete(&self, _: &str) -> Result<bool, Error> {
+        Err(Error::Store {
+            store: "sessions".into(),
+            message: "connection refused".into(),
+        })
+    }
 }
 
 #[test]
@@ -360,6 +366,15 @@ fn a_failing_session_store_still_answers_and_says_so() {
         .as_str()
         .unwrap()
         .contains("connection refused"));
+    assert!(
+        response.body["metadata"]["session"]["context"].is_null(),
+        "no context was used: {}",
+        response.body
+    );
+    // Forgetting needs the store: 503, named.
+    let response = call(&api, "DELETE", "/v1/sessions/s1", "");
+    assert_eq!(response.status, 503, "{}", response.body);
+    assert_eq!(response.body["error"]["code"], "store_unavailable");
 }
 
 #[test]
@@ -367,9 +382,15 @@ fn a_session_keeps_its_turns() {
     let api = api(Config::default());
     let body = r#"{"query": "remind me to feed the cat", "session_id": "s1"}"#;
     let first = call(&api, "POST", "/v1/query", body);
+    let session = &first.body["metadata"]["session"];
     assert_eq!(
-        first.body["metadata"]["session"],
-        json!({"status": "ok", "turns": 0, "saved": true})
+        (&session["status"], &session["turns"], &session["saved"]),
+        (&json!("ok"), &json!(0), &json!(true)),
+        "{session}"
+    );
+    assert_eq!(
+        session["context"]["used"], "turn",
+        "a first turn stands alone"
     );
     let second = call(&api, "POST", "/v1/query", body);
     assert_eq!(second.body["metadata"]["session"]["turns"], 1);

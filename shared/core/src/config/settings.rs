@@ -21,6 +21,51 @@ pub struct Config {
 pub struct SessionsConfig {
     pub max_turns: usize,
     pub ttl_seconds: u64,
+    /// Turns older than this (seconds) are not context any more.
+    pub window_seconds: u64,
+    /// Keep the question's text with its turn (the context hypothesis reads the previous
+    /// question); off, only the routing decision and parameters are kept.
+    pub store_text: bool,
+    pub context: ContextConfig,
+}
+
+/// How the turns before a question weigh on its routing (`crate::conversation`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ContextConfig {
+    pub enabled: bool,
+    /// Weight of a turn continuing the previous turn's template (the transitions are
+    /// relative weights; the belief is normalised after each turn).
+    pub stay: f32,
+    /// ... of moving from a lookup template to an action template of the same datasource.
+    pub lookup_to_action: f32,
+    /// ... of moving to another template of the same datasource otherwise.
+    pub same_datasource: f32,
+    /// ... of moving to a template of another datasource.
+    pub other_datasource: f32,
+    /// A template is an action when its description starts with one of these verbs.
+    pub action_verbs: Vec<String>,
+    /// The turn's own probabilities are raised to this power (below 1 trusts them less)...
+    pub evidence_power: f32,
+    /// ... scaled down linearly between these confidences of the turn's best template:
+    /// "Sure, that is great." matches nothing well and says little about the template.
+    pub uninformative_below: f32,
+    pub informative_above: f32,
+    /// Added to every probability, so no template is ever ruled out by one turn.
+    pub evidence_floor: f32,
+    /// Weight of the routing of "previous question + this one" in the evidence (needs
+    /// `store_text`).
+    pub previous_question_weight: f32,
+    /// The previous turn's pull halves every this many seconds.
+    pub half_life_seconds: u64,
+    /// A datasource chosen at least this many times in the window is preferred...
+    pub preference_uses: usize,
+    /// ... by this factor on its templates' prior.
+    pub preference_weight: f32,
+    /// The context's winner is executed only with at least this probability.
+    pub min_probability: f32,
+    /// Templates of the belief kept with a turn.
+    pub belief_size: usize,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -146,8 +146,48 @@ fn check_llm(llm: &LlmConfig) -> Checked {
 }
 
 fn check_sessions(sessions: &SessionsConfig) -> Checked {
-    if sessions.max_turns == 0 || sessions.ttl_seconds == 0 {
-        return invalid("sessions", "max_turns and ttl_seconds must be at least 1");
+    if sessions.max_turns == 0 || sessions.ttl_seconds == 0 || sessions.window_seconds == 0 {
+        return invalid(
+            "sessions",
+            "max_turns, ttl_seconds and window_seconds must be at least 1",
+        );
+    }
+    let c = &sessions.context;
+    let probabilities = [
+        ("stay", c.stay),
+        ("lookup_to_action", c.lookup_to_action),
+        ("same_datasource", c.same_datasource),
+        ("other_datasource", c.other_datasource),
+        ("uninformative_below", c.uninformative_below),
+        ("informative_above", c.informative_above),
+        ("previous_question_weight", c.previous_question_weight),
+        ("min_probability", c.min_probability),
+    ];
+    for (name, value) in probabilities {
+        if !(0.0..=1.0).contains(&value) {
+            return invalid(
+                &format!("sessions.context.{name}"),
+                format!("must be between 0 and 1, not {value}"),
+            );
+        }
+    }
+    if !(c.evidence_power > 0.0) || !(c.evidence_floor > 0.0) || !(c.preference_weight > 0.0) {
+        return invalid(
+            "sessions.context",
+            "evidence_power, evidence_floor and preference_weight must be positive",
+        );
+    }
+    if c.uninformative_below >= c.informative_above {
+        return invalid(
+            "sessions.context.informative_above",
+            "must be above uninformative_below",
+        );
+    }
+    if c.half_life_seconds == 0 || c.belief_size == 0 {
+        return invalid(
+            "sessions.context",
+            "half_life_seconds and belief_size must be at least 1",
+        );
     }
     Ok(())
 }

@@ -91,6 +91,8 @@ pub fn decide(
         rerank: reranked.status,
         ranking,
         timings,
+        context: None,
+        belief: Vec::new(),
     }
 }
 
@@ -116,6 +118,7 @@ mod tests {
             combined_score: embedding,
             probability: None,
             declined_by: None,
+            context_probability: None,
         }
     }
 

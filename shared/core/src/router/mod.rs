@@ -160,6 +160,31 @@ impl Router {
         Ok(candidates)
     }
 
+    /// Stages 1 and 2 for a question and, when given, the previous question with it (the
+    /// conversation's joint hypothesis): both embedded in one batch.
+    pub fn candidates_with_joint(
+        &self,
+        query: &str,
+        joint: Option<&str>,
+        access: &Access,
+    ) -> Result<(Candidates, Option<Candidates>)> {
+        let Some(joint) = joint else {
+            return Ok((self.candidates(query, access)?, None));
+        };
+        Router::validate_query(query)?;
+        let start = Instant::now();
+        let texts = [self.embedding_text(query), self.embedding_text(joint)];
+        let vectors = self
+            .embedder
+            .embed(&[texts[0].as_str(), texts[1].as_str()])?;
+        let embedding_ms = ms_since(start);
+        let mut own = self.candidates_for_vector(query, &vectors[0], access);
+        own.timings.embedding_ms = embedding_ms;
+        own.timings.total_ms = ms_since(start);
+        let joint = self.candidates_for_vector(joint, &vectors[1], access);
+        Ok((own, Some(joint)))
+    }
+
     /// Stages 1 and 2 with the query's vector already computed (batch evaluation).
     pub fn candidates_for_vector(
         &self,

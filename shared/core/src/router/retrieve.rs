@@ -234,6 +234,7 @@ impl Router {
                 combined_score: c.embedding,
                 probability: c.probability,
                 declined_by,
+                context_probability: None,
             }
         })
     }

@@ -4,7 +4,9 @@ use std::fmt;
 
 use serde::Serialize;
 
+use crate::conversation::ContextReport;
 use crate::scoring::{decimal, serialize_decimal, Weights};
+use crate::session::Weighted;
 
 fn serialize_decimal_option<S: serde::Serializer>(
     x: &Option<f32>,
@@ -54,6 +56,12 @@ pub struct Match {
     /// of this template's texts: the template is then never selected.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub declined_by: Option<Declined>,
+    /// The conversation's probability for this template (turns of a session only).
+    #[serde(
+        serialize_with = "serialize_decimal_option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub context_probability: Option<f32>,
 }
 
 impl Match {
@@ -198,6 +206,12 @@ pub struct Routing {
     pub rerank: RerankStatus,
     pub ranking: Ranking,
     pub timings: StageTimings,
+    /// What the session contributed (turns of a session only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub context: Option<ContextReport>,
+    /// The conversation's belief after this turn, kept with the turn.
+    #[serde(skip)]
+    pub belief: Vec<Weighted>,
 }
 
 impl Routing {
@@ -219,6 +233,13 @@ impl Routing {
     }
 
     pub fn reason(&self) -> &'static str {
+        use crate::conversation::ContextUsed;
+        match self.context.as_ref().map(|c| c.used) {
+            Some(ContextUsed::Context) => return "conversation_context",
+            Some(ContextUsed::ClarifyChoice) => return "clarify_choice_picked",
+            Some(ContextUsed::PendingParameter) => return "pending_parameter_answered",
+            Some(ContextUsed::Turn) | None => {}
+        }
         match (self.outcome, self.matches.is_empty()) {
             (Outcome::Execute, _) => "highest_ranked_confidence_above_threshold",
             (Outcome::Clarify, _) => "close_candidates_from_different_templates",

@@ -1,5 +1,8 @@
 //! Evaluation: how well a catalog routes a labelled data set (JSON lines of
-//! `{"text", "intent", "domain"}`; intent `oos` means nothing should match).
+//! `{"text", "intent", "domain"}`; intent `oos` means nothing should match). Lines that
+//! carry `session_id` (and `turn`) are conversations, replayed by [`conversation`].
+
+pub mod conversation;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -18,6 +21,11 @@ pub struct LabeledQuery {
     pub text: String,
     pub intent: String,
     pub domain: Option<String>,
+    /// The conversation the line belongs to; its lines are in turn order.
+    #[serde(default)]
+    pub session_id: Option<String>,
+    #[serde(default)]
+    pub turn: Option<u32>,
 }
 
 impl LabeledQuery {
@@ -38,7 +46,9 @@ pub fn load_dataset(path: &Path) -> Result<Vec<LabeledQuery>> {
             file: path.to_path_buf(),
             template: None,
             field: format!("line {}", number + 1),
-            message: format!("expected {{\"text\", \"intent\", \"domain\"}}: {e}"),
+            message: format!(
+                "expected {{\"text\", \"intent\", \"domain\"}} (and optionally \"session_id\", \"turn\"): {e}"
+            ),
         })?;
         queries.push(query);
     }
@@ -120,7 +130,7 @@ pub struct EvalReport {
     pub embedding_batch_ms: f64,
 }
 
-fn ratio(numerator: usize, denominator: usize) -> f64 {
+pub(crate) fn ratio(numerator: usize, denominator: usize) -> f64 {
     if denominator == 0 {
         0.0
     } else {
@@ -158,8 +168,12 @@ pub struct StageRow {
 }
 
 /// Each stage on and off, on the same query vectors: what each contributes.
-pub fn stage_table(router: &Router, queries: &[LabeledQuery]) -> Result<Vec<StageRow>> {
-    let vectors = embed_queries(router, queries)?;
+pub fn stage_table(
+    router: &Router,
+    queries: &[LabeledQuery],
+    embedded: &Embedded,
+) -> Result<Vec<StageRow>> {
+    let vectors = &embedded.vectors;
     let variants: [(&str, bool, bool, bool, Fusion); 8] = [
         (
             "centroid similarity only",
@@ -209,7 +223,7 @@ pub fn stage_table(router: &Router, queries: &[LabeledQuery]) -> Result<Vec<Stag
         retrieval.keywords.fusion = fusion;
         retrieval.string_similarity.enabled = strings;
         let variant = router.reconfigured(config);
-        let report = score(&variant, queries, &vectors)?;
+        let report = score(&variant, queries, vectors)?;
         rows.push(StageRow {
             stages: name.to_owned(),
             intent_accuracy: report.intent_accuracy,
@@ -223,26 +237,35 @@ pub fn stage_table(router: &Router, queries: &[LabeledQuery]) -> Result<Vec<Stag
     Ok(rows)
 }
 
-fn embed_queries(router: &Router, queries: &[LabeledQuery]) -> Result<Vec<Vec<f32>>> {
+/// The data set's query vectors, embedded in batches once and shared by every report.
+pub struct Embedded {
+    pub vectors: Vec<Vec<f32>>,
+    pub batch_ms: f64,
+}
+
+pub fn embed_queries(router: &Router, queries: &[LabeledQuery]) -> Result<Embedded> {
+    let start = Instant::now();
     let texts: Vec<String> = queries
         .iter()
         .map(|q| router.embedding_text(&q.text))
         .collect();
     let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
-    router.embedder().embed(&texts)
+    let vectors = router.embedder().embed(&texts)?;
+    Ok(Embedded {
+        vectors,
+        batch_ms: start.elapsed().as_secs_f64() * 1000.0,
+    })
 }
 
-/// Route every query (embedded in batches), then measure whole-route latency on the first
+/// Route every query on its vector, then measure whole-route latency on the first
 /// `latency_samples` queries one at a time.
 pub fn evaluate(
     router: &Router,
     queries: &[LabeledQuery],
+    embedded: &Embedded,
     latency_samples: usize,
 ) -> Result<EvalReport> {
-    let embed_start = Instant::now();
-    let vectors = embed_queries(router, queries)?;
-    let embedding_batch_ms = embed_start.elapsed().as_secs_f64() * 1000.0;
-    let mut report = score(router, queries, &vectors)?;
+    let mut report = score(router, queries, &embedded.vectors)?;
     let mut route_ms = Vec::with_capacity(latency_samples);
     let mut embedding_ms = Vec::with_capacity(latency_samples);
     for query in queries.iter().take(latency_samples) {
@@ -253,7 +276,7 @@ pub fn evaluate(
     }
     report.latency_ms = percentiles(route_ms);
     report.embedding_latency_ms = percentiles(embedding_ms);
-    report.embedding_batch_ms = embedding_batch_ms;
+    report.embedding_batch_ms = embedded.batch_ms;
     Ok(report)
 }
 

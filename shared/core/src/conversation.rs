@@ -1,0 +1,503 @@
+//! Conversations: which template a turn means, given the turns before it.
+//!
+//! Two hypotheses compete. The *turn* hypothesis is the routing of the question alone.
+//! The *context* hypothesis is a forward filter over templates, as in a hidden Markov
+//! model: the belief after the previous turn, moved the way conversations move (mostly they
+//! stay on a template; from a lookup they go on to an action of the same datasource; rarely
+//! elsewhere), faded by the minutes since, tilted toward a datasource the session keeps
+//! using, then multiplied by this turn's own evidence (the routing probabilities of the
+//! question, and of the previous question with it). A clear switch ("Now what's the weather
+//! in Paris?") carries strong evidence and moves the belief; "Sure, that is great." carries
+//! almost none and leaves it where it was.
+//!
+//! Before the filter, a turn answering a pending question is resolved directly: a pick
+//! among a `clarify` answer's choices ("the second one", "yes, the balance"). A turn after
+//! `needs_clarification` starts from the pending template with full weight, so the missing
+//! parameter lands there unless the turn clearly asks for something else.
+//!
+//! Pure: turns and routings in, a routing out. The service and `eval` both run it.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::config::{ContextConfig, SessionsConfig};
+use crate::router::{Match, Outcome, Router, Routing};
+use crate::scoring::serialize_decimal;
+use crate::session::{TemplateRef, Turn, TurnOutcome, Weighted};
+
+/// What the session contributed to a routing, for `metadata.session` and `/v1/route`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ContextReport {
+    /// Which hypothesis the answer follows.
+    pub used: ContextUsed,
+    /// Turns of the session within the window.
+    pub turns: usize,
+    /// The previous turn's template.
+    pub previous: Option<TemplateRef>,
+    pub seconds_since_previous: Option<i64>,
+    /// Weight of the previous turns' belief in this turn's prior: 1 right after a turn,
+    /// halving every `half_life_seconds`.
+    #[serde(serialize_with = "serialize_decimal")]
+    pub weight: f32,
+    /// The datasource the session kept using (at least `preference_uses` turns).
+    pub preferred_datasource: Option<String>,
+    /// Whether the previous question was routed together with this one.
+    pub previous_question: bool,
+    /// The turn alone: its best template and probability.
+    pub turn: Option<Weighted>,
+    /// The context hypothesis: the likeliest template after the filter.
+    pub context: Option<Weighted>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ContextUsed {
+    /// The turn's own routing stands (no recent turns, or it agrees with the context, or
+    /// the context was not sure enough).
+    Turn,
+    /// The context's template replaced the turn's own routing.
+    Context,
+    /// The turn picked one of the previous answer's clarify choices.
+    ClarifyChoice,
+    /// The turn answered the previous answer's request for a missing parameter.
+    PendingParameter,
+}
+
+/// One template's evidence in this turn.
+struct Evidence {
+    template: TemplateRef,
+    probability: f32,
+    action: bool,
+}
+
+/// The text routed as "previous question + this one", when the session kept the previous
+/// question and context is on.
+pub fn joint_question(turns: &[Turn], query: &str, config: &SessionsConfig) -> Option<String> {
+    if !config.context.enabled || config.context.previous_question_weight <= 0.0 {
+        return None;
+    }
+    let previous = turns.last()?.query.as_deref()?;
+    // Keep the joint text inside the query limit: the end of the previous question.
+    let room = crate::router::MAX_QUERY_CHARS.saturating_sub(query.chars().count() + 1);
+    let skip = previous.chars().count().saturating_sub(room);
+    let previous: String = previous.chars().skip(skip).collect();
+    Some(format!("{previous} {query}"))
+}
+
+/// Route a turn with its session: `own` is the question's routing, `joint` the routing of
+/// the previous question with it, `turns` the session's turns within the window, oldest
+/// first. The answer is `own`, possibly re-decided, with `context` and `belief` set; a
+/// picked clarify choice also gets the question it clarifies prepended to `query`, the
+/// text the adapter reads its parameters from.
+pub fn contextualize(
+    router: &Router,
+    mut own: Routing,
+    joint: Option<&Routing>,
+    turns: &[Turn],
+    now: i64,
+) -> Routing {
+    let config = &router.config().sessions.context;
+    let evidence = evidence(router, &own, joint, config);
+    let previous = turns.last();
+    let seconds_since = previous.map(|t| (now - t.at).max(0));
+    let weight = seconds_since.map_or(0.0, |s| {
+        0.5f32.powf(s as f32 / config.half_life_seconds as f32)
+    });
+    let preferred = preferred_datasource(turns, config.preference_uses);
+    let prior_belief = previous.map(prior_belief).unwrap_or_default();
+    let power = evidence_power(config, own.best().map_or(0.0, |m| m.combined_score));
+    let belief = follow(
+        config,
+        &prior_belief,
+        weight,
+        preferred.as_deref(),
+        &evidence,
+        power,
+    );
+    let turn_best = own.best().map(|m| weighted(m, probability_of(m)));
+    let mut report = ContextReport {
+        used: ContextUsed::Turn,
+        turns: turns.len(),
+        previous: previous.and_then(template_of),
+        seconds_since_previous: seconds_since,
+        weight,
+        preferred_datasource: preferred,
+        previous_question: joint.is_some(),
+        turn: turn_best,
+        context: belief.first().cloned(),
+    };
+    own.belief = belief.iter().take(config.belief_size).cloned().collect();
+    if !config.enabled || previous.is_none() {
+        report.context = None;
+        own.context = Some(report);
+        return own;
+    }
+    let previous = previous.expect("checked above");
+    if previous.outcome == TurnOutcome::Clarify {
+        if let Some(choice) = pick_choice(&own.query, &previous.choices, &own) {
+            report.used = ContextUsed::ClarifyChoice;
+            select(&mut own, joint, &choice);
+            // "The second one" names no parameters: the ambiguous question did.
+            if let Some(asked) = &previous.query {
+                own.query = format!("{asked} {}", own.query);
+            }
+            own.context = Some(report);
+            return own;
+        }
+    }
+    if let Some(top) = belief.first() {
+        let chosen = TemplateRef {
+            datasource: top.datasource.clone(),
+            template_id: top.template_id.clone(),
+        };
+        let is_top = |m: &Match| m.datasource == top.datasource && m.template_id == top.template_id;
+        let agrees = own.selected_match().is_some_and(is_top) && own.outcome == Outcome::Execute;
+        let pending = previous.outcome == TurnOutcome::NeedsClarification
+            && template_of(previous).as_ref() == Some(&chosen);
+        if !agrees {
+            if top.probability >= config.min_probability {
+                report.used = if pending {
+                    ContextUsed::PendingParameter
+                } else {
+                    ContextUsed::Context
+                };
+                select(&mut own, joint, &chosen);
+            } else if !own.best().is_some_and(is_top) {
+                // Neither is sure: ask which one, the conversation's first.
+                report.used = ContextUsed::Context;
+                offer(&mut own, joint, &chosen);
+            }
+        }
+    }
+    for m in &mut own.matches {
+        m.context_probability = belief
+            .iter()
+            .find(|b| b.datasource == m.datasource && b.template_id == m.template_id)
+            .map(|b| b.probability);
+    }
+    own.context = Some(report);
+    own
+}
+
+/// The turn worth recording for a routing: its template, outcome and belief, and the
+/// question itself with `sessions.store_text`.
+pub fn turn_of(
+    routing: &Routing,
+    outcome: TurnOutcome,
+    parameters: Map<String, Value>,
+    config: &SessionsConfig,
+    now: i64,
+) -> Turn {
+    let chosen = routing.selected_match().or(routing.best());
+    Turn {
+        query: config.store_text.then(|| routing.query.clone()),
+        datasource: chosen.map(|m| m.datasource.clone()),
+        template_id: chosen.map(|m| m.template_id.clone()),
+        parameters,
+        outcome,
+        confidence: chosen.map_or(0.0, |m| m.combined_score),
+        belief: routing.belief.clone(),
+        choices: routing
+            .clarify_choices()
+            .iter()
+            .map(|m| TemplateRef {
+                datasource: m.datasource.clone(),
+                template_id: m.template_id.clone(),
+            })
+            .collect(),
+        at: now,
+    }
+}
+
+/// The outcome of a routing that was not executed.
+pub fn unexecuted_outcome(routing: &Routing) -> TurnOutcome {
+    match routing.outcome {
+        Outcome::Clarify => TurnOutcome::Clarify,
+        Outcome::NoMatch => TurnOutcome::NoMatch,
+        Outcome::Execute => TurnOutcome::Execute,
+    }
+}
+
+/// The forward filter's step: `previous` belief (may hold only its likeliest templates),
+/// its `weight`, a preferred datasource, and this turn's evidence at `power` → the new
+/// belief over the evidence's templates, likeliest first.
+fn follow(
+    config: &ContextConfig,
+    previous: &[Weighted],
+    weight: f32,
+    preferred: Option<&str>,
+    evidence: &[Evidence],
+    power: f32,
+) -> Vec<Weighted> {
+    let n = evidence.len().max(1) as f32;
+    let kept: f32 = previous.iter().map(|b| b.probability).sum::<f32>().min(1.0);
+    let actions: HashMap<(&str, &str), bool> = evidence
+        .iter()
+        .map(|e| {
+            (
+                (
+                    e.template.datasource.as_str(),
+                    e.template.template_id.as_str(),
+                ),
+                e.action,
+            )
+        })
+        .collect();
+    let mut posterior: Vec<Weighted> = evidence
+        .iter()
+        .map(|e| {
+            let to = &e.template;
+            let moved: f32 = previous
+                .iter()
+                .map(|b| {
+                    let from_action = actions
+                        .get(&(b.datasource.as_str(), b.template_id.as_str()))
+                        .copied()
+                        .unwrap_or(false);
+                    let step = if b.datasource == to.datasource && b.template_id == to.template_id {
+                        config.stay
+                    } else if b.datasource == to.datasource {
+                        if !from_action && e.action {
+                            config.lookup_to_action
+                        } else {
+                            config.same_datasource
+                        }
+                    } else {
+                        config.other_datasource
+                    };
+                    b.probability * step
+                })
+                .sum::<f32>()
+                + (1.0 - kept) / n;
+            let mut prior = weight * moved + (1.0 - weight) / n;
+            if preferred == Some(to.datasource.as_str()) {
+                prior *= config.preference_weight;
+            }
+            let likelihood = (e.probability.max(0.0) + config.evidence_floor).powf(power);
+            Weighted {
+                datasource: to.datasource.clone(),
+                template_id: to.template_id.clone(),
+                probability: prior * likelihood,
+            }
+        })
+        .collect();
+    let total: f32 = posterior.iter().map(|w| w.probability).sum();
+    if total > 0.0 {
+        posterior.iter_mut().for_each(|w| w.probability /= total);
+    }
+    posterior.sort_by(|a, b| b.probability.total_cmp(&a.probability));
+    posterior
+}
+
+/// How much this turn's evidence counts: `evidence_power`, scaled down linearly from
+/// `informative_above` to `uninformative_below` by the confidence of its best template
+/// (never quite to nothing).
+fn evidence_power(config: &ContextConfig, confidence: f32) -> f32 {
+    let span = config.informative_above - config.uninformative_below;
+    let scale = ((confidence - config.uninformative_below) / span).clamp(0.05, 1.0);
+    config.evidence_power * scale
+}
+
+/// Each open template's probability in this turn: the question's own, blended with the
+/// joint routing's at `previous_question_weight`.
+fn evidence(
+    router: &Router,
+    own: &Routing,
+    joint: Option<&Routing>,
+    config: &ContextConfig,
+) -> Vec<Evidence> {
+    let w = joint.map_or(0.0, |_| config.previous_question_weight);
+    let mut by_template: Vec<(&Match, f32)> = Vec::new();
+    let open = |r: &Routing| {
+        r.matches
+            .iter()
+            .filter(|m| !m.is_declined())
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+    let own_open = open(own);
+    let joint_open = joint.map(open).unwrap_or_default();
+    for m in own_open.iter().chain(&joint_open) {
+        if by_template.iter().any(|(k, _)| same(k, m)) {
+            continue;
+        }
+        let p_own = own_open
+            .iter()
+            .find(|o| same(o, m))
+            .map_or(0.0, probability_of);
+        let p_joint = joint_open
+            .iter()
+            .find(|o| same(o, m))
+            .map_or(0.0, probability_of);
+        by_template.push((m, (1.0 - w) * p_own + w * p_joint));
+    }
+    by_template
+        .into_iter()
+        .map(|(m, probability)| Evidence {
+            template: TemplateRef {
+                datasource: m.datasource.clone(),
+                template_id: m.template_id.clone(),
+            },
+            probability,
+            action: is_action(router, m, &config.action_verbs),
+        })
+        .collect()
+}
+
+fn same(a: &Match, b: &Match) -> bool {
+    a.datasource == b.datasource && a.template_id == b.template_id
+}
+
+/// The learned head's calibrated probability, or the confidence without a head.
+fn probability_of(m: &Match) -> f32 {
+    m.probability.unwrap_or(m.combined_score).max(0.0)
+}
+
+fn weighted(m: &Match, probability: f32) -> Weighted {
+    Weighted {
+        datasource: m.datasource.clone(),
+        template_id: m.template_id.clone(),
+        probability,
+    }
+}
+
+/// A template whose description starts with an action verb ("Reserve a table ...").
+fn is_action(router: &Router, m: &Match, verbs: &[String]) -> bool {
+    let (_, template) = router.template(m);
+    let first = template
+        .description
+        .split(|c: char| !c.is_alphanumeric())
+        .find(|w| !w.is_empty())
+        .unwrap_or("")
+        .to_lowercase();
+    verbs.iter().any(|v| *v == first)
+}
+
+fn template_of(turn: &Turn) -> Option<TemplateRef> {
+    Some(TemplateRef {
+        datasource: turn.datasource.clone()?,
+        template_id: turn.template_id.clone()?,
+    })
+}
+
+/// The previous turn's belief; a turn stored without one (older versions) believed in its
+/// template; after `needs_clarification`, the pending template has it all.
+fn prior_belief(turn: &Turn) -> Vec<Weighted> {
+    let pinned = || {
+        template_of(turn)
+            .map(|t| Weighted {
+                datasource: t.datasource,
+                template_id: t.template_id,
+                probability: 1.0,
+            })
+            .into_iter()
+            .collect()
+    };
+    match turn.outcome {
+        TurnOutcome::NeedsClarification => pinned(),
+        _ if turn.belief.is_empty() => pinned(),
+        _ => turn.belief.clone(),
+    }
+}
+
+/// The datasource chosen most often in the window, when at least `uses` times.
+fn preferred_datasource(turns: &[Turn], uses: usize) -> Option<String> {
+    let mut counts: HashMap<&str, usize> = HashMap::new();
+    for turn in turns {
+        if let (Some(d), TurnOutcome::Execute) = (&turn.datasource, turn.outcome) {
+            *counts.entry(d.as_str()).or_default() += 1;
+        }
+    }
+    counts
+        .into_iter()
+        .filter(|(_, n)| *n >= uses)
+        .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(a.0)))
+        .map(|(d, _)| d.to_owned())
+}
+
+/// Which of `choices` the turn picks: an ordinal ("the second one", "2"), else the choice
+/// the turn's own routing ranks first when it ranks a choice first overall or the turn is
+/// short ("yes, the balance").
+fn pick_choice(query: &str, choices: &[TemplateRef], own: &Routing) -> Option<TemplateRef> {
+    if choices.is_empty() {
+        return None;
+    }
+    let words: Vec<String> = query
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect();
+    let short = words.len() <= 6;
+    let ordinal = words.iter().find_map(|w| match w.as_str() {
+        "first" | "1st" => Some(0),
+        "second" | "2nd" => Some(1),
+        "third" | "3rd" => Some(2),
+        "last" => Some(choices.len() - 1),
+        "1" | "2" | "3" if short => w.parse::<usize>().ok().map(|n| n - 1),
+        _ => None,
+    });
+    if let Some(i) = ordinal.filter(|&i| i < choices.len()) {
+        return Some(choices[i].clone());
+    }
+    let is_choice = |m: &Match| {
+        choices
+            .iter()
+            .any(|c| c.datasource == m.datasource && c.template_id == m.template_id)
+    };
+    let first_choice = own.matches.iter().find(|m| is_choice(m))?;
+    let leads = own.best().is_some_and(is_choice);
+    (leads || short).then(|| TemplateRef {
+        datasource: first_choice.datasource.clone(),
+        template_id: first_choice.template_id.clone(),
+    })
+}
+
+/// Put `chosen` first and execute it (taken from the joint routing when the question's
+/// own candidates do not hold it).
+fn select(routing: &mut Routing, joint: Option<&Routing>, chosen: &TemplateRef) {
+    if move_first(routing, joint, chosen) {
+        routing.selected = Some(0);
+        routing.outcome = Outcome::Execute;
+        routing.choices = 0;
+    }
+}
+
+/// Put `chosen` first and ask whether it or the question's own best was meant.
+fn offer(routing: &mut Routing, joint: Option<&Routing>, chosen: &TemplateRef) {
+    let had_best = routing.best().is_some();
+    if move_first(routing, joint, chosen) {
+        routing.selected = Some(0);
+        if had_best && routing.matches.get(1).is_some_and(|m| !m.is_declined()) {
+            routing.outcome = Outcome::Clarify;
+            routing.choices = 2;
+        } else {
+            routing.outcome = Outcome::Execute;
+            routing.choices = 0;
+        }
+    }
+}
+
+/// Move `chosen` to the front (from the joint routing if need be); false when neither
+/// routing holds it.
+fn move_first(routing: &mut Routing, joint: Option<&Routing>, chosen: &TemplateRef) -> bool {
+    let is_chosen =
+        |m: &Match| m.datasource == chosen.datasource && m.template_id == chosen.template_id;
+    let position = match routing.matches.iter().position(is_chosen) {
+        Some(i) => i,
+        None => match joint.and_then(|j| j.matches.iter().find(|m| is_chosen(m))) {
+            Some(m) => {
+                routing.matches.push(m.clone());
+                routing.matches.len() - 1
+            }
+            None => return false,
+        },
+    };
+    let chosen = routing.matches.remove(position);
+    routing.matches.insert(0, chosen);
+    true
+}
+
+#[cfg(test)]
+mod tests;

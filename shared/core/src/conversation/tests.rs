@@ -1,0 +1,242 @@
+use super::*;
+use crate::config::Config;
+use crate::router::{Ranking, RerankStatus, StageTimings, Weights};
+
+fn template(datasource: &str, template_id: &str) -> TemplateRef {
+    TemplateRef {
+        datasource: datasource.into(),
+        template_id: template_id.into(),
+    }
+}
+
+fn evidence(items: &[(&str, &str, f32, bool)]) -> Vec<Evidence> {
+    items
+        .iter()
+        .map(|&(d, t, probability, action)| Evidence {
+            template: template(d, t),
+            probability,
+            action,
+        })
+        .collect()
+}
+
+fn believed(d: &str, t: &str, probability: f32) -> Weighted {
+    Weighted {
+        datasource: d.into(),
+        template_id: t.into(),
+        probability,
+    }
+}
+
+fn config() -> ContextConfig {
+    Config::default().sessions.context
+}
+
+/// The restaurant search, its reservation, and the weather.
+fn three(find: f32, reserve: f32, weather: f32) -> Vec<Evidence> {
+    evidence(&[
+        ("restaurants", "find_restaurants", find, false),
+        ("restaurants", "reserve_restaurant", reserve, true),
+        ("weather", "get_weather", weather, false),
+    ])
+}
+
+#[test]
+fn a_turn_without_evidence_stays_where_the_conversation_was() {
+    let previous = [believed("restaurants", "find_restaurants", 0.9)];
+    // "Sure, that is great.": the head spreads it thinly, slightly toward the weather.
+    let belief = follow(&config(), &previous, 1.0, None, &three(0.3, 0.3, 0.4), 1.0);
+    assert_eq!(belief[0].template_id, "find_restaurants", "{belief:?}");
+    assert!(belief[0].probability > 0.5, "{belief:?}");
+}
+
+#[test]
+fn a_clear_switch_moves_the_belief() {
+    let previous = [believed("restaurants", "find_restaurants", 0.95)];
+    let belief = follow(
+        &config(),
+        &previous,
+        1.0,
+        None,
+        &three(0.01, 0.01, 0.98),
+        1.0,
+    );
+    assert_eq!(belief[0].template_id, "get_weather", "{belief:?}");
+}
+
+#[test]
+fn a_lookup_leads_on_to_its_action_more_easily_than_back() {
+    let forward = follow(
+        &config(),
+        &[believed("restaurants", "find_restaurants", 1.0)],
+        1.0,
+        None,
+        &three(0.1, 0.9, 0.0),
+        1.0,
+    );
+    assert_eq!(forward[0].template_id, "reserve_restaurant", "{forward:?}");
+    let back = follow(
+        &config(),
+        &[believed("restaurants", "reserve_restaurant", 1.0)],
+        1.0,
+        None,
+        &three(0.9, 0.1, 0.0),
+        1.0,
+    );
+    assert_eq!(back[0].template_id, "reserve_restaurant", "{back:?}");
+}
+
+#[test]
+fn an_old_turn_weighs_nothing() {
+    let previous = [believed("restaurants", "find_restaurants", 1.0)];
+    let faded = follow(&config(), &previous, 0.0, None, &three(0.2, 0.1, 0.7), 1.0);
+    assert_eq!(faded[0].template_id, "get_weather");
+    let total: f32 = faded.iter().map(|w| w.probability).sum();
+    assert!((total - 1.0).abs() < 1e-5, "a distribution: {total}");
+}
+
+#[test]
+fn a_preferred_datasource_tilts_a_close_call() {
+    let even = three(0.33, 0.0, 0.34);
+    let plain = follow(&config(), &[], 0.0, None, &even, 1.0);
+    assert_eq!(plain[0].template_id, "get_weather");
+    let tilted = follow(&config(), &[], 0.0, Some("restaurants"), &even, 1.0);
+    assert_eq!(tilted[0].template_id, "find_restaurants");
+}
+
+fn turn(d: &str, t: &str, outcome: TurnOutcome) -> Turn {
+    Turn {
+        query: None,
+        datasource: Some(d.into()),
+        template_id: Some(t.into()),
+        parameters: Map::new(),
+        outcome,
+        confidence: 0.8,
+        belief: Vec::new(),
+        choices: Vec::new(),
+        at: 0,
+    }
+}
+
+#[test]
+fn evidence_counts_less_the_less_the_turn_matches() {
+    let c = config();
+    assert_eq!(evidence_power(&c, 0.9), c.evidence_power);
+    let middle = evidence_power(&c, (c.uninformative_below + c.informative_above) / 2.0);
+    assert!((middle - c.evidence_power / 2.0).abs() < 1e-5, "{middle}");
+    assert!(evidence_power(&c, 0.0) > 0.0, "never nothing");
+}
+
+#[test]
+fn a_datasource_is_preferred_after_three_executed_uses() {
+    let mut turns = vec![
+        turn("hr", "headcount", TurnOutcome::Execute),
+        turn("hr", "salary", TurnOutcome::Execute),
+        turn("cars", "count", TurnOutcome::Execute),
+    ];
+    assert_eq!(preferred_datasource(&turns, 3), None);
+    turns.push(turn("hr", "headcount", TurnOutcome::NoMatch));
+    assert_eq!(
+        preferred_datasource(&turns, 3),
+        None,
+        "only executed turns count"
+    );
+    turns.push(turn("hr", "headcount", TurnOutcome::Execute));
+    assert_eq!(preferred_datasource(&turns, 3).as_deref(), Some("hr"));
+}
+
+#[test]
+fn a_pending_question_pins_the_prior() {
+    let mut pending = turn("hr", "headcount", TurnOutcome::NeedsClarification);
+    pending.belief = vec![believed("cars", "count", 0.9)];
+    assert_eq!(
+        prior_belief(&pending),
+        vec![believed("hr", "headcount", 1.0)]
+    );
+    let mut answered = turn("hr", "headcount", TurnOutcome::Execute);
+    answered.belief = vec![believed("cars", "count", 0.9)];
+    assert_eq!(prior_belief(&answered), answered.belief);
+}
+
+fn routing(order: &[(&str, &str)]) -> Routing {
+    let matches = order
+        .iter()
+        .enumerate()
+        .map(|(i, (d, t))| Match {
+            datasource: (*d).into(),
+            template_id: (*t).into(),
+            datasource_position: 0,
+            template_position: i,
+            embedding_score: 0.5,
+            learned_score: None,
+            keyword_score: None,
+            rerank_score: None,
+            string_similarity_score: None,
+            retrieval_score: 0.5,
+            rank_score: 0.5,
+            combined_score: 0.5,
+            probability: None,
+            declined_by: None,
+            context_probability: None,
+        })
+        .collect();
+    Routing {
+        query: "q".into(),
+        matches,
+        adapters_searched: Vec::new(),
+        timed_out: Vec::new(),
+        selected: None,
+        outcome: Outcome::NoMatch,
+        choices: 0,
+        threshold: 0.4,
+        weights: Weights::for_stages(&Config::default().composite_retrieval, false),
+        rerank: RerankStatus::Disabled,
+        ranking: Ranking::Learned,
+        timings: StageTimings::default(),
+        context: None,
+        belief: Vec::new(),
+    }
+}
+
+#[test]
+fn a_clarify_choice_is_picked_by_ordinal_or_by_name() {
+    let choices = [template("bank", "balance"), template("bank", "transfer")];
+    let elsewhere = routing(&[("weather", "get_weather"), ("bank", "transfer")]);
+    assert_eq!(
+        pick_choice("the second one", &choices, &elsewhere),
+        Some(template("bank", "transfer"))
+    );
+    assert_eq!(
+        pick_choice("1", &choices, &elsewhere),
+        Some(template("bank", "balance"))
+    );
+    let balance_first = routing(&[("bank", "balance"), ("bank", "transfer")]);
+    assert_eq!(
+        pick_choice("yes, the balance", &choices, &balance_first),
+        Some(template("bank", "balance"))
+    );
+    assert_eq!(
+        pick_choice(
+            "what will the weather be like in Paris over the weekend",
+            &choices,
+            &elsewhere
+        ),
+        None,
+        "a long new question is not a pick"
+    );
+}
+
+#[test]
+fn selecting_moves_the_choice_first_and_executes() {
+    let mut r = routing(&[("a", "x"), ("b", "y")]);
+    select(&mut r, None, &template("b", "y"));
+    assert_eq!(r.matches[0].template_id, "y");
+    assert_eq!((r.selected, r.outcome), (Some(0), Outcome::Execute));
+    let joint = routing(&[("c", "z")]);
+    select(&mut r, Some(&joint), &template("c", "z"));
+    assert_eq!(
+        r.matches[0].template_id, "z",
+        "taken from the joint routing"
+    );
+    assert_eq!(r.matches.len(), 3);
+}
