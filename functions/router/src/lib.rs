@@ -8,9 +8,12 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use lambda_http::{Body, Request, Response};
-use switchyard_aws::{DynamoRerankCache, DynamoSessionStore, LambdaInvoker, S3IndexStore};
+use switchyard_aws::{
+    DynamoFeedbackStore, DynamoRerankCache, DynamoSessionStore, LambdaInvoker, S3IndexStore,
+};
 use switchyard_core::config::Config;
 use switchyard_core::embed::Embedder;
+use switchyard_core::feedback::FeedbackStore;
 use switchyard_core::index::{FileIndexSource, Index, IndexSource};
 use switchyard_core::rerank::RerankStage;
 use switchyard_core::rerank_cache::{MemoryRerankCache, RerankCache};
@@ -29,6 +32,8 @@ pub struct Settings {
     pub sessions_table: Option<String>,
     /// `SWITCHYARD_RERANK_CACHE_TABLE`; without it reranker answers are cached in memory.
     pub rerank_cache_table: Option<String>,
+    /// `SWITCHYARD_FEEDBACK_TABLE`; without it decisions for feedback are kept in memory.
+    pub feedback_table: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -60,6 +65,7 @@ impl Settings {
             index,
             sessions_table: variable("SWITCHYARD_SESSIONS_TABLE"),
             rerank_cache_table: variable("SWITCHYARD_RERANK_CACHE_TABLE"),
+            feedback_table: variable("SWITCHYARD_FEEDBACK_TABLE"),
         })
     }
 }
@@ -152,6 +158,13 @@ pub async fn cold_start(
         };
         RerankStage::new(reranker, cache, config.rerank_cache.ttl_seconds)
     });
+    let feedback: Option<Arc<dyn FeedbackStore>> = settings.feedback_table.as_ref().map(|table| {
+        Arc::new(DynamoFeedbackStore::new(
+            clients.dynamodb.clone(),
+            table,
+            config.feedback.ttl_seconds,
+        )) as Arc<dyn FeedbackStore>
+    });
     let sessions = match &settings.sessions_table {
         Some(table) => Sessions::Dynamo(DynamoSessionStore::new(
             clients.dynamodb,
@@ -173,6 +186,9 @@ pub async fn cold_start(
     let mut service = Service::new(router, invoker, sessions);
     if let Some(stage) = rerank {
         service = service.with_rerank(stage);
+    }
+    if let Some(store) = feedback {
+        service = service.with_feedback(store);
     }
     Ok((service, report))
 }

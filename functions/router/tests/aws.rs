@@ -17,11 +17,15 @@ use axum::response::IntoResponse;
 use axum::routing::post;
 use lambda_http::Body;
 use serde_json::{json, Value};
-use switchyard_aws::{DynamoRerankCache, DynamoSessionStore, LambdaInvoker, S3IndexStore};
+use switchyard_aws::{
+    DynamoFeedbackStore, DynamoRerankCache, DynamoSessionStore, LambdaInvoker, S3IndexStore,
+};
 use switchyard_core::config::{Config, SessionsConfig};
+use switchyard_core::feedback::{Decision, Feedback, FeedbackStore};
 use switchyard_core::index::{Index, IndexSource};
 use switchyard_core::invoker::{AdapterInvoker, AdapterRequest};
 use switchyard_core::rerank_cache::{CachedScores, RerankCache};
+use switchyard_core::router::Outcome;
 use switchyard_core::session::{SessionStore, Turn, TurnOutcome};
 use switchyard_core::template::Catalog;
 use switchyard_core::Error;
@@ -176,6 +180,7 @@ async fn end_to_end_from_s3_through_lambda_to_the_session_table() {
         },
         sessions_table: Some(sessions_table.clone()),
         rerank_cache_table: None,
+        feedback_table: None,
     };
     let (service, report) = cold_start(&settings, Config::default(), clients, adapter_functions)
         .await
@@ -308,6 +313,7 @@ async fn a_missing_or_corrupt_index_names_the_bucket_and_key() {
         },
         sessions_table: None,
         rerank_cache_table: None,
+        feedback_table: None,
     };
     let error = match cold_start(&settings, Config::default(), clients, adapter_functions).await {
         Ok(_) => panic!("a corrupt index must not load"),
@@ -344,6 +350,7 @@ async fn an_unreachable_session_table_still_answers() {
         },
         sessions_table: Some("sessions".into()),
         rerank_cache_table: None,
+        feedback_table: None,
     };
     let (service, _) = cold_start(&settings, Config::default(), clients, adapter_functions)
         .await
@@ -361,6 +368,50 @@ async fn an_unreachable_session_table_still_answers() {
         .as_str()
         .unwrap()
         .contains("sessions table `sessions`"));
+}
+
+#[tokio::test]
+async fn feedback_is_stored_with_its_decision_and_read_back() {
+    let moto = endpoint("SWITCHYARD_TEST_MOTO_URL");
+    let client = aws_sdk_dynamodb::Client::new(&sdk(&moto).await);
+    let table = create_table(&client, "request_id").await;
+    let store = DynamoFeedbackStore::new(client, &table, 3600);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    let decision = Decision {
+        request_id: "req-1".into(),
+        datasource: Some("hr".into()),
+        template_id: Some("employees_count_by_department".into()),
+        outcome: Outcome::Execute,
+        confidence: 0.62,
+        margin: Some(0.4),
+        threshold: 0.4,
+        processing_ms: 120.0,
+        at: now,
+    };
+    store.record(decision.clone()).await.unwrap();
+    let feedback = Feedback {
+        user_satisfaction: Some(1.0),
+        agent_success: Some(true),
+        search_quality: None,
+    };
+    let judged = store
+        .judge("req-1", feedback.clone())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(judged.decision, decision);
+    let reward = judged.reward.unwrap();
+    assert!(reward > 0.99 && reward < 1.0, "{reward}");
+    assert!(store
+        .judge("req-unknown", feedback)
+        .await
+        .unwrap()
+        .is_none());
+    let all = store.all().await.unwrap();
+    assert_eq!(all, vec![judged], "read back from the table");
 }
 
 #[tokio::test]

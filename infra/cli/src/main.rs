@@ -9,6 +9,7 @@ mod open;
 mod route;
 mod serve;
 mod stats;
+mod tune;
 
 use std::path::PathBuf;
 
@@ -17,6 +18,7 @@ use clap::{Parser, Subcommand};
 use switchyard_core::config::Config;
 
 use crate::open::open_router;
+use switchyard_core::tune::Costs;
 
 #[derive(Parser)]
 #[command(
@@ -72,6 +74,29 @@ enum Command {
         /// Replay conversations (lines with `session_id`) without the session only.
         #[arg(long)]
         no_session: bool,
+    },
+    /// Fit the confidence threshold and clarify margin to outcome feedback; print a
+    /// configuration patch to review (nothing changes live).
+    Tune {
+        /// Feedback records as JSON lines.
+        #[arg(long, conflicts_with = "table", required_unless_present = "table")]
+        feedback: Option<PathBuf>,
+        /// A DynamoDB feedback table (the stack's FeedbackTableName).
+        #[arg(long)]
+        table: Option<String>,
+        /// A labelled JSON-lines data set the patch must not make worse.
+        #[arg(long)]
+        dataset: Option<PathBuf>,
+        /// Write the patch to this file instead of stdout.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Judged answers a datasource needs for a threshold of its own.
+        #[arg(long, default_value_t = 200)]
+        min_per_datasource: usize,
+        /// What a wrong answer costs, a right one being worth 1 (higher: fewer wrong
+        /// answers, more no_match).
+        #[arg(long, default_value_t = 1.0)]
+        wrong_answer_cost: f32,
     },
     /// Templates per datasource and the configuration in force.
     Stats,
@@ -149,6 +174,32 @@ fn main() -> Result<()> {
                 use_session: !*no_session,
             };
             eval::run(&router, dataset, &options)
+        }
+        Command::Tune {
+            feedback,
+            table,
+            dataset,
+            out,
+            min_per_datasource,
+            wrong_answer_cost,
+        } => {
+            let router = open_router(templates, index_file, config)?;
+            let source = match (feedback, table) {
+                (Some(file), _) => tune::Source::File(file.clone()),
+                (None, Some(table)) => tune::Source::Table(table.clone()),
+                (None, None) => unreachable!("clap requires one"),
+            };
+            let options = tune::Options {
+                source,
+                dataset: dataset.clone(),
+                out: out.clone(),
+                costs: Costs {
+                    wrong_answer: *wrong_answer_cost,
+                    min_per_datasource: *min_per_datasource,
+                    ..Costs::default()
+                },
+            };
+            tune::run(&router, &options)
         }
         Command::Stats => {
             let router = open_router(templates, index_file, config)?;

@@ -1,17 +1,19 @@
 //! The AWS edges of Switchyard, each implementing one trait of `switchyard-core`:
 //! [`S3IndexStore`] (`IndexSource`, plus publishing), [`DynamoSessionStore`]
-//! (`SessionStore`), [`DynamoRerankCache`] (`RerankCache`) and [`LambdaInvoker`]
-//! (`AdapterInvoker`). Failures are reported in the domain's error vocabulary
+//! (`SessionStore`), [`DynamoRerankCache`] (`RerankCache`), [`DynamoFeedbackStore`]
+//! (`FeedbackStore`) and [`LambdaInvoker`] (`AdapterInvoker`). Failures are reported in the domain's error vocabulary
 //! (`switchyard_core::Error`), naming the bucket, key, table or function.
 //!
 //! Endpoints follow the SDK's usual configuration, `AWS_ENDPOINT_URL` included, which is how
 //! the tests reach `moto_server` and `cargo lambda watch` on 127.0.0.1.
 
+pub mod feedback;
 pub mod index_store;
 pub mod invoker;
 pub mod rerank_cache;
 pub mod sessions;
 
+pub use feedback::DynamoFeedbackStore;
 pub use index_store::{IndexPointer, S3IndexStore};
 pub use invoker::LambdaInvoker;
 pub use rerank_cache::DynamoRerankCache;

@@ -70,6 +70,12 @@ pub enum Error {
     #[error("{store}: {message}")]
     Store { store: String, message: String },
 
+    /// Feedback named a request whose decision is not kept (unknown or expired).
+    #[error(
+        "no answer with request_id `{0}` is kept (unknown, or older than feedback.ttl_seconds)"
+    )]
+    UnknownRequest(String),
+
     /// The caller is not identified (401).
     #[error("unauthenticated: {0}")]
     Unauthenticated(String),

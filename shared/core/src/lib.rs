@@ -8,6 +8,7 @@ pub mod conversation;
 pub mod embed;
 pub mod error;
 pub mod eval;
+pub mod feedback;
 pub mod head;
 pub mod index;
 pub mod invoker;
@@ -22,6 +23,7 @@ pub mod session;
 pub mod similarity;
 pub mod synthetic;
 pub mod template;
+pub mod tune;
 
 pub use error::{Error, Result};
 

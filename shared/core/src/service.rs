@@ -4,6 +4,7 @@
 //! the JSON users know; the router Lambda and `switchyard serve` both run that edge.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::Map;
@@ -11,6 +12,7 @@ use serde_json::Map;
 use crate::auth::Access;
 use crate::conversation::{contextualize, joint_question, turn_of, unexecuted_outcome};
 use crate::error::{Error, Result};
+use crate::feedback::{Decision, Feedback, FeedbackRecord, FeedbackStore, MemoryFeedbackStore};
 use crate::invoker::{AdapterInvoker, AdapterRequest, AdapterResponse, AdapterStatus};
 use crate::rerank::RerankStage;
 use crate::router::{Outcome, Router, Routing};
@@ -80,16 +82,26 @@ pub struct Service<I, S> {
     invoker: I,
     sessions: S,
     rerank: Option<RerankStage>,
+    feedback: Arc<dyn FeedbackStore>,
 }
 
 impl<I: AdapterInvoker, S: SessionStore> Service<I, S> {
+    /// Decisions for feedback are kept in memory until [`Service::with_feedback`].
     pub fn new(router: Router, invoker: I, sessions: S) -> Self {
+        let capacity = router.config().feedback.memory_capacity;
         Service {
             router,
             invoker,
             sessions,
             rerank: None,
+            feedback: Arc::new(MemoryFeedbackStore::new(capacity)),
         }
+    }
+
+    /// Keep decisions and feedback in this store (DynamoDB on AWS).
+    pub fn with_feedback(mut self, store: Arc<dyn FeedbackStore>) -> Self {
+        self.feedback = store;
+        self
     }
 
     /// Rerank close calls with this stage (`composite_retrieval.reranking.enabled` on).
@@ -168,12 +180,42 @@ impl<I: AdapterInvoker, S: SessionStore> Service<I, S> {
                 }
             }
         };
+        if self.router.config().feedback.enabled {
+            let processing_ms =
+                routing.timings.total_ms + execution.as_ref().map_or(0.0, |e| e.adapter_ms);
+            let decision = Decision::of(&routing, &request_id, processing_ms, now);
+            // Feedback is a help, never a precondition of the answer.
+            if let Err(e) = self.feedback.record(decision).await {
+                metrics::counter!("FeedbackStoreErrors").increment(1);
+                tracing::warn!(request_id = %request_id, error = %e, "decision not kept for feedback");
+            }
+        }
         Ok(Answer {
             request_id,
             routing,
             execution,
             session,
         })
+    }
+
+    /// Judge an earlier answer (`POST /v1/feedback`): the record with its reward.
+    pub async fn feedback(&self, request_id: &str, feedback: Feedback) -> Result<FeedbackRecord> {
+        if request_id.is_empty() || request_id.len() > MAX_SESSION_ID_CHARS {
+            return Err(Error::invalid_request(
+                "request_id",
+                format!("must be a string of 1 to {MAX_SESSION_ID_CHARS} characters"),
+            ));
+        }
+        feedback.validate()?;
+        let record = self
+            .feedback
+            .judge(request_id, feedback)
+            .await?
+            .ok_or_else(|| Error::UnknownRequest(request_id.to_owned()))?;
+        if let Some(reward) = record.reward {
+            metrics::histogram!("FeedbackReward").record(f64::from(reward));
+        }
+        Ok(record)
     }
 
     /// Forget a session (`DELETE /v1/sessions/{id}`); true when there was one.

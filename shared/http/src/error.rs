@@ -75,6 +75,11 @@ pub(crate) fn domain_parts(e: &DomainError) -> (StatusCode, &'static str, Option
             (StatusCode::GATEWAY_TIMEOUT, "adapter_timeout", None)
         }
         DomainError::AdapterFailed { .. } => (StatusCode::BAD_GATEWAY, "adapter_error", None),
+        DomainError::UnknownRequest(_) => (
+            StatusCode::NOT_FOUND,
+            "unknown_request",
+            Some("request_id".into()),
+        ),
         DomainError::Store { .. } => (StatusCode::SERVICE_UNAVAILABLE, "store_unavailable", None),
         _ => (StatusCode::INTERNAL_SERVER_ERROR, "internal", None),
     }

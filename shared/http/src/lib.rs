@@ -29,7 +29,10 @@ use switchyard_core::session::SessionStore;
 pub use error::ApiError;
 pub use extract::{Caller, CheckedJson, MAX_BODY_BYTES};
 use render::Render;
-use wire::{Health, QueryAnswer, QueryRequest, RouteReport, SessionDeleted, Stats};
+use wire::{
+    FeedbackRecorded, FeedbackRequest, Health, QueryAnswer, QueryRequest, RouteReport,
+    SessionDeleted, Stats,
+};
 
 /// The app's state: the routing service, shared by every request.
 pub type Shared<I, S> = Arc<Service<I, S>>;
@@ -46,6 +49,7 @@ where
         .route("/v1/stats", get(stats::<I, S>))
         .route("/v1/route", post(route::<I, S>))
         .route("/v1/query", post(query::<I, S>))
+        .route("/v1/feedback", post(feedback::<I, S>))
         .route("/v1/sessions/{session_id}", delete(forget_session::<I, S>))
         .route("/v1/openapi.json", get(openapi::serve))
         .fallback(not_found)
@@ -146,6 +150,39 @@ async fn query<I: AdapterInvoker + 'static, S: SessionStore + 'static>(
     let (status, answer) = Render(service.router()).answer(question.session_id, answer);
     let status = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY);
     Ok((status, Json(answer)))
+}
+
+/// Judge an earlier answer; the reward is stored with its routing decision for
+/// `switchyard tune`.
+#[utoipa::path(post, path = "/v1/feedback", request_body = FeedbackRequest, responses(
+    (status = 200, body = FeedbackRecorded),
+    (status = 400, body = wire::ErrorBody),
+    (status = 401, body = wire::ErrorBody),
+    (status = 403, body = wire::ErrorBody),
+    (status = 404, description = "No answer with that request_id is kept", body = wire::ErrorBody),
+    (status = 413, body = wire::ErrorBody),
+    (status = 503, description = "The feedback store failed", body = wire::ErrorBody),
+))]
+async fn feedback<I: AdapterInvoker + 'static, S: SessionStore + 'static>(
+    State(service): State<Shared<I, S>>,
+    Authorized(_): Authorized,
+    CheckedJson(body): CheckedJson<FeedbackRequest>,
+) -> Result<Json<FeedbackRecorded>, ApiError> {
+    let feedback = switchyard_core::feedback::Feedback {
+        user_satisfaction: body.user_satisfaction,
+        agent_success: body.agent_success,
+        search_quality: body.search_quality,
+    };
+    let record = service.feedback(&body.request_id, feedback).await?;
+    let decision = record.decision;
+    Ok(Json(FeedbackRecorded {
+        request_id: decision.request_id,
+        reward: record.reward.unwrap_or(0.0),
+        datasource: decision.datasource,
+        template_id: decision.template_id,
+        outcome: decision.outcome,
+        confidence: decision.confidence,
+    }))
 }
 
 /// Forget a session: its turns, parameters and question texts.

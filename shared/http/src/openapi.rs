@@ -19,6 +19,7 @@ use crate::wire;
         crate::stats,
         crate::route,
         crate::query,
+        crate::feedback,
         crate::forget_session,
         serve
     ),
@@ -30,6 +31,8 @@ use crate::wire;
         wire::RouteReport,
         wire::QueryAnswer,
         wire::SessionDeleted,
+        wire::FeedbackRequest,
+        wire::FeedbackRecorded,
     ))
 )]
 struct Document;

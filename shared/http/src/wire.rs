@@ -38,7 +38,8 @@ pub struct ErrorBody {
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct ErrorDetail {
     /// `invalid_request`, `payload_too_large`, `unknown_datasource`, `unauthenticated`,
-    /// `forbidden`, `not_found`, `method_not_allowed`, `store_unavailable`, `internal`.
+    /// `forbidden`, `not_found`, `unknown_request`, `method_not_allowed`,
+    /// `store_unavailable`, `internal`.
     pub code: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub field: Option<String>,
@@ -150,6 +151,39 @@ pub struct Hypothesis {
     pub datasource: String,
     pub template_id: String,
     pub probability: f32,
+}
+
+/// `POST /v1/feedback`: how well an answer served; any of the three parts.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FeedbackRequest {
+    /// The `metadata.request_id` of the answer judged.
+    #[schema(min_length = 1, max_length = 128)]
+    pub request_id: String,
+    /// 0 to 1.
+    #[serde(default)]
+    #[schema(minimum = 0, maximum = 1)]
+    pub user_satisfaction: Option<f32>,
+    #[serde(default)]
+    pub agent_success: Option<bool>,
+    /// 0 to 1.
+    #[serde(default)]
+    #[schema(minimum = 0, maximum = 1)]
+    pub search_quality: Option<f32>,
+}
+
+/// The feedback, stored with the decision it judges.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct FeedbackRecorded {
+    pub request_id: String,
+    /// `0.4·search_quality + 0.3·agent_success + 0.3·user_satisfaction` over the parts
+    /// given, minus a processing-time penalty of at most 0.1, in [0, 1].
+    pub reward: f32,
+    pub datasource: Option<String>,
+    pub template_id: Option<String>,
+    #[schema(value_type = String)]
+    pub outcome: switchyard_core::router::Outcome,
+    pub confidence: f32,
 }
 
 /// `DELETE /v1/sessions/{session_id}`.

@@ -12,8 +12,20 @@ pub struct Config {
     pub llm: LlmConfig,
     pub index: IndexConfig,
     pub sessions: SessionsConfig,
+    pub feedback: FeedbackConfig,
     pub rerank_cache: RerankCacheConfig,
     pub auth: AuthConfig,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FeedbackConfig {
+    /// Keep each answer's routing decision, so `POST /v1/feedback` can judge it.
+    pub enabled: bool,
+    /// How long a decision waits for feedback (the DynamoDB item's `expires_at`).
+    pub ttl_seconds: u64,
+    /// Decisions kept in memory when there is no table (local `serve`).
+    pub memory_capacity: usize,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -101,6 +113,10 @@ pub struct LlmConfig {
 #[serde(deny_unknown_fields)]
 pub struct CompositeRetrieval {
     pub confidence_threshold: Threshold,
+    /// Thresholds of single datasources, over `confidence_threshold` (`switchyard tune`
+    /// proposes them when a datasource has enough feedback).
+    #[serde(default)]
+    pub datasource_thresholds: std::collections::BTreeMap<String, f32>,
     pub max_templates_per_source: usize,
     pub parallel_search: bool,
     pub search_timeout_ms: u64,

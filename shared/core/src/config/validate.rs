@@ -3,8 +3,8 @@
 //! came from.
 
 use super::{
-    AuthConfig, CompositeRetrieval, Config, EmbeddingConfig, IndexConfig, LlmConfig, Reranking,
-    SessionsConfig, StringSimilarity, Threshold,
+    AuthConfig, CompositeRetrieval, Config, EmbeddingConfig, FeedbackConfig, IndexConfig,
+    LlmConfig, Reranking, SessionsConfig, StringSimilarity, Threshold,
 };
 use crate::error::{Error, Result};
 
@@ -32,6 +32,7 @@ impl Config {
             .and_then(|()| check_string_similarity(&c.string_similarity))
             .and_then(|()| check_llm(&self.llm))
             .and_then(|()| check_sessions(&self.sessions))
+            .and_then(|()| check_feedback(&self.feedback))
             .and_then(|()| check_auth(&self.auth))
             .and_then(|()| check_keywords_and_clarify(c))
             .and_then(|()| check_learned_head(&self.index))
@@ -52,6 +53,14 @@ fn check_retrieval_scores(c: &CompositeRetrieval) -> Checked {
             "composite_retrieval.confidence_threshold",
             "must be `auto` or a number between 0 and 1",
         );
+    }
+    for (datasource, t) in &c.datasource_thresholds {
+        if !(0.0..=1.0).contains(t) {
+            return invalid(
+                format!("composite_retrieval.datasource_thresholds.{datasource}"),
+                "must be a number between 0 and 1",
+            );
+        }
     }
     if c.max_templates_per_source == 0 {
         return invalid(
@@ -187,6 +196,16 @@ fn check_sessions(sessions: &SessionsConfig) -> Checked {
         return invalid(
             "sessions.context",
             "half_life_seconds and belief_size must be at least 1",
+        );
+    }
+    Ok(())
+}
+
+fn check_feedback(feedback: &FeedbackConfig) -> Checked {
+    if feedback.ttl_seconds == 0 || feedback.memory_capacity == 0 {
+        return invalid(
+            "feedback",
+            "ttl_seconds and memory_capacity must be at least 1",
         );
     }
     Ok(())

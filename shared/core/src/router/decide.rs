@@ -20,7 +20,8 @@ pub fn order(matches: &mut [Match]) {
     });
 }
 
-/// Fold the rerank stage's scores in, score, order, and decide against `threshold`.
+/// Fold the rerank stage's scores in, score, order, and decide against `threshold` (or the
+/// winner's datasource's own, from `datasource_thresholds`).
 pub fn decide(
     candidates: Candidates,
     reranked: Reranked,
@@ -57,9 +58,16 @@ pub fn decide(
         );
     }
     order(&mut matches);
+    let threshold_of = |m: &Match| {
+        retrieval
+            .datasource_thresholds
+            .get(&m.datasource)
+            .copied()
+            .unwrap_or(threshold)
+    };
     let selected = matches
         .first()
-        .filter(|m| !m.is_declined() && m.combined_score >= threshold)
+        .filter(|m| !m.is_declined() && m.combined_score >= threshold_of(m))
         .map(|_| 0);
     let clarify = &retrieval.clarify;
     let close = matches.first().map_or(0, |top| {

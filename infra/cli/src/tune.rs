@@ -1,0 +1,99 @@
+//! `switchyard tune`: fit the confidence threshold and clarify margin to outcome feedback
+//! and write a configuration patch; refused when a labelled data set says it is worse.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use switchyard_core::eval::{embed_queries, load_dataset};
+use switchyard_core::feedback::{FeedbackRecord, FeedbackStore};
+use switchyard_core::router::Router;
+use switchyard_core::tune::{apply, fit, patch, resolved_share, Costs};
+
+/// Where the feedback comes from.
+pub enum Source {
+    /// JSON lines, one record (`{"decision": ..., "feedback": ..., "reward": ...}`) each.
+    File(PathBuf),
+    /// A DynamoDB feedback table (the stack's `FeedbackTableName`).
+    Table(String),
+}
+
+pub struct Options {
+    pub source: Source,
+    pub dataset: Option<PathBuf>,
+    pub out: Option<PathBuf>,
+    pub costs: Costs,
+}
+
+pub fn run(router: &Router, options: &Options) -> Result<()> {
+    let records = match &options.source {
+        Source::File(path) => read_records(path)?,
+        Source::Table(table) => read_table(table, router.config().feedback.ttl_seconds)?,
+    };
+    let config = router.config();
+    let (threshold, _) = router.threshold();
+    let tuned = fit(
+        &records,
+        threshold,
+        config.composite_retrieval.clarify.margin,
+        &options.costs,
+    )
+    .with_context(|| format!("none of the {} records carries feedback", records.len()))?;
+    if let Some(dataset) = &options.dataset {
+        let queries = load_dataset(dataset)?;
+        let embedded = embed_queries(router, &queries)?;
+        let before = resolved_share(router, &queries, &embedded.vectors)?;
+        let patched = router.reconfigured(apply(config, &tuned));
+        let after = resolved_share(&patched, &queries, &embedded.vectors)?;
+        eprintln!(
+            "{}: answered right {:.2}% now, {:.2}% with the patch",
+            dataset.display(),
+            before * 100.0,
+            after * 100.0
+        );
+        if after < before {
+            bail!(
+                "the patch would make {} worse ({:.2}% → {:.2}% answered right); not written",
+                dataset.display(),
+                before * 100.0,
+                after * 100.0
+            );
+        }
+    }
+    let text = patch(&tuned);
+    match &options.out {
+        Some(path) => {
+            std::fs::write(path, &text).with_context(|| format!("writing {}", path.display()))?
+        }
+        None => print!("{text}"),
+    }
+    Ok(())
+}
+
+fn read_records(path: &Path) -> Result<Vec<FeedbackRecord>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    text.lines()
+        .enumerate()
+        .filter(|(_, line)| !line.trim().is_empty())
+        .map(|(n, line)| {
+            serde_json::from_str(line).with_context(|| {
+                format!(
+                    "{} line {}: expected a feedback record {{\"decision\", \"feedback\", \"reward\"}}",
+                    path.display(),
+                    n + 1
+                )
+            })
+        })
+        .collect()
+}
+
+fn read_table(table: &str, ttl_seconds: u64) -> Result<Vec<FeedbackRecord>> {
+    let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
+    Ok(runtime.block_on(async {
+        let sdk = switchyard_aws::sdk_config().await;
+        let client = aws_sdk_dynamodb::Client::new(&sdk);
+        switchyard_aws::DynamoFeedbackStore::new(client, table, ttl_seconds)
+            .all()
+            .await
+    })?)
+}

@@ -1,0 +1,293 @@
+//! Outcome feedback: how well an answer served its caller, stored with the routing decision
+//! it judges, so `switchyard tune` can fit the threshold and clarify margin to what callers
+//! experienced. Nothing changes live: `tune` writes a patch a person reviews and applies.
+//!
+//! The reward is the design's: `0.4·search_quality + 0.3·agent_success +
+//! 0.3·user_satisfaction`, normalised over the parts given, minus
+//! `0.1·(1 − 1/(1 + seconds/10))` for the answer's processing time, clamped to [0, 1].
+//! In memory locally, DynamoDB on AWS (`switchyard-aws`), with a TTL.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Mutex;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::router::{Outcome, Routing};
+use crate::BoxFuture;
+
+/// What the router decided for one answered request: enough to replay the decision at
+/// another threshold or clarify margin.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Decision {
+    pub request_id: String,
+    /// The chosen template (or the best one, for `clarify` and `no_match`).
+    pub datasource: Option<String>,
+    pub template_id: Option<String>,
+    pub outcome: Outcome,
+    /// The best template's confidence, compared with the threshold.
+    pub confidence: f32,
+    /// Ranking-score gap between the best two templates (what the clarify margin gates).
+    pub margin: Option<f32>,
+    pub threshold: f32,
+    /// From routing to the adapter's answer, milliseconds.
+    pub processing_ms: f64,
+    /// Unix seconds.
+    pub at: i64,
+}
+
+impl Decision {
+    pub fn of(routing: &Routing, request_id: &str, processing_ms: f64, at: i64) -> Decision {
+        let best = routing.best();
+        let margin = match (routing.matches.first(), routing.matches.get(1)) {
+            (Some(first), Some(second)) if !second.is_declined() => {
+                Some(first.rank_score - second.rank_score)
+            }
+            _ => None,
+        };
+        Decision {
+            request_id: request_id.to_owned(),
+            datasource: best.map(|m| m.datasource.clone()),
+            template_id: best.map(|m| m.template_id.clone()),
+            outcome: routing.outcome,
+            confidence: best.map_or(0.0, |m| m.combined_score),
+            margin,
+            threshold: routing.threshold,
+            processing_ms,
+            at,
+        }
+    }
+}
+
+/// A caller's judgement of one answer; any of the three parts.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Feedback {
+    /// 0 to 1.
+    pub user_satisfaction: Option<f32>,
+    pub agent_success: Option<bool>,
+    /// 0 to 1.
+    pub search_quality: Option<f32>,
+}
+
+impl Feedback {
+    /// At least one part, and every part given in range; errors name the field.
+    pub fn validate(&self) -> Result<()> {
+        for (field, value) in [
+            ("user_satisfaction", self.user_satisfaction),
+            ("search_quality", self.search_quality),
+        ] {
+            if let Some(v) = value {
+                if !(0.0..=1.0).contains(&v) {
+                    return Err(Error::invalid_request(
+                        field,
+                        format!("must be between 0 and 1, not {v}"),
+                    ));
+                }
+            }
+        }
+        if self.user_satisfaction.is_none()
+            && self.agent_success.is_none()
+            && self.search_quality.is_none()
+        {
+            return Err(Error::invalid_request(
+                "body",
+                "give at least one of user_satisfaction, agent_success, search_quality",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The reward for an answer that took `seconds` (see the module comment).
+    pub fn reward(&self, seconds: f64) -> f32 {
+        let parts = [
+            (0.4, self.search_quality),
+            (0.3, self.agent_success.map(|s| if s { 1.0 } else { 0.0 })),
+            (0.3, self.user_satisfaction),
+        ];
+        let (weighted, weights) = parts
+            .iter()
+            .filter_map(|(w, v)| v.map(|v| (w * v, *w)))
+            .fold((0.0f32, 0.0f32), |(a, b), (x, w)| (a + x, b + w));
+        let quality = if weights > 0.0 {
+            weighted / weights
+        } else {
+            0.0
+        };
+        let slowness = 0.1 * (1.0 - 1.0 / (1.0 + seconds.max(0.0) / 10.0)) as f32;
+        (quality - slowness).clamp(0.0, 1.0)
+    }
+}
+
+/// A decision and, once given, its feedback and reward.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FeedbackRecord {
+    pub decision: Decision,
+    #[serde(default)]
+    pub feedback: Option<Feedback>,
+    #[serde(default)]
+    pub reward: Option<f32>,
+}
+
+/// Decisions by request id, and the feedback on them. Boxed futures keep it usable as
+/// `dyn FeedbackStore`.
+pub trait FeedbackStore: Send + Sync {
+    fn record<'a>(&'a self, decision: Decision) -> BoxFuture<'a, Result<()>>;
+
+    /// Attach feedback to the decision of `request_id`; `None` when no such decision is
+    /// kept (unknown, or expired). Later feedback on the same request replaces earlier.
+    fn judge<'a>(
+        &'a self,
+        request_id: &'a str,
+        feedback: Feedback,
+    ) -> BoxFuture<'a, Result<Option<FeedbackRecord>>>;
+
+    /// Every kept record (for `switchyard tune --table`).
+    fn all(&self) -> BoxFuture<'_, Result<Vec<FeedbackRecord>>>;
+}
+
+/// The reward of `feedback` on `decision`, recorded.
+pub fn judged(decision: Decision, feedback: Feedback) -> FeedbackRecord {
+    let reward = feedback.reward(decision.processing_ms / 1000.0);
+    FeedbackRecord {
+        decision,
+        feedback: Some(feedback),
+        reward: Some(reward),
+    }
+}
+
+/// Records in this process (local `serve`, tests): the newest `capacity`.
+pub struct MemoryFeedbackStore {
+    capacity: usize,
+    records: Mutex<(HashMap<String, FeedbackRecord>, VecDeque<String>)>,
+}
+
+impl MemoryFeedbackStore {
+    pub fn new(capacity: usize) -> Self {
+        MemoryFeedbackStore {
+            capacity: capacity.max(1),
+            records: Mutex::new((HashMap::new(), VecDeque::new())),
+        }
+    }
+}
+
+impl Default for MemoryFeedbackStore {
+    fn default() -> Self {
+        MemoryFeedbackStore::new(100_000)
+    }
+}
+
+impl FeedbackStore for MemoryFeedbackStore {
+    fn record<'a>(&'a self, decision: Decision) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move {
+            let mut guard = self.records.lock().unwrap_or_else(|e| e.into_inner());
+            let (records, order) = &mut *guard;
+            order.push_back(decision.request_id.clone());
+            records.insert(
+                decision.request_id.clone(),
+                FeedbackRecord {
+                    decision,
+                    feedback: None,
+                    reward: None,
+                },
+            );
+            while order.len() > self.capacity {
+                if let Some(oldest) = order.pop_front() {
+                    records.remove(&oldest);
+                }
+            }
+            Ok(())
+        })
+    }
+
+    fn judge<'a>(
+        &'a self,
+        request_id: &'a str,
+        feedback: Feedback,
+    ) -> BoxFuture<'a, Result<Option<FeedbackRecord>>> {
+        Box::pin(async move {
+            let mut guard = self.records.lock().unwrap_or_else(|e| e.into_inner());
+            Ok(guard.0.get_mut(request_id).map(|record| {
+                *record = judged(record.decision.clone(), feedback);
+                record.clone()
+            }))
+        })
+    }
+
+    fn all(&self) -> BoxFuture<'_, Result<Vec<FeedbackRecord>>> {
+        Box::pin(async move {
+            let guard = self.records.lock().unwrap_or_else(|e| e.into_inner());
+            let mut all: Vec<FeedbackRecord> = guard.0.values().cloned().collect();
+            all.sort_by(|a, b| a.decision.request_id.cmp(&b.decision.request_id));
+            Ok(all)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_reward_is_normalised_over_the_parts_given_and_pays_for_time() {
+        let all = Feedback {
+            user_satisfaction: Some(1.0),
+            agent_success: Some(true),
+            search_quality: Some(0.5),
+        };
+        assert!((all.reward(0.0) - 0.8).abs() < 1e-6, "{}", all.reward(0.0));
+        let success_only = Feedback {
+            agent_success: Some(true),
+            ..Feedback::default()
+        };
+        assert_eq!(
+            success_only.reward(0.0),
+            1.0,
+            "normalised over what was given"
+        );
+        // 10 seconds cost 0.1 × (1 − 1/2) = 0.05.
+        assert!((success_only.reward(10.0) - 0.95).abs() < 1e-6);
+        let failure = Feedback {
+            agent_success: Some(false),
+            ..Feedback::default()
+        };
+        assert_eq!(failure.reward(30.0), 0.0, "clamped at 0");
+    }
+
+    #[tokio::test]
+    async fn the_memory_store_keeps_the_newest_decisions() {
+        let store = MemoryFeedbackStore::new(2);
+        for n in 0..3 {
+            let decision = Decision {
+                request_id: format!("r{n}"),
+                datasource: None,
+                template_id: None,
+                outcome: Outcome::NoMatch,
+                confidence: 0.1,
+                margin: None,
+                threshold: 0.4,
+                processing_ms: 1.0,
+                at: n,
+            };
+            store.record(decision).await.unwrap();
+        }
+        let success = Feedback {
+            agent_success: Some(true),
+            ..Feedback::default()
+        };
+        assert!(store.judge("r0", success.clone()).await.unwrap().is_none());
+        let judged = store.judge("r2", success).await.unwrap().unwrap();
+        assert_eq!(judged.reward, Some(1.0));
+        assert_eq!(store.all().await.unwrap().len(), 2);
+    }
+
+    #[test]
+    fn feedback_needs_a_part_in_range() {
+        assert!(Feedback::default().validate().is_err());
+        let out_of_range = Feedback {
+            search_quality: Some(1.5),
+            ..Feedback::default()
+        };
+        let error = out_of_range.validate().unwrap_err().to_string();
+        assert!(error.contains("search_quality"), "{error}");
+    }
+}
