@@ -372,7 +372,7 @@ fn is_action(router: &Router, m: &Match, verbs: &[String]) -> bool {
         .find(|w| !w.is_empty())
         .unwrap_or("")
         .to_lowercase();
-    verbs.iter().any(|v| *v == first)
+    verbs.contains(&first)
 }
 
 fn template_of(turn: &Turn) -> Option<TemplateRef> {

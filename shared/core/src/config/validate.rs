@@ -175,12 +175,14 @@ fn check_sessions(sessions: &SessionsConfig) -> Checked {
     for (name, value) in probabilities {
         if !(0.0..=1.0).contains(&value) {
             return invalid(
-                &format!("sessions.context.{name}"),
+                format!("sessions.context.{name}"),
                 format!("must be between 0 and 1, not {value}"),
             );
         }
     }
-    if !(c.evidence_power > 0.0) || !(c.evidence_floor > 0.0) || !(c.preference_weight > 0.0) {
+    let positive = |x: f32| x.is_finite() && x > 0.0;
+    if !positive(c.evidence_power) || !positive(c.evidence_floor) || !positive(c.preference_weight)
+    {
         return invalid(
             "sessions.context",
             "evidence_power, evidence_floor and preference_weight must be positive",
