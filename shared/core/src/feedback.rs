@@ -276,7 +276,7 @@ mod tests {
         };
         assert!(store.judge("r0", success.clone()).await.unwrap().is_none());
         let judged = store.judge("r2", success).await.unwrap().unwrap();
-        assert_eq!(judged.reward, Some(1.0));
+        assert!(judged.reward.is_some_and(|r| r > 0.999), "{judged:?}");
         assert_eq!(store.all().await.unwrap().len(), 2);
     }
 
