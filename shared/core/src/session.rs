@@ -11,6 +11,7 @@ use serde_json::{Map, Value};
 
 use crate::config::SessionsConfig;
 use crate::error::Result;
+use crate::scoring::serialize_decimal;
 
 /// One question of a session and what became of it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -69,6 +70,44 @@ pub struct Weighted {
     pub template_id: String,
     #[serde(rename = "p")]
     pub probability: f32,
+}
+
+/// What the session contributed to a routing, for `metadata.session` and `/v1/route`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ContextReport {
+    /// Which hypothesis the answer follows.
+    pub used: ContextUsed,
+    /// Turns of the session within the window.
+    pub turns: usize,
+    /// The previous turn's template.
+    pub previous: Option<TemplateRef>,
+    pub seconds_since_previous: Option<i64>,
+    /// Weight of the previous turns' belief in this turn's prior: 1 right after a turn,
+    /// halving every `half_life_seconds`.
+    #[serde(serialize_with = "serialize_decimal")]
+    pub weight: f32,
+    /// The datasource the session kept using (at least `preference_uses` turns).
+    pub preferred_datasource: Option<String>,
+    /// Whether the previous question was routed together with this one.
+    pub previous_question: bool,
+    /// The turn alone: its best template and probability.
+    pub turn: Option<Weighted>,
+    /// The context hypothesis: the likeliest template after the filter.
+    pub context: Option<Weighted>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ContextUsed {
+    /// The turn's own routing stands (no recent turns, or it agrees with the context, or
+    /// the context was not sure enough).
+    Turn,
+    /// The context's template replaced the turn's own routing.
+    Context,
+    /// The turn picked one of the previous answer's clarify choices.
+    ClarifyChoice,
+    /// The turn answered the previous answer's request for a missing parameter.
+    PendingParameter,
 }
 
 /// Recent turns per session id, bounded in number and in age.

@@ -3,12 +3,11 @@
 use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
-use switchyard_core::conversation::ContextReport;
 use switchyard_core::error::Error;
 use switchyard_core::invoker::AdapterResponse;
 use switchyard_core::router::{Match, Router, Routing, StageTimings, Weights};
 use switchyard_core::service::{Answer, Execution, SessionUse};
-use switchyard_core::session::Weighted;
+use switchyard_core::session::{ContextReport, Weighted};
 
 use crate::wire::*;
 

@@ -1007,9 +1007,15 @@ fn feedback_judges_an_answer_by_its_request_id() {
     let body = json!({"request_id": request_id, "agent_success": true, "search_quality": 0.5});
     let judged = call(&api, "POST", "/v1/feedback", &body.to_string());
     assert_eq!(judged.status, 200, "{}", judged.body);
-    // (0.4 × 0.5 + 0.3 × 1) / 0.7, less a few microseconds' processing penalty.
+    // (0.4 × 0.5 + 0.3 × 1) / 0.7, less the processing penalty (at most 0.1; the exact
+    // formula is unit-tested in `switchyard_core::feedback`).
     let reward = judged.body["reward"].as_f64().unwrap();
-    assert!((reward - 0.5 / 0.7).abs() < 1e-3, "{}", judged.body);
+    let full = 0.5 / 0.7;
+    assert!(
+        reward <= full + 1e-6 && reward > full - 0.1,
+        "{}",
+        judged.body
+    );
     assert_eq!(
         judged.body["template_id"],
         answer.body["metadata"]["template_id"]

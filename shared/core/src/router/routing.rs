@@ -4,9 +4,8 @@ use std::fmt;
 
 use serde::Serialize;
 
-use crate::conversation::ContextReport;
 use crate::scoring::{decimal, serialize_decimal, Weights};
-use crate::session::Weighted;
+use crate::session::{ContextReport, Weighted};
 
 fn serialize_decimal_option<S: serde::Serializer>(
     x: &Option<f32>,
@@ -233,7 +232,7 @@ impl Routing {
     }
 
     pub fn reason(&self) -> &'static str {
-        use crate::conversation::ContextUsed;
+        use crate::session::ContextUsed;
         match self.context.as_ref().map(|c| c.used) {
             Some(ContextUsed::Context) => return "conversation_context",
             Some(ContextUsed::ClarifyChoice) => return "clarify_choice_picked",
