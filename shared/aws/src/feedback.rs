@@ -6,6 +6,7 @@ use std::collections::HashMap;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use switchyard_core::feedback::{judged, Decision, Feedback, FeedbackRecord, FeedbackStore};
+use switchyard_core::service::unix_now;
 use switchyard_core::{BoxFuture, Error, Result};
 
 use crate::describe;
@@ -179,11 +180,4 @@ impl FeedbackStore for DynamoFeedbackStore {
     fn all(&self) -> BoxFuture<'_, Result<Vec<FeedbackRecord>>> {
         Box::pin(self.scan())
     }
-}
-
-fn unix_now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0)
 }

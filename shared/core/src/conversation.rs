@@ -162,10 +162,7 @@ pub fn turn_of(
         choices: routing
             .clarify_choices()
             .iter()
-            .map(|m| TemplateRef {
-                datasource: m.datasource.clone(),
-                template_id: m.template_id.clone(),
-            })
+            .map(Match::template_ref)
             .collect(),
         at: now,
     }
@@ -296,10 +293,7 @@ fn evidence(
     by_template
         .into_iter()
         .map(|(m, probability)| Evidence {
-            template: TemplateRef {
-                datasource: m.datasource.clone(),
-                template_id: m.template_id.clone(),
-            },
+            template: m.template_ref(),
             probability,
             action: is_action(router, m, &config.action_verbs),
         })
@@ -408,10 +402,7 @@ fn pick_choice(query: &str, choices: &[TemplateRef], own: &Routing) -> Option<Te
     };
     let first_choice = own.matches.iter().find(|m| is_choice(m))?;
     let leads = own.best().is_some_and(is_choice);
-    (leads || short).then(|| TemplateRef {
-        datasource: first_choice.datasource.clone(),
-        template_id: first_choice.template_id.clone(),
-    })
+    (leads || short).then(|| first_choice.template_ref())
 }
 
 /// Put `chosen` first and execute it (taken from the joint routing when the question's

@@ -351,7 +351,8 @@ fn record_routing(routing: &Routing, question: &Question) {
     );
 }
 
-pub(crate) fn unix_now() -> i64 {
+/// Now, in Unix seconds (session turns, decisions, cache expiry).
+pub fn unix_now() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs() as i64)

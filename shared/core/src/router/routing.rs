@@ -5,7 +5,7 @@ use std::fmt;
 use serde::Serialize;
 
 use crate::scoring::{decimal, serialize_decimal, Weights};
-use crate::session::{ContextReport, Weighted};
+use crate::session::{ContextReport, TemplateRef, Weighted};
 
 fn serialize_decimal_option<S: serde::Serializer>(
     x: &Option<f32>,
@@ -66,6 +66,14 @@ pub struct Match {
 impl Match {
     pub fn is_declined(&self) -> bool {
         self.declined_by.is_some()
+    }
+
+    /// The template by name.
+    pub fn template_ref(&self) -> TemplateRef {
+        TemplateRef {
+            datasource: self.datasource.clone(),
+            template_id: self.template_id.clone(),
+        }
     }
 }
 
