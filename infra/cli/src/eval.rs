@@ -4,6 +4,7 @@ use std::path::Path;
 
 use anyhow::Result;
 use switchyard_core::eval::conversation::{replay, ConversationReport, TurnAccuracy};
+use switchyard_core::eval::multi::{multi_intent, MultiIntentReport};
 use switchyard_core::eval::{
     embed_queries, evaluate, load_dataset, stage_table, EvalReport, StageRow,
 };
@@ -30,6 +31,12 @@ pub fn run(router: &Router, dataset: &Path, options: &Options) -> Result<()> {
         None
     };
     let conversation = replay(router, &queries, &embedded, options.use_session)?;
+    // Conversations are scored turn by turn above; everything else also as intent sets.
+    let multi = if conversation.is_none() {
+        Some(multi_intent(router, &queries, &embedded)?)
+    } else {
+        None
+    };
     if options.json {
         let mut value = serde_json::to_value(&report)?;
         if let Some(table) = &table {
@@ -37,6 +44,12 @@ pub fn run(router: &Router, dataset: &Path, options: &Options) -> Result<()> {
         }
         if let Some(conversation) = &conversation {
             value["conversation"] = serde_json::to_value(conversation)?;
+        }
+        if let Some(multi) = &multi {
+            value["intent_set_accuracy"] = serde_json::to_value(multi.intent_set_accuracy)?;
+            value["intent_set_by_count"] = serde_json::to_value(&multi.intent_set_by_count)?;
+            value["false_split_rate"] = serde_json::to_value(multi.false_split_rate)?;
+            value["multi_intent"] = serde_json::to_value(multi)?;
         }
         println!("{}", serde_json::to_string_pretty(&value)?);
     } else {
@@ -47,8 +60,42 @@ pub fn run(router: &Router, dataset: &Path, options: &Options) -> Result<()> {
         if let Some(conversation) = &conversation {
             print_conversation(conversation);
         }
+        if let Some(multi) = &multi {
+            print_multi(multi);
+        }
     }
     Ok(())
+}
+
+fn print_multi(report: &MultiIntentReport) {
+    println!(
+        "\nintent sets ({} in-scope questions; decomposition considered on {:.1}%):",
+        report.questions,
+        report.considered_rate * 100.0
+    );
+    println!(
+        "  exact match {:.2}%, false splits (single-intent questions split) {:.2}%",
+        report.intent_set_accuracy * 100.0,
+        report.false_split_rate * 100.0
+    );
+    println!(
+        "  {:>7} {:>9} {:>9} {:>7}",
+        "intents", "questions", "accuracy", "split"
+    );
+    for (count, row) in &report.intent_set_by_count {
+        println!(
+            "  {:>7} {:>9} {:>8.2}% {:>6.1}%",
+            count,
+            row.questions,
+            row.accuracy * 100.0,
+            row.split_rate * 100.0
+        );
+    }
+    let (d, r) = (&report.decompose_ms, &report.sub_question_routing_ms);
+    println!(
+        "  detection + decomposition: p50 {:.3} ms, p95 {:.3} ms; sub-question routing (when considered): p50 {:.2} ms, p95 {:.2} ms",
+        d.p50, d.p95, r.p50, r.p95
+    );
 }
 
 fn print_conversation(report: &ConversationReport) {

@@ -21,6 +21,10 @@ pub struct AdapterRequest {
     #[serde(default)]
     pub session_parameters: Map<String, Value>,
     pub deadline_ms: u64,
+    /// For a sub-question of a split question: the answers of the tasks it depends on,
+    /// by task id (`{"t1": {"content", "parameters"}}`).
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub upstream: Map<String, Value>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -13,6 +13,7 @@ pub mod head;
 pub mod index;
 pub mod invoker;
 pub mod keywords;
+pub mod orchestration;
 pub mod params;
 pub mod rerank;
 pub mod rerank_cache;

@@ -14,9 +14,16 @@ use crate::conversation::{contextualize, joint_question, turn_of, unexecuted_out
 use crate::error::{Error, Result};
 use crate::feedback::{Decision, Feedback, FeedbackRecord, FeedbackStore, MemoryFeedbackStore};
 use crate::invoker::{AdapterInvoker, AdapterRequest, AdapterResponse, AdapterStatus};
+use crate::orchestration::{
+    decompose, fuse, phases, plan, run, Checkpoint, Decomposition, Fused, FusionStrategy,
+    MemoryWorkflowStore, Requests, Run, Task, TaskState, TaskStatus, WorkflowStore,
+    MAX_WORKFLOW_ID_CHARS,
+};
 use crate::rerank::RerankStage;
 use crate::router::{Outcome, Router, Routing};
-use crate::session::{carried_parameters, within_window, SessionStore, Turn, TurnOutcome};
+use crate::session::{
+    carried_parameters, within_window, ContextUsed, SessionStore, Turn, TurnOutcome,
+};
 
 /// Longest session id accepted.
 pub const MAX_SESSION_ID_CHARS: usize = 128;
@@ -28,6 +35,11 @@ pub struct Question {
     pub session_id: Option<String>,
     /// Narrow the search to these of the caller's datasources.
     pub datasources: Option<Vec<String>>,
+    /// Resume this split question's workflow from its last checkpoint (or start one
+    /// under this id).
+    pub workflow_id: Option<String>,
+    /// How a split question's answers are fused (`orchestration.fusion` otherwise).
+    pub fusion: Option<FusionStrategy>,
 }
 
 impl Question {
@@ -42,8 +54,46 @@ impl Question {
                 ));
             }
         }
+        if let Some(id) = &self.workflow_id {
+            let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.');
+            if id.is_empty() || id.len() > MAX_WORKFLOW_ID_CHARS || !id.chars().all(allowed) {
+                return Err(Error::invalid_request(
+                    "workflow_id",
+                    format!(
+                        "must be 1 to {MAX_WORKFLOW_ID_CHARS} letters, digits, '-', '_' or '.'"
+                    ),
+                ));
+            }
+        }
         Ok(())
     }
+}
+
+/// A routed question and, when it asks for several things, its plan.
+#[derive(Debug)]
+pub struct Routed {
+    pub routing: Routing,
+    /// What detection and decomposition found (absent when orchestration is off or the
+    /// turn answers the conversation's pending question).
+    pub decomposition: Option<Decomposition>,
+    /// The tasks and their phases, when the question was split.
+    pub plan: Option<Plan>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub tasks: Vec<Task>,
+    /// Positions in `tasks`, phase by phase.
+    pub phases: Vec<Vec<usize>>,
+}
+
+/// A split question's run: its workflow after this request, and the fused answer.
+#[derive(Debug)]
+pub struct Orchestrated {
+    /// Absent when the workflow was resumed from a checkpoint (no new decomposition).
+    pub decomposition: Option<Decomposition>,
+    pub run: Run,
+    pub fused: Fused,
 }
 
 /// A query's answer: the routing, and with `execute` what the adapter said.
@@ -51,8 +101,10 @@ impl Question {
 pub struct Answer {
     pub request_id: String,
     pub routing: Routing,
-    /// Present when the outcome is `execute`.
+    /// Present when the outcome is `execute` on one template.
     pub execution: Option<Execution>,
+    /// Present when the question was split into sub-questions (then `execution` is not).
+    pub orchestration: Option<Orchestrated>,
     pub session: SessionUse,
 }
 
@@ -83,6 +135,7 @@ pub struct Service<I, S> {
     sessions: S,
     rerank: Option<RerankStage>,
     feedback: Arc<dyn FeedbackStore>,
+    workflows: Arc<dyn WorkflowStore>,
 }
 
 impl<I: AdapterInvoker, S: SessionStore> Service<I, S> {
@@ -95,7 +148,14 @@ impl<I: AdapterInvoker, S: SessionStore> Service<I, S> {
             sessions,
             rerank: None,
             feedback: Arc::new(MemoryFeedbackStore::new(capacity)),
+            workflows: Arc::new(MemoryWorkflowStore::default()),
         }
+    }
+
+    /// Checkpoint split questions' workflows in this store (DynamoDB on AWS).
+    pub fn with_workflows(mut self, store: Arc<dyn WorkflowStore>) -> Self {
+        self.workflows = store;
+        self
     }
 
     /// Keep decisions and feedback in this store (DynamoDB on AWS).
@@ -116,11 +176,11 @@ impl<I: AdapterInvoker, S: SessionStore> Service<I, S> {
 
     /// Route `question` for a caller with `access`: retrieve → string similarity →
     /// rerank → decide, then weigh the session's turns (read, not written).
-    pub async fn route(&self, question: &Question, access: &Access) -> Result<Routing> {
+    pub async fn route(&self, question: &Question, access: &Access) -> Result<Routed> {
         question.validate()?;
         let now = unix_now();
         let turns = self.read_session(question, now).await;
-        self.route_with(question, access, &turns, now).await
+        self.route_with(question, access, &turns, now, true).await
     }
 
     /// Route `question`, execute it on the winner's adapter with the session's context,
@@ -128,40 +188,53 @@ impl<I: AdapterInvoker, S: SessionStore> Service<I, S> {
     pub async fn query(&self, question: &Question, access: &Access) -> Result<Answer> {
         question.validate()?;
         let now = unix_now();
+        let resumed = self.resumable(question, now).await?;
         let turns = self.read_session(question, now).await;
-        let routing = self.route_with(question, access, &turns, now).await?;
+        let routed = self
+            .route_with(question, access, &turns, now, resumed.is_none())
+            .await?;
         let request_id = new_request_id();
         let session_parameters = match &turns {
             Ok(Some(turns)) => carried_parameters(turns),
             _ => Map::new(),
         };
-        let execution = match routing.outcome {
-            Outcome::Execute => Some(
-                self.execute(&routing, session_parameters, &request_id)
-                    .await,
-            ),
-            Outcome::Clarify | Outcome::NoMatch => None,
+        let Routed {
+            routing,
+            decomposition,
+            plan,
+        } = routed;
+        let checkpoint = match (resumed, plan) {
+            (Some(checkpoint), _) => Some(checkpoint),
+            (None, Some(plan)) => Some(self.new_workflow(question, &request_id, plan, now)),
+            (None, None) => None,
+        };
+        let (execution, orchestration) = match checkpoint {
+            Some(checkpoint) => {
+                let orchestrated = self
+                    .orchestrate(question, checkpoint, &session_parameters, &request_id, now)
+                    .await;
+                let orchestrated = Orchestrated {
+                    decomposition,
+                    ..orchestrated
+                };
+                (None, Some(orchestrated))
+            }
+            None => match routing.outcome {
+                Outcome::Execute => (
+                    Some(
+                        self.execute(&routing, session_parameters, &request_id)
+                            .await,
+                    ),
+                    None,
+                ),
+                Outcome::Clarify | Outcome::NoMatch => (None, None),
+            },
         };
         let session = match (&question.session_id, turns) {
             (None, _) | (_, Ok(None)) => SessionUse::None,
             (Some(_), Err(error)) => SessionUse::Unavailable { error },
             (Some(id), Ok(Some(turns))) => {
-                let (outcome, parameters) = match &execution {
-                    Some(execution) => match &execution.adapter {
-                        Ok(response) => (
-                            match response.status {
-                                AdapterStatus::Ok => TurnOutcome::Execute,
-                                AdapterStatus::NeedsClarification => {
-                                    TurnOutcome::NeedsClarification
-                                }
-                                AdapterStatus::Error => TurnOutcome::Failed,
-                            },
-                            response.parameters.clone(),
-                        ),
-                        Err(_) => (TurnOutcome::Failed, Map::new()),
-                    },
-                    None => (unexecuted_outcome(&routing), Map::new()),
-                };
+                let (outcome, parameters) = turn_result(&routing, &execution, &orchestration);
                 let turn = turn_of(
                     &routing,
                     outcome,
@@ -181,8 +254,12 @@ impl<I: AdapterInvoker, S: SessionStore> Service<I, S> {
             }
         };
         if self.router.config().feedback.enabled {
-            let processing_ms =
-                routing.timings.total_ms + execution.as_ref().map_or(0.0, |e| e.adapter_ms);
+            let adapter_ms = match (&execution, &orchestration) {
+                (Some(e), _) => e.adapter_ms,
+                (None, Some(o)) => o.run.checkpoint.tasks.iter().map(|t| t.adapter_ms).sum(),
+                (None, None) => 0.0,
+            };
+            let processing_ms = routing.timings.total_ms + adapter_ms;
             let decision = Decision::of(&routing, &request_id, processing_ms, now);
             // Feedback is a help, never a precondition of the answer.
             if let Err(e) = self.feedback.record(decision).await {
@@ -194,8 +271,107 @@ impl<I: AdapterInvoker, S: SessionStore> Service<I, S> {
             request_id,
             routing,
             execution,
+            orchestration,
             session,
         })
+    }
+
+    /// The checkpoint a request's `workflow_id` resumes, if it names one that is kept and
+    /// not finished; a workflow of another question is refused.
+    async fn resumable(&self, question: &Question, now: i64) -> Result<Option<Checkpoint>> {
+        let Some(id) = &question.workflow_id else {
+            return Ok(None);
+        };
+        let Some(checkpoint) = self.workflows.load(id, now).await? else {
+            return Ok(None);
+        };
+        if checkpoint.question != question.query {
+            return Err(Error::invalid_request(
+                "workflow_id",
+                format!("workflow `{id}` belongs to another question"),
+            ));
+        }
+        Ok(Some(checkpoint))
+    }
+
+    fn new_workflow(
+        &self,
+        question: &Question,
+        request_id: &str,
+        plan: Plan,
+        now: i64,
+    ) -> Checkpoint {
+        let ttl = self.router.config().orchestration.checkpoint_ttl_seconds as i64;
+        Checkpoint {
+            workflow_id: question
+                .workflow_id
+                .clone()
+                .unwrap_or_else(|| format!("wf-{request_id}")),
+            question: question.query.clone(),
+            tasks: plan
+                .tasks
+                .into_iter()
+                .map(|task| TaskState {
+                    task,
+                    status: TaskStatus::Pending,
+                    response: None,
+                    error: None,
+                    adapter_ms: 0.0,
+                    attempts: 0,
+                })
+                .collect(),
+            phases: plan.phases,
+            completed_phases: 0,
+            updated_at: now,
+            expires_at: now + ttl,
+        }
+    }
+
+    /// Run (or resume) a workflow's phases and fuse what its tasks answered.
+    async fn orchestrate(
+        &self,
+        question: &Question,
+        checkpoint: Checkpoint,
+        session_parameters: &Map<String, serde_json::Value>,
+        request_id: &str,
+        now: i64,
+    ) -> Orchestrated {
+        let config = &self.router.config().orchestration;
+        let catalog = &self.router.index().catalog;
+        let deadline_ms = |datasource: &str| {
+            catalog
+                .datasources
+                .iter()
+                .find(|d| d.spec.name == datasource)
+                .map_or(5000, |d| d.spec.limits.timeout_ms)
+        };
+        let requests = Requests {
+            request_id,
+            session_parameters,
+            deadline_ms: &deadline_ms,
+        };
+        let run = run(
+            &self.invoker,
+            self.workflows.as_ref(),
+            checkpoint,
+            &requests,
+            config.max_parallel_tasks,
+            now,
+        )
+        .await;
+        let fused = fuse(
+            question.fusion.unwrap_or(config.fusion),
+            &question.query,
+            &run.checkpoint.tasks,
+            config.duplicate_similarity,
+        );
+        metrics::counter!("OrchestratedQuestions").increment(1);
+        metrics::histogram!("OrchestrationCoverage").record(f64::from(fused.coverage));
+        Orchestrated {
+            decomposition: None,
+            run,
+            fused,
+        }
     }
 
     /// Judge an earlier answer (`POST /v1/feedback`): the record with its reward.
@@ -223,7 +399,7 @@ impl<I: AdapterInvoker, S: SessionStore> Service<I, S> {
         Question {
             query: "-".into(),
             session_id: Some(session_id.to_owned()),
-            datasources: None,
+            ..Question::default()
         }
         .validate()?;
         self.sessions.delete(session_id).await
@@ -256,7 +432,8 @@ impl<I: AdapterInvoker, S: SessionStore> Service<I, S> {
         access: &Access,
         turns: &std::result::Result<Option<Vec<Turn>>, String>,
         now: i64,
-    ) -> Result<Routing> {
+        may_split: bool,
+    ) -> Result<Routed> {
         let access = match &question.datasources {
             Some(names) => access.narrow(names, self.router.index())?,
             None => access.clone(),
@@ -283,7 +460,32 @@ impl<I: AdapterInvoker, S: SessionStore> Service<I, S> {
             None => own,
         };
         record_routing(&routing, question);
-        Ok(routing)
+        // A turn that answers the conversation's pending question is never split.
+        let own_turn = routing
+            .context
+            .as_ref()
+            .is_none_or(|c| c.used == ContextUsed::Turn);
+        let config = &self.router.config().orchestration;
+        if !(may_split && own_turn && config.enabled) {
+            return Ok(Routed {
+                routing,
+                decomposition: None,
+                plan: None,
+            });
+        }
+        let decomposition = decompose(&self.router, &routing, &access)?;
+        let plan = if decomposition.is_split() {
+            let tasks = plan(&decomposition.parts, &config.reference_words);
+            let phases = phases(&tasks)?;
+            Some(Plan { tasks, phases })
+        } else {
+            None
+        };
+        Ok(Routed {
+            routing,
+            decomposition: Some(decomposition),
+            plan,
+        })
     }
 
     async fn execute(
@@ -301,6 +503,7 @@ impl<I: AdapterInvoker, S: SessionStore> Service<I, S> {
             query: routing.query.clone(),
             session_parameters,
             deadline_ms: datasource.spec.limits.timeout_ms,
+            upstream: Map::new(),
         };
         let invoked = Instant::now();
         let adapter = self.invoker.invoke(request).await;
@@ -315,6 +518,44 @@ impl<I: AdapterInvoker, S: SessionStore> Service<I, S> {
             adapter,
             adapter_ms,
         }
+    }
+}
+
+/// What a turn's answer was, for the session: its outcome and the parameters it used.
+fn turn_result(
+    routing: &Routing,
+    execution: &Option<Execution>,
+    orchestration: &Option<Orchestrated>,
+) -> (TurnOutcome, Map<String, serde_json::Value>) {
+    if let Some(orchestrated) = orchestration {
+        let tasks = &orchestrated.run.checkpoint.tasks;
+        let mut parameters = Map::new();
+        for state in tasks {
+            if let Some(response) = &state.response {
+                parameters.extend(response.parameters.clone());
+            }
+        }
+        let answered = tasks.iter().any(|t| t.status == TaskStatus::Ok);
+        let outcome = if answered {
+            TurnOutcome::Execute
+        } else {
+            TurnOutcome::Failed
+        };
+        return (outcome, parameters);
+    }
+    match execution {
+        Some(execution) => match &execution.adapter {
+            Ok(response) => (
+                match response.status {
+                    AdapterStatus::Ok => TurnOutcome::Execute,
+                    AdapterStatus::NeedsClarification => TurnOutcome::NeedsClarification,
+                    AdapterStatus::Error => TurnOutcome::Failed,
+                },
+                response.parameters.clone(),
+            ),
+            Err(_) => (TurnOutcome::Failed, Map::new()),
+        },
+        None => (unexecuted_outcome(routing), Map::new()),
     }
 }
 

@@ -7,6 +7,7 @@
 pub mod error;
 pub mod extract;
 pub mod openapi;
+mod orchestration;
 pub mod render;
 pub mod wire;
 
@@ -88,6 +89,8 @@ fn question(body: QueryRequest) -> Question {
         query: body.query,
         session_id: body.session_id,
         datasources: body.datasources,
+        workflow_id: body.workflow_id,
+        fusion: body.fusion,
     }
 }
 
@@ -125,8 +128,11 @@ async fn route<I: AdapterInvoker + 'static, S: SessionStore + 'static>(
     Authorized(access): Authorized,
     CheckedJson(body): CheckedJson<QueryRequest>,
 ) -> Result<Json<RouteReport>, ApiError> {
-    let routing = service.route(&question(body), &access).await?;
-    Ok(Json(Render(service.router()).route_report(&routing)))
+    let routed = service.route(&question(body), &access).await?;
+    let render = Render(service.router());
+    let mut report = render.route_report(&routed.routing);
+    report.orchestration = render.plan_report(&routed);
+    Ok(Json(report))
 }
 
 /// Route and execute on the chosen datasource's adapter.

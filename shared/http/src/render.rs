@@ -149,6 +149,7 @@ impl Render<'_> {
             },
             timings_ms: timings(&routing.timings),
             session: routing.context.as_ref().map(session_context),
+            orchestration: None,
         }
     }
 
@@ -174,7 +175,7 @@ impl Render<'_> {
         }
     }
 
-    fn composite_routing(&self, routing: &Routing, m: &Match) -> CompositeRouting {
+    pub(crate) fn composite_routing(&self, routing: &Routing, m: &Match) -> CompositeRouting {
         CompositeRouting {
             selected_adapter: m.datasource.clone(),
             template_id: m.template_id.clone(),
@@ -219,9 +220,13 @@ impl Render<'_> {
             request_id,
             routing,
             execution,
+            orchestration,
             session,
         } = answer;
         let session = session_report(&session, &routing);
+        if let Some(orchestrated) = orchestration {
+            return self.orchestrated(&routing, request_id, session_id, session, orchestrated);
+        }
         match execution {
             Some(execution) => self.executed(&routing, request_id, session_id, session, execution),
             None if routing.selected_match().is_some() => (
@@ -400,7 +405,7 @@ fn adapter_error_code(e: &Error) -> (u16, &'static str) {
     }
 }
 
-fn session_report(session: &SessionUse, routing: &Routing) -> Option<SessionReport> {
+pub(crate) fn session_report(session: &SessionUse, routing: &Routing) -> Option<SessionReport> {
     match session {
         SessionUse::None => None,
         SessionUse::Used { turns, saved } => Some(SessionReport {
@@ -450,7 +455,7 @@ fn scoring_details(weights: &Weights) -> ScoringDetails {
     }
 }
 
-fn timings(t: &StageTimings) -> Timings {
+pub(crate) fn timings(t: &StageTimings) -> Timings {
     Timings {
         embedding_ms: t.embedding_ms,
         search_ms: t.search_ms,
@@ -461,6 +466,6 @@ fn timings(t: &StageTimings) -> Timings {
 }
 
 /// Configuration structs are plain serde data: they always serialize.
-fn to_value<T: serde::Serialize>(value: &T) -> Value {
+pub(crate) fn to_value<T: serde::Serialize>(value: &T) -> Value {
     serde_json::to_value(value).unwrap_or(Value::Null)
 }

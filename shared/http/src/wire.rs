@@ -27,6 +27,17 @@ pub struct QueryRequest {
     /// Search only these of the caller's datasources.
     #[serde(default)]
     pub datasources: Option<Vec<String>>,
+    /// A question that asks for several things runs as a workflow, checkpointed after
+    /// each phase: give the `workflow_id` of an earlier answer to resume it (tasks already
+    /// answered are not run again), or a new one to name the workflow.
+    #[serde(default)]
+    #[schema(min_length = 1, max_length = 128, pattern = "^[A-Za-z0-9._-]+$")]
+    pub workflow_id: Option<String>,
+    /// How a split question's answers are fused: `auto` (default), `simple`, `score`,
+    /// `hierarchical`, `temporal` or `semantic`.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub fusion: Option<switchyard_core::orchestration::FusionStrategy>,
 }
 
 /// Every error: a stable code, the request field at fault when there is one, a message.
@@ -62,6 +73,7 @@ pub struct Health {
 #[serde(untagged)]
 pub enum QueryAnswer {
     Answered(Answered),
+    Orchestrated(Orchestrated),
     AdapterFailed(AdapterFailed),
     Clarify(Clarify),
     NoMatch(NoMatch),
@@ -80,6 +92,100 @@ pub struct Answered {
     pub error: Option<String>,
     pub confidence: f32,
     pub metadata: QueryMetadata,
+}
+
+/// A question that asked for several things: each sub-question ran on its own template
+/// and the answers were fused. `status` is `ok` (all answered), `partial` or `error`
+/// (none answered; HTTP 502).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Orchestrated {
+    pub status: String,
+    pub content: String,
+    /// `{"sections": [{task, question, status, content, confidence, date?}], "rows"?}`.
+    pub data: Value,
+    /// The least sure sub-question's confidence.
+    pub confidence: f32,
+    pub metadata: OrchestratedMetadata,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct OrchestratedMetadata {
+    pub request_id: String,
+    pub session_id: Option<String>,
+    /// Always `orchestration`.
+    pub source: String,
+    pub timings_ms: Timings,
+    pub session: Option<SessionReport>,
+    pub orchestration: OrchestrationReport,
+}
+
+/// How a question was split and run: the signals, the sub-questions with their own
+/// routing, the phases, the checkpoints and the fusion.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct OrchestrationReport {
+    /// The seven signals (`action_verbs`, `conjunctions`, `long_question`, `entities`,
+    /// `relationships`, `sequential`, `low_confidence`: each `{fired, value, found}`),
+    /// `fired` and `considered`. Absent when the workflow was resumed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub signals: Option<switchyard_core::orchestration::Signals>,
+    /// Absent from `/v1/route` (nothing runs there).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workflow_id: Option<String>,
+    pub sub_questions: Vec<SubQuestionReport>,
+    /// Task ids, phase by phase: a phase runs after every phase before it.
+    pub phases: Vec<Vec<String>>,
+    /// `{workflow_id}#{phase}` of each checkpoint this request wrote.
+    pub checkpoints: Vec<String>,
+    /// The phase this request started from (0 unless resumed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resumed_from_phase: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checkpoint_error: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fusion: Option<FusionReport>,
+    /// Detection and decomposition, and the sub-questions' routing.
+    pub decompose_ms: f64,
+    pub sub_question_routing_ms: f64,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct SubQuestionReport {
+    /// `t1`, `t2`, …
+    pub id: String,
+    pub question: String,
+    pub datasource: String,
+    pub template_id: String,
+    pub confidence: f32,
+    pub depends_on: Vec<String>,
+    /// `pending`, `ok`, `needs_clarification` or `failed` (absent from `/v1/route`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attempts: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub content: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parameters: Option<Map<String, Value>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The sub-question's own routing (absent when the workflow was resumed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub composite_routing: Option<CompositeRouting>,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct FusionReport {
+    /// `simple`, `score`, `hierarchical`, `temporal` or `semantic`.
+    #[schema(value_type = String)]
+    pub strategy: switchyard_core::orchestration::FusionStrategy,
+    /// Chosen by `auto` from the question and the answers.
+    pub automatic: bool,
+    /// Share of sub-questions answered.
+    pub coverage: f32,
+    /// Share of parameters named by several answers that agree across them.
+    pub consistency: f32,
+    pub merged_duplicates: usize,
 }
 
 /// The adapter could not be reached, failed or timed out (HTTP 501, 502 or 504).
@@ -344,6 +450,9 @@ pub struct RouteReport {
     /// With a `session_id` whose store answered: both hypotheses and which one won.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session: Option<SessionContext>,
+    /// When the question asks for several things: the plan `/v1/query` would run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub orchestration: Option<OrchestrationReport>,
 }
 
 #[derive(Debug, Clone, Serialize, ToSchema)]

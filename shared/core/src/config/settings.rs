@@ -13,6 +13,7 @@ pub struct Config {
     pub index: IndexConfig,
     pub sessions: SessionsConfig,
     pub feedback: FeedbackConfig,
+    pub orchestration: OrchestrationConfig,
     pub rerank_cache: RerankCacheConfig,
     pub auth: AuthConfig,
 }
@@ -78,6 +79,52 @@ pub struct ContextConfig {
     pub min_probability: f32,
     /// Templates of the belief kept with a turn.
     pub belief_size: usize,
+}
+
+/// Questions that ask for several things (`crate::orchestration`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OrchestrationConfig {
+    pub enabled: bool,
+    /// Decomposition is tried when at least this many of the seven signals fire.
+    pub min_signals: usize,
+    pub signals: SignalLimits,
+    /// Cues that join independent requests ("and", "also", ",") ...
+    pub parallel_cues: Vec<String>,
+    /// ... and requests that follow one another ("then", "after that", "finally").
+    pub sequential_cues: Vec<String>,
+    /// Verbs that ask for an action, beside the first words of the catalog's examples.
+    pub action_verbs: Vec<String>,
+    /// Words that point back at an earlier part's result ("their", "those").
+    pub reference_words: Vec<String>,
+    /// At most this many sub-questions, from at most this many cue-separated segments.
+    pub max_parts: usize,
+    pub max_segments: usize,
+    /// A part counts as confident when it clears the threshold, or when the head gives
+    /// it at least this probability and its confidence is at least the floor.
+    pub part_probability: f32,
+    pub part_confidence_floor: f32,
+    /// No part of a split may be less sure than the whole question by more than this.
+    pub max_part_drop: f32,
+    /// Tasks of a phase run concurrently, at most this many at once.
+    pub max_parallel_tasks: usize,
+    /// How long a workflow's checkpoint is kept (DynamoDB `expires_at`).
+    pub checkpoint_ttl_seconds: u64,
+    /// auto | simple | score | hierarchical | temporal | semantic
+    pub fusion: crate::orchestration::FusionStrategy,
+    /// `semantic` fusion merges rows or passages whose word overlap reaches this.
+    pub duplicate_similarity: f32,
+}
+
+/// When each signal fires.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SignalLimits {
+    pub action_verbs: usize,
+    pub words: usize,
+    pub entities: usize,
+    pub relationships: usize,
+    pub low_confidence: f32,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

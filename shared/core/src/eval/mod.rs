@@ -3,6 +3,7 @@
 //! carry `session_id` (and `turn`) are conversations, replayed by [`conversation`].
 
 pub mod conversation;
+pub mod multi;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -19,7 +20,13 @@ pub const OUT_OF_SCOPE: &str = "oos";
 #[derive(Debug, Clone, Deserialize)]
 pub struct LabeledQuery {
     pub text: String,
+    /// The one intent; for a line that gives only `intents`, those joined with `+`.
+    #[serde(default)]
     pub intent: String,
+    /// Every intent the question asks for, in the order asked (multi-part questions);
+    /// `[intent]` for a line that gives only `intent` (none for `oos`).
+    #[serde(default)]
+    pub intents: Vec<String>,
     pub domain: Option<String>,
     /// The conversation the line belongs to; its lines are in turn order.
     #[serde(default)]
@@ -42,14 +49,29 @@ pub fn load_dataset(path: &Path) -> Result<Vec<LabeledQuery>> {
         if line.trim().is_empty() {
             continue;
         }
-        let query: LabeledQuery = serde_json::from_str(line).map_err(|e| Error::Template {
+        let bad_line = |message: String| Error::Template {
             file: path.to_path_buf(),
             template: None,
             field: format!("line {}", number + 1),
-            message: format!(
-                "expected {{\"text\", \"intent\", \"domain\"}} (and optionally \"session_id\", \"turn\"): {e}"
-            ),
+            message,
+        };
+        let mut query: LabeledQuery = serde_json::from_str(line).map_err(|e| {
+            bad_line(format!(
+                "expected {{\"text\", \"intent\" or \"intents\", \"domain\"}} (and optionally \"session_id\", \"turn\"): {e}"
+            ))
         })?;
+        match (query.intent.is_empty(), query.intents.is_empty()) {
+            (true, true) => {
+                return Err(bad_line(
+                    "needs \"intent\" or a non-empty \"intents\"".into(),
+                ))
+            }
+            (true, false) => query.intent = query.intents.join("+"),
+            (false, true) if query.intent != OUT_OF_SCOPE => {
+                query.intents = vec![query.intent.clone()]
+            }
+            _ => {}
+        }
         queries.push(query);
     }
     if queries.is_empty() {

@@ -34,6 +34,7 @@ use crate::embed::Embedder;
 use crate::error::{Error, Result};
 use crate::index::Index;
 use crate::keywords::Bm25;
+use crate::orchestration::Decomposer;
 use crate::scoring::rank_score;
 use crate::similarity::{template_similarity, PreparedQuery, TemplateTexts};
 use crate::template::{Datasource, Template};
@@ -45,6 +46,7 @@ pub struct Router {
     /// Normalised template texts for stage 2, `[datasource][template]`.
     texts: Vec<Vec<TemplateTexts>>,
     keywords: Bm25,
+    decomposer: Decomposer,
     /// The global template number of each partition's first template.
     starts: Vec<usize>,
     threshold: f32,
@@ -80,6 +82,7 @@ impl Router {
             index.catalog.datasources.iter().flat_map(|d| &d.templates),
             &config.composite_retrieval.keywords,
         );
+        let decomposer = Decomposer::new(&index.catalog, &config.orchestration);
         let starts = index
             .partitions
             .iter()
@@ -94,6 +97,7 @@ impl Router {
             index,
             texts,
             keywords,
+            decomposer,
             starts,
             threshold,
             threshold_source,
@@ -108,6 +112,11 @@ impl Router {
 
     pub fn config(&self) -> &Config {
         &self.config
+    }
+
+    /// What splitting questions into sub-questions needs from the catalog.
+    pub fn decomposer(&self) -> &Decomposer {
+        &self.decomposer
     }
 
     pub fn embedder(&self) -> &dyn Embedder {

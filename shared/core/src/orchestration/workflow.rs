@@ -1,0 +1,148 @@
+//! A split question's run, checkpointed after every phase so a failed workflow resumes
+//! where it stopped: completed tasks are never run again. DynamoDB on AWS
+//! (`switchyard-aws`), memory locally.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Mutex;
+
+use serde::{Deserialize, Serialize};
+
+use super::plan::Task;
+use crate::error::Result;
+use crate::invoker::{AdapterResponse, AdapterStatus};
+use crate::BoxFuture;
+
+/// Longest `workflow_id` accepted.
+pub const MAX_WORKFLOW_ID_CHARS: usize = 128;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskStatus {
+    /// Not run yet (its phase has not started, or an earlier phase failed).
+    Pending,
+    Ok,
+    /// The adapter asked for a missing parameter.
+    NeedsClarification,
+    /// The adapter refused, failed or timed out; `error` says how.
+    Failed,
+}
+
+impl TaskStatus {
+    pub fn of(response: &AdapterResponse) -> TaskStatus {
+        match response.status {
+            AdapterStatus::Ok => TaskStatus::Ok,
+            AdapterStatus::NeedsClarification => TaskStatus::NeedsClarification,
+            AdapterStatus::Error => TaskStatus::Failed,
+        }
+    }
+
+    /// Done for good: a resumed workflow does not run it again.
+    pub fn is_done(self) -> bool {
+        matches!(self, TaskStatus::Ok | TaskStatus::NeedsClarification)
+    }
+}
+
+/// A task and what running it gave.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskState {
+    pub task: Task,
+    pub status: TaskStatus,
+    #[serde(default)]
+    pub response: Option<AdapterResponse>,
+    #[serde(default)]
+    pub error: Option<String>,
+    #[serde(default)]
+    pub adapter_ms: f64,
+    /// How many times it was run (a resumed workflow shows what it re-ran).
+    #[serde(default)]
+    pub attempts: u32,
+}
+
+/// A workflow after its last completed phase.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Checkpoint {
+    pub workflow_id: String,
+    pub question: String,
+    pub tasks: Vec<TaskState>,
+    /// Positions in `tasks`, phase by phase.
+    pub phases: Vec<Vec<usize>>,
+    /// Phases whose tasks are all done.
+    pub completed_phases: usize,
+    /// Unix seconds.
+    pub updated_at: i64,
+    pub expires_at: i64,
+}
+
+impl Checkpoint {
+    pub fn is_complete(&self) -> bool {
+        self.completed_phases >= self.phases.len()
+    }
+}
+
+pub trait WorkflowStore: Send + Sync {
+    fn save<'a>(&'a self, checkpoint: &'a Checkpoint) -> BoxFuture<'a, Result<()>>;
+
+    /// The checkpoint of `workflow_id`, unless unknown or expired at `now`.
+    fn load<'a>(
+        &'a self,
+        workflow_id: &'a str,
+        now: i64,
+    ) -> BoxFuture<'a, Result<Option<Checkpoint>>>;
+}
+
+/// Checkpoints in this process (local `serve`, tests): the newest `capacity`.
+pub struct MemoryWorkflowStore {
+    capacity: usize,
+    checkpoints: Mutex<(HashMap<String, Checkpoint>, VecDeque<String>)>,
+}
+
+impl MemoryWorkflowStore {
+    pub fn new(capacity: usize) -> Self {
+        MemoryWorkflowStore {
+            capacity: capacity.max(1),
+            checkpoints: Mutex::new((HashMap::new(), VecDeque::new())),
+        }
+    }
+}
+
+impl Default for MemoryWorkflowStore {
+    fn default() -> Self {
+        MemoryWorkflowStore::new(10_000)
+    }
+}
+
+impl WorkflowStore for MemoryWorkflowStore {
+    fn save<'a>(&'a self, checkpoint: &'a Checkpoint) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move {
+            let mut guard = self.checkpoints.lock().unwrap_or_else(|e| e.into_inner());
+            let (checkpoints, order) = &mut *guard;
+            if checkpoints
+                .insert(checkpoint.workflow_id.clone(), checkpoint.clone())
+                .is_none()
+            {
+                order.push_back(checkpoint.workflow_id.clone());
+            }
+            while order.len() > self.capacity {
+                if let Some(oldest) = order.pop_front() {
+                    checkpoints.remove(&oldest);
+                }
+            }
+            Ok(())
+        })
+    }
+
+    fn load<'a>(
+        &'a self,
+        workflow_id: &'a str,
+        now: i64,
+    ) -> BoxFuture<'a, Result<Option<Checkpoint>>> {
+        Box::pin(async move {
+            let guard = self.checkpoints.lock().unwrap_or_else(|e| e.into_inner());
+            Ok(guard
+                .0
+                .get(workflow_id)
+                .filter(|c| c.expires_at > now)
+                .cloned())
+        })
+    }
+}
