@@ -1,18 +1,83 @@
 //! `switchyard route`: route one question and show every candidate with its stage scores.
 
 use anyhow::Result;
+use switchyard_core::orchestration::{decompose, phases, plan};
 use switchyard_core::router::{Access, Outcome, Router, Routing};
+use switchyard_core::service::{Plan, Routed};
 
-/// Route `question` over every datasource; print the table, or the route report as JSON.
+/// Route `question` over every datasource, and split it when it asks for several
+/// things; print the table, or the route report as JSON.
 pub fn run(router: &Router, question: &str, json: bool) -> Result<()> {
     let routing = router.route(question, &Access::All)?;
+    let decomposition = decompose(router, &routing, &Access::All)?;
+    let plan = if decomposition.is_split() {
+        let tasks = plan(
+            &decomposition.parts,
+            &router.config().orchestration.reference_words,
+        );
+        let phases = phases(&tasks)?;
+        Some(Plan { tasks, phases })
+    } else {
+        None
+    };
+    let routed = Routed {
+        routing,
+        decomposition: Some(decomposition),
+        plan,
+    };
     if json {
-        let report = switchyard_http::render::Render(router).route_report(&routing);
+        let render = switchyard_http::render::Render(router);
+        let mut report = render.route_report(&routed.routing);
+        report.orchestration = render.plan_report(&routed);
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
-        print_routing(&routing);
+        print_routing(&routed.routing);
+        print_plan(&routed);
     }
     Ok(())
+}
+
+fn print_plan(routed: &Routed) {
+    let Some(decomposition) = &routed.decomposition else {
+        return;
+    };
+    let signals = &decomposition.signals;
+    println!(
+        "\nmulti-part signals: {} of 7 fired ({})",
+        signals.fired,
+        if signals.considered {
+            "decomposition considered"
+        } else {
+            "not considered"
+        }
+    );
+    let Some(plan) = &routed.plan else {
+        println!("→ one question (no split explains it better)");
+        return;
+    };
+    println!("→ split into {} sub-questions:", plan.tasks.len());
+    for task in &plan.tasks {
+        let after = if task.depends_on.is_empty() {
+            String::new()
+        } else {
+            format!(" (after {})", task.depends_on.join(", "))
+        };
+        println!(
+            "  {} {:<48} {} / {} ({:.3}){after}",
+            task.id, task.question, task.datasource, task.template_id, task.confidence
+        );
+    }
+    let phases: Vec<String> = plan
+        .phases
+        .iter()
+        .map(|p| {
+            p.iter()
+                .map(|&i| plan.tasks[i].id.as_str())
+                .collect::<Vec<_>>()
+                .join(" + ")
+        })
+        .collect();
+    println!("  phases: {}", phases.join(" → "));
 }
 
 fn print_routing(routing: &Routing) {

@@ -150,3 +150,6 @@ pub fn decompose(router: &Router, whole: &Routing, access: &Access) -> Result<De
 fn ms_since(start: Instant) -> f64 {
     start.elapsed().as_secs_f64() * 1000.0
 }
+
+#[cfg(test)]
+mod tests;

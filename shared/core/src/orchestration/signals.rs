@@ -19,6 +19,12 @@ const NOT_VERBS: &[&str] = &[
     "its", "let", "lets", "let's", "number",
 ];
 
+/// Question words that open a request ("*how many* work in Sales and *what is* 15% of
+/// 200"): counted with the action verbs when they start the question or follow a cue.
+const REQUEST_OPENERS: &[&str] = &[
+    "what", "whats", "what's", "how", "who", "which", "when", "where", "why",
+];
+
 /// Words of order the sequential signal listens for (with the sequential cues).
 const SEQUENCE_WORDS: &[&str] = &[
     "first",
@@ -150,11 +156,21 @@ pub fn detect(
         .filter(|w| *w != "," && *w != ";")
         .collect();
 
-    let verbs: Vec<String> = words
+    let mut verbs: Vec<String> = words
         .iter()
         .filter(|w| vocabulary.verbs.contains(**w))
         .map(|w| w.to_string())
         .collect();
+    let segments = super::split::segments(question, cues, config.max_segments);
+    for segment in &segments {
+        let opener = tokens
+            .iter()
+            .find(|t| t.start == segment.start)
+            .map(|t| t.word.as_str());
+        if let Some(word) = opener.filter(|w| REQUEST_OPENERS.contains(w)) {
+            verbs.push(word.to_owned());
+        }
+    }
     let found_cues = cues.found(question);
     let conjunctions: Vec<String> = found_cues
         .iter()

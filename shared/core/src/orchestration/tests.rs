@@ -1,0 +1,534 @@
+//! Unit tests of the pure parts: cutting, signals, choosing a split, running phases and
+//! fusing. The real model's splits are tested end to end in `tests/e2e/orchestration.rs`.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use serde_json::{json, Map, Value};
+
+use super::*;
+use crate::config::Config;
+use crate::error::Error;
+use crate::invoker::{AdapterInvoker, AdapterRequest, AdapterResponse, AdapterStatus};
+use crate::session::TemplateRef;
+
+fn config() -> OrchestrationConfig {
+    Config::default().orchestration
+}
+
+fn cues() -> Cues {
+    let c = config();
+    Cues::new(&c.parallel_cues, &c.sequential_cues)
+}
+
+fn texts<'a>(question: &'a str, segments: &[Segment]) -> Vec<&'a str> {
+    segments.iter().map(|s| &question[s.start..s.end]).collect()
+}
+
+#[test]
+fn questions_are_cut_at_cues_and_adjacent_cues_make_one_cut() {
+    let q = "Find the top 5 in Sales, and then count the Teslas in King County.";
+    let cut = segments(q, &cues(), 8);
+    assert_eq!(
+        texts(q, &cut),
+        ["Find the top 5 in Sales", "count the Teslas in King County"]
+    );
+    assert_eq!(cut[1].link, Some(Link::Sequential));
+    assert_eq!(cut[1].cut.as_deref(), Some(", and then"));
+    // A cue at the start or the end cuts nothing; "also" alone is parallel.
+    let q = "And also what is 2 plus";
+    assert_eq!(texts(q, &segments(q, &cues(), 8)), [q]);
+    let q = "weather in Paris also play jazz";
+    assert_eq!(segments(q, &cues(), 8)[1].link, Some(Link::Parallel));
+}
+
+#[test]
+fn segments_are_capped() {
+    let q = "a and b and c and d and e";
+    assert_eq!(
+        texts(q, &segments(q, &cues(), 3)),
+        ["a", "b", "c and d and e"]
+    );
+}
+
+#[test]
+fn spans_cover_every_split_into_at_most_max_parts() {
+    assert_eq!(spans(2, 3), vec![(0, 1), (1, 2)]);
+    assert_eq!(spans(3, 2), vec![(0, 1), (0, 2), (1, 3), (2, 3)]);
+    assert_eq!(spans(3, 3).len(), 5);
+    assert!(spans(1, 3).is_empty());
+}
+
+fn routed(template: &str, confidence: f32) -> SpanRouting {
+    SpanRouting {
+        template: Some(TemplateRef {
+            datasource: "d".into(),
+            template_id: template.into(),
+        }),
+        confidence,
+        probability: Some(0.5),
+        selected: confidence >= 0.4,
+    }
+}
+
+#[test]
+fn the_finest_valid_split_wins_and_invalid_ones_never_do() {
+    let config = config();
+    let whole = routed("a", 0.6);
+    let mut map: HashMap<Span, SpanRouting> = HashMap::new();
+    map.insert((0, 1), routed("a", 0.7));
+    map.insert((1, 2), routed("b", 0.6));
+    map.insert((1, 3), routed("b", 0.7));
+    map.insert((2, 3), routed("c", 0.5));
+    map.insert((0, 2), routed("a", 0.55));
+    let split = choose(3, &whole, &map, &config).expect("a split");
+    assert_eq!(split.parts, vec![(0, 1), (1, 2), (2, 3)]);
+
+    // Neighbours on one template: not two requests.
+    map.insert((2, 3), routed("b", 0.7));
+    let split = choose(3, &whole, &map, &config).expect("a split");
+    assert_eq!(split.parts, vec![(0, 1), (1, 3)]);
+
+    // A part far less sure than the whole is a detail of it.
+    let mut map: HashMap<Span, SpanRouting> = HashMap::new();
+    map.insert((0, 1), routed("a", 0.7));
+    map.insert((1, 2), routed("b", 0.45));
+    assert_eq!(choose(2, &routed("a", 0.7), &map, &config), None);
+    // A part below the threshold, and not sure by the head either, is no request.
+    map.insert((1, 2), routed("b", 0.3));
+    assert_eq!(choose(2, &routed("a", 0.35), &map, &config), None);
+    // ... unless the head is sure of it.
+    map.get_mut(&(1, 2)).unwrap().probability = Some(0.97);
+    assert!(choose(2, &routed("a", 0.35), &map, &config).is_some());
+}
+
+fn catalog() -> crate::template::Catalog {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../templates/demo");
+    crate::template::Catalog::load(&dir).expect("demo catalog")
+}
+
+#[test]
+fn signals_fire_on_verbs_cues_entities_and_low_confidence() {
+    let config = config();
+    let vocabulary = Vocabulary::new(&catalog(), &config);
+    let q = "First find the five highest paid people in Sales, then count the Teslas registered in King County";
+    let signals = detect(q, 0.5, &vocabulary, &cues(), &config);
+    assert!(signals.action_verbs.fired, "{signals:?}");
+    assert!(signals.action_verbs.found.contains(&"count".to_owned()));
+    assert!(signals.sequential.fired);
+    assert!(signals.sequential.found.contains(&"first".to_owned()));
+    assert!(signals.long_question.fired);
+    assert!(signals.low_confidence.fired);
+    assert!(
+        signals.entities.found.iter().any(|e| e == "sales"),
+        "{:?}",
+        signals.entities
+    );
+    // "King" is one of the catalog's county values; "Teslas" a capitalised name.
+    assert!(
+        signals.entities.found.iter().any(|e| e == "king"),
+        "{:?}",
+        signals.entities
+    );
+    assert!(
+        signals.entities.found.iter().any(|e| e == "County"),
+        "{:?}",
+        signals.entities
+    );
+    assert!(signals.considered);
+    assert_eq!(
+        signals.fired,
+        [
+            &signals.action_verbs,
+            &signals.conjunctions,
+            &signals.long_question,
+            &signals.entities,
+            &signals.relationships,
+            &signals.sequential,
+            &signals.low_confidence,
+        ]
+        .iter()
+        .filter(|s| s.fired)
+        .count()
+    );
+
+    let plain = detect(
+        "Who works in Marketing?",
+        0.8,
+        &vocabulary,
+        &cues(),
+        &config,
+    );
+    assert!(!plain.considered, "{plain:?}");
+    assert!(plain.fired < config.min_signals && !plain.conjunctions.fired);
+}
+
+fn response(content: &str, parameters: Value, data: Value) -> AdapterResponse {
+    AdapterResponse {
+        status: AdapterStatus::Ok,
+        content: content.into(),
+        data,
+        parameters: parameters.as_object().cloned().unwrap_or_default(),
+        missing: Vec::new(),
+        error: None,
+        execution_time_ms: 1.0,
+    }
+}
+
+fn task(id: &str, template: &str, confidence: f32, depends_on: &[&str]) -> Task {
+    Task {
+        id: id.into(),
+        question: format!("question {id}"),
+        datasource: "d".into(),
+        template_id: template.into(),
+        confidence,
+        depends_on: depends_on.iter().map(|d| d.to_string()).collect(),
+    }
+}
+
+fn done(task: Task, response: AdapterResponse) -> TaskState {
+    TaskState {
+        task,
+        status: TaskStatus::of(&response),
+        response: Some(response),
+        error: None,
+        adapter_ms: 1.0,
+        attempts: 1,
+    }
+}
+
+#[test]
+fn each_fusion_strategy_shapes_the_answer() {
+    let tasks = vec![
+        done(
+            task("t1", "a", 0.6, &[]),
+            response(
+                "Sales has 12 people.",
+                json!({"department": "Sales"}),
+                json!({"rows": [{"name": "Ann"}]}),
+            ),
+        ),
+        done(
+            task("t2", "b", 0.9, &[]),
+            response(
+                "Opened on 2024-03-01.",
+                json!({"department": "Sales"}),
+                json!({"rows": [{"name": "Ann"}, {"name": "Bo"}]}),
+            ),
+        ),
+        TaskState {
+            status: TaskStatus::Failed,
+            response: None,
+            error: Some("adapter timed out".into()),
+            adapter_ms: 0.0,
+            attempts: 1,
+            task: task("t3", "c", 0.7, &[]),
+        },
+    ];
+    let q = "q";
+    let simple = fuse(FusionStrategy::Simple, q, &tasks, 0.9);
+    assert_eq!(
+        simple.content,
+        "Sales has 12 people. Opened on 2024-03-01. not answered: adapter timed out"
+    );
+    assert!((simple.coverage - 2.0 / 3.0).abs() < 1e-6);
+    assert_eq!(simple.consistency, 1.0);
+    assert!(!simple.automatic);
+
+    let score = fuse(FusionStrategy::Score, q, &tasks, 0.9);
+    assert_eq!(
+        score
+            .sections
+            .iter()
+            .map(|s| s.task.as_str())
+            .collect::<Vec<_>>(),
+        ["t2", "t3", "t1"]
+    );
+
+    let hierarchical = fuse(FusionStrategy::Hierarchical, q, &tasks, 0.9);
+    assert!(
+        hierarchical
+            .content
+            .starts_with("1. question t1: Sales has 12 people.\n2. question t2:"),
+        "{}",
+        hierarchical.content
+    );
+
+    let temporal = fuse(FusionStrategy::Temporal, q, &tasks, 0.9);
+    assert_eq!(temporal.sections[0].task, "t2");
+    assert_eq!(temporal.sections[0].date.as_deref(), Some("2024-03-01"));
+    assert!(temporal.content.starts_with("2024-03-01: Opened"));
+
+    let semantic = fuse(FusionStrategy::Semantic, q, &tasks, 0.9);
+    assert_eq!(
+        semantic.data["rows"],
+        json!([{"name": "Ann"}, {"name": "Bo"}])
+    );
+    assert_eq!(semantic.merged_duplicates, 1);
+
+    // auto: different templates and no question of time → hierarchical.
+    let auto = fuse(
+        FusionStrategy::Auto,
+        "count them and list them",
+        &tasks,
+        0.9,
+    );
+    assert_eq!(
+        (auto.strategy, auto.automatic),
+        (FusionStrategy::Hierarchical, true)
+    );
+    // Disagreeing parameters lower consistency.
+    let mut disagreeing = tasks.clone();
+    disagreeing[1]
+        .response
+        .as_mut()
+        .unwrap()
+        .parameters
+        .insert("department".into(), json!("HR"));
+    assert_eq!(
+        fuse(FusionStrategy::Simple, q, &disagreeing, 0.9).consistency,
+        0.0
+    );
+}
+
+#[test]
+fn auto_fusion_picks_semantic_for_one_template_and_temporal_for_dated_answers() {
+    let same = vec![
+        done(
+            task("t1", "a", 0.6, &[]),
+            response("x", json!({}), Value::Null),
+        ),
+        done(
+            task("t2", "a", 0.6, &[]),
+            response("y", json!({}), Value::Null),
+        ),
+    ];
+    assert_eq!(
+        fuse(FusionStrategy::Auto, "q", &same, 0.9).strategy,
+        FusionStrategy::Semantic
+    );
+    let dated = vec![
+        done(
+            task("t1", "a", 0.6, &[]),
+            response("on 2024-05-01", json!({}), Value::Null),
+        ),
+        done(
+            task("t2", "b", 0.6, &[]),
+            response("on 2023-01-02", json!({}), Value::Null),
+        ),
+    ];
+    let fused = fuse(FusionStrategy::Auto, "when did each happen", &dated, 0.9);
+    assert_eq!(fused.strategy, FusionStrategy::Temporal);
+    assert_eq!(fused.sections[0].task, "t2");
+}
+
+/// Answers after a pause, counting how many calls are in flight at once.
+#[derive(Default)]
+struct SlowInvoker {
+    in_flight: AtomicUsize,
+    most_in_flight: AtomicUsize,
+    calls: Mutex<Vec<AdapterRequest>>,
+    fail: Option<String>,
+}
+
+impl AdapterInvoker for SlowInvoker {
+    async fn invoke(&self, request: AdapterRequest) -> crate::error::Result<AdapterResponse> {
+        let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        self.most_in_flight.fetch_max(now, Ordering::SeqCst);
+        tokio::time::sleep(Duration::from_millis(40)).await;
+        self.in_flight.fetch_sub(1, Ordering::SeqCst);
+        self.calls.lock().unwrap().push(request.clone());
+        if self.fail.as_deref() == Some(request.template_id.as_str()) {
+            return Err(Error::AdapterTimeout {
+                datasource: request.datasource,
+                after_ms: 40,
+            });
+        }
+        Ok(response(
+            &format!("answer to {}", request.query),
+            json!({ "department": format!("dept of {}", request.template_id) }),
+            Value::Null,
+        ))
+    }
+}
+
+fn checkpoint(tasks: Vec<Task>) -> Checkpoint {
+    let phases = phases(&tasks).unwrap();
+    Checkpoint {
+        workflow_id: "wf-1".into(),
+        question: "q".into(),
+        tasks: tasks
+            .into_iter()
+            .map(|task| TaskState {
+                task,
+                status: TaskStatus::Pending,
+                response: None,
+                error: None,
+                adapter_ms: 0.0,
+                attempts: 0,
+            })
+            .collect(),
+        phases,
+        completed_phases: 0,
+        updated_at: 0,
+        expires_at: 100,
+    }
+}
+
+fn requests<'a>(
+    parameters: &'a Map<String, Value>,
+    deadline: &'a (dyn Fn(&str) -> u64 + Sync),
+) -> Requests<'a> {
+    Requests {
+        request_id: "r1",
+        session_parameters: parameters,
+        deadline_ms: deadline,
+    }
+}
+
+#[tokio::test]
+async fn a_phase_runs_its_tasks_concurrently_up_to_the_limit() {
+    let invoker = SlowInvoker::default();
+    let store = MemoryWorkflowStore::default();
+    let tasks = (1..=4)
+        .map(|i| task(&format!("t{i}"), &format!("x{i}"), 0.8, &[]))
+        .collect();
+    let (parameters, deadline) = (Map::new(), |_: &str| 1000);
+    let run = run(
+        &invoker,
+        &store,
+        checkpoint(tasks),
+        &requests(&parameters, &deadline),
+        3,
+        10,
+    )
+    .await;
+    assert_eq!(invoker.calls.lock().unwrap().len(), 4);
+    assert_eq!(
+        invoker.most_in_flight.load(Ordering::SeqCst),
+        3,
+        "at most 3 at once, and 3 did overlap"
+    );
+    assert!(run.checkpoint.is_complete());
+    assert_eq!(run.checkpoints, ["wf-1#1"]);
+    assert_eq!(
+        store
+            .load("wf-1", 10)
+            .await
+            .unwrap()
+            .unwrap()
+            .completed_phases,
+        1
+    );
+}
+
+#[tokio::test]
+async fn a_dependent_task_gets_its_dependencies_results_and_waits_when_they_fail() {
+    let invoker = SlowInvoker::default();
+    let store = MemoryWorkflowStore::default();
+    let tasks = vec![
+        task("t1", "first", 0.8, &[]),
+        task("t2", "second", 0.8, &["t1"]),
+    ];
+    let mut session = Map::new();
+    session.insert("limit".into(), json!(5));
+    let deadline = |_: &str| 1234;
+    let run = run(
+        &invoker,
+        &store,
+        checkpoint(tasks.clone()),
+        &requests(&session, &deadline),
+        3,
+        10,
+    )
+    .await;
+    let calls = invoker.calls.lock().unwrap().clone();
+    assert_eq!(calls.len(), 2);
+    let second = &calls[1];
+    assert_eq!(
+        second.session_parameters["department"],
+        json!("dept of first")
+    );
+    assert_eq!(second.session_parameters["limit"], json!(5));
+    assert_eq!(
+        second.upstream["t1"]["content"],
+        json!("answer to question t1")
+    );
+    assert_eq!(
+        (second.deadline_ms, second.request_id.as_str()),
+        (1234, "r1-t2")
+    );
+    assert_eq!(run.checkpoints, ["wf-1#1", "wf-1#2"]);
+
+    // The first fails: the second is never run, and says what it waits on.
+    let failing = SlowInvoker {
+        fail: Some("first".into()),
+        ..SlowInvoker::default()
+    };
+    let run = run_again(&failing, &store, checkpoint(tasks), &session, &deadline).await;
+    assert_eq!(failing.calls.lock().unwrap().len(), 1);
+    let states = &run.checkpoint.tasks;
+    assert_eq!(
+        (states[0].status, states[1].status),
+        (TaskStatus::Failed, TaskStatus::Pending)
+    );
+    assert!(states[1]
+        .error
+        .as_deref()
+        .unwrap()
+        .contains("waits on `t1`"));
+    assert_eq!(run.checkpoint.completed_phases, 0);
+}
+
+async fn run_again(
+    invoker: &SlowInvoker,
+    store: &MemoryWorkflowStore,
+    checkpoint: Checkpoint,
+    session: &Map<String, Value>,
+    deadline: &(dyn Fn(&str) -> u64 + Sync),
+) -> Run {
+    run(
+        invoker,
+        store,
+        checkpoint,
+        &requests(session, deadline),
+        3,
+        10,
+    )
+    .await
+}
+
+#[tokio::test]
+async fn a_resumed_workflow_skips_done_tasks() {
+    let store = MemoryWorkflowStore::default();
+    let tasks = vec![
+        task("t1", "first", 0.8, &[]),
+        task("t2", "second", 0.8, &["t1"]),
+    ];
+    let (session, deadline) = (Map::new(), |_: &str| 1000);
+    let failing = SlowInvoker {
+        fail: Some("second".into()),
+        ..SlowInvoker::default()
+    };
+    let first = run_again(&failing, &store, checkpoint(tasks), &session, &deadline).await;
+    assert_eq!(first.checkpoint.completed_phases, 1);
+    let saved = store.load("wf-1", 10).await.unwrap().unwrap();
+    let healthy = SlowInvoker::default();
+    let resumed = run_again(&healthy, &store, saved, &session, &deadline).await;
+    let calls = healthy.calls.lock().unwrap();
+    assert_eq!(
+        calls
+            .iter()
+            .map(|c| c.template_id.as_str())
+            .collect::<Vec<_>>(),
+        ["second"]
+    );
+    assert_eq!(resumed.started_at_phase, 1);
+    assert_eq!(resumed.checkpoint.tasks[0].attempts, 1);
+    assert_eq!(resumed.checkpoint.tasks[1].attempts, 2);
+    assert!(resumed.checkpoint.is_complete());
+    // Expired checkpoints are not loaded.
+    assert!(store.load("wf-1", 100).await.unwrap().is_none());
+}

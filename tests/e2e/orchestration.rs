@@ -1,0 +1,186 @@
+//! Questions that ask for several things, on the demo catalog through `switchyard serve`:
+//! split, planned in phases, run, checkpointed, fused; and single questions left whole.
+//! Answers come from the demo's sample data (`templates/demo/hr/data/hr.sql`, the EV
+//! registrations in `templates/demo/ev/data`).
+
+use serde_json::{json, Value};
+use switchyard_e2e::{serve, Server};
+
+fn demo() -> (tempfile::TempDir, Server) {
+    let cache = tempfile::tempdir().unwrap();
+    let server = serve(cache.path(), &["--templates", "templates/demo"]);
+    (cache, server)
+}
+
+fn post(server: &Server, path: &str, body: Value) -> (u16, Value) {
+    let response = reqwest::blocking::Client::new()
+        .post(format!("{}{path}", server.base))
+        .json(&body)
+        .send()
+        .unwrap();
+    (response.status().as_u16(), response.json().unwrap())
+}
+
+fn templates(answer: &Value) -> Vec<String> {
+    answer["metadata"]["orchestration"]["sub_questions"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no sub_questions in {answer}"))
+        .iter()
+        .map(|s| s["template_id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn two_requests_joined_by_and_run_together_and_are_fused() {
+    let (_cache, server) = demo();
+    let (status, answer) = post(
+        &server,
+        "/v1/query",
+        json!({"query": "How many employees work in Sales and what is 15% of 200?"}),
+    );
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["status"], "ok", "{answer}");
+    assert_eq!(answer["metadata"]["source"], "orchestration");
+    assert_eq!(
+        templates(&answer),
+        ["employees_count_by_department", "calculator_percentage"]
+    );
+    let orchestration = &answer["metadata"]["orchestration"];
+    assert_eq!(orchestration["phases"], json!([["t1", "t2"]]));
+    assert_eq!(orchestration["fusion"]["strategy"], "hierarchical");
+    assert_eq!(orchestration["fusion"]["coverage"], 1.0);
+    assert!(orchestration["signals"]["conjunctions"]["fired"]
+        .as_bool()
+        .unwrap());
+    let content = answer["content"].as_str().unwrap();
+    assert!(content.contains("12 employees work in Sales."), "{content}");
+    assert!(content.contains("30"), "{content}");
+    // Each sub-question carries its own routing.
+    let first = &orchestration["sub_questions"][0];
+    assert_eq!(first["status"], "ok");
+    assert_eq!(
+        first["composite_routing"]["selected_adapter"], "hr",
+        "{first}"
+    );
+    assert_eq!(answer["data"]["sections"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn then_and_their_make_a_later_phase_that_gets_the_earlier_answer() {
+    let (_cache, server) = demo();
+    let (status, answer) = post(
+        &server,
+        "/v1/query",
+        json!({"query": "How many employees work in Engineering and what is their average salary?"}),
+    );
+    assert_eq!(status, 200, "{answer}");
+    let orchestration = &answer["metadata"]["orchestration"];
+    assert_eq!(orchestration["phases"], json!([["t1"], ["t2"]]), "{answer}");
+    let second = &orchestration["sub_questions"][1];
+    assert_eq!(second["depends_on"], json!(["t1"]));
+    // "their" is Engineering: the department came from the first answer.
+    assert_eq!(
+        second["parameters"]["department"], "Engineering",
+        "{second}"
+    );
+    assert_eq!(second["status"], "ok");
+
+    let (status, answer) = post(
+        &server,
+        "/v1/query",
+        json!({"query": "Find the five highest paid people in Sales, then count the Teslas registered in King County"}),
+    );
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(
+        templates(&answer),
+        [
+            "employees_top_paid_in_department",
+            "vehicles_count_by_make_in_county"
+        ]
+    );
+    let orchestration = &answer["metadata"]["orchestration"];
+    assert_eq!(orchestration["phases"], json!([["t1"], ["t2"]]));
+    let checkpoints = orchestration["checkpoints"].as_array().unwrap();
+    assert_eq!(
+        checkpoints.len(),
+        2,
+        "one checkpoint per phase: {orchestration}"
+    );
+}
+
+#[test]
+fn route_shows_the_plan_and_single_questions_stay_whole() {
+    let (_cache, server) = demo();
+    let (status, report) = post(
+        &server,
+        "/v1/route",
+        json!({"query": "How many employees work in Sales and what is 15% of 200?"}),
+    );
+    assert_eq!(status, 200);
+    let plan = &report["orchestration"];
+    assert_eq!(plan["phases"], json!([["t1", "t2"]]), "{report}");
+    // Nothing ran.
+    assert!(plan["sub_questions"][0].get("status").is_none());
+    assert!(plan.get("workflow_id").is_none());
+
+    for single in [
+        "How many employees work in Engineering?",
+        "List all employees in the Sales department and the HR department",
+        "What is 15% of 200?",
+    ] {
+        let (_, report) = post(&server, "/v1/route", json!({"query": single}));
+        assert!(report.get("orchestration").is_none(), "{single}: {report}");
+        let (status, answer) = post(&server, "/v1/query", json!({"query": single}));
+        assert_eq!(status, 200);
+        assert_ne!(answer["metadata"]["source"], "orchestration", "{single}");
+        assert!(answer["metadata"].get("orchestration").is_none());
+    }
+}
+
+#[test]
+fn fusion_can_be_chosen_and_a_finished_workflow_is_not_run_again() {
+    let (_cache, server) = demo();
+    let question = "How many employees work in Sales and what is 15% of 200?";
+    let (status, answer) = post(
+        &server,
+        "/v1/query",
+        json!({"query": question, "fusion": "simple", "workflow_id": "wf-e2e-1"}),
+    );
+    assert_eq!(status, 200, "{answer}");
+    let orchestration = &answer["metadata"]["orchestration"];
+    assert_eq!(orchestration["workflow_id"], "wf-e2e-1");
+    assert_eq!(orchestration["fusion"]["strategy"], "simple");
+    assert_eq!(orchestration["fusion"]["automatic"], false);
+    assert!(answer["content"]
+        .as_str()
+        .unwrap()
+        .starts_with("12 employees work in Sales."));
+
+    // Again with the same workflow id: resumed after its last phase, nothing re-run.
+    let (status, again) = post(
+        &server,
+        "/v1/query",
+        json!({"query": question, "workflow_id": "wf-e2e-1"}),
+    );
+    assert_eq!(status, 200, "{again}");
+    let orchestration = &again["metadata"]["orchestration"];
+    assert_eq!(orchestration["resumed_from_phase"], 1);
+    assert_eq!(orchestration["sub_questions"][0]["attempts"], 1);
+    assert_eq!(orchestration["checkpoints"], json!([]));
+
+    // Another question under that id is refused; so is a malformed id.
+    let (status, refused) = post(
+        &server,
+        "/v1/query",
+        json!({"query": "What is 2 plus 2 and who works in HR?", "workflow_id": "wf-e2e-1"}),
+    );
+    assert_eq!(status, 400, "{refused}");
+    assert_eq!(refused["error"]["field"], "workflow_id");
+    let (status, refused) = post(
+        &server,
+        "/v1/query",
+        json!({"query": question, "workflow_id": "no spaces/please"}),
+    );
+    assert_eq!(status, 400);
+    assert_eq!(refused["error"]["field"], "workflow_id");
+}
