@@ -9,12 +9,14 @@ use std::time::Instant;
 
 use lambda_http::{Body, Request, Response};
 use switchyard_aws::{
-    DynamoFeedbackStore, DynamoRerankCache, DynamoSessionStore, LambdaInvoker, S3IndexStore,
+    DynamoFeedbackStore, DynamoRerankCache, DynamoSessionStore, DynamoWorkflowStore, LambdaInvoker,
+    S3IndexStore,
 };
 use switchyard_core::config::Config;
 use switchyard_core::embed::Embedder;
 use switchyard_core::feedback::FeedbackStore;
 use switchyard_core::index::{FileIndexSource, Index, IndexSource};
+use switchyard_core::orchestration::WorkflowStore;
 use switchyard_core::rerank::RerankStage;
 use switchyard_core::rerank_cache::{MemoryRerankCache, RerankCache};
 use switchyard_core::router::Router;
@@ -34,6 +36,9 @@ pub struct Settings {
     pub rerank_cache_table: Option<String>,
     /// `SWITCHYARD_FEEDBACK_TABLE`; without it decisions for feedback are kept in memory.
     pub feedback_table: Option<String>,
+    /// `SWITCHYARD_WORKFLOW_TABLE`; without it split questions' checkpoints are kept in
+    /// this instance's memory (a retry on another instance starts the workflow afresh).
+    pub workflow_table: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -66,6 +71,7 @@ impl Settings {
             sessions_table: variable("SWITCHYARD_SESSIONS_TABLE"),
             rerank_cache_table: variable("SWITCHYARD_RERANK_CACHE_TABLE"),
             feedback_table: variable("SWITCHYARD_FEEDBACK_TABLE"),
+            workflow_table: variable("SWITCHYARD_WORKFLOW_TABLE"),
         })
     }
 }
@@ -120,7 +126,8 @@ pub struct Clients {
 }
 
 /// Everything the handler needs, loaded and checked once: the index (verified, and
-/// matched against the model), the model, the session store and the adapter invoker.
+/// matched against the model), the model, the stores (sessions, rerank cache, feedback,
+/// workflow checkpoints) and the adapter invoker.
 /// Errors name the bucket and key, the file or the model folder, and why.
 pub async fn cold_start(
     settings: &Settings,
@@ -165,6 +172,10 @@ pub async fn cold_start(
             config.feedback.ttl_seconds,
         )) as Arc<dyn FeedbackStore>
     });
+    let workflows: Option<Arc<dyn WorkflowStore>> = settings.workflow_table.as_ref().map(|table| {
+        Arc::new(DynamoWorkflowStore::new(clients.dynamodb.clone(), table))
+            as Arc<dyn WorkflowStore>
+    });
     let sessions = match &settings.sessions_table {
         Some(table) => Sessions::Dynamo(DynamoSessionStore::new(
             clients.dynamodb,
@@ -189,6 +200,9 @@ pub async fn cold_start(
     }
     if let Some(store) = feedback {
         service = service.with_feedback(store);
+    }
+    if let Some(store) = workflows {
+        service = service.with_workflows(store);
     }
     Ok((service, report))
 }

@@ -46,6 +46,7 @@ async fn a_request_flushes_emf_with_stage_latencies_and_the_datasource() {
         sessions_table: None,
         rerank_cache_table: None,
         feedback_table: None,
+        workflow_table: None,
     };
     let (api, _) = cold_start(&settings, config, clients, |_| None)
         .await

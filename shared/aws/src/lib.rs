@@ -1,7 +1,8 @@
 //! The AWS edges of Switchyard, each implementing one trait of `switchyard-core`:
 //! [`S3IndexStore`] (`IndexSource`, plus publishing), [`DynamoSessionStore`]
 //! (`SessionStore`), [`DynamoRerankCache`] (`RerankCache`), [`DynamoFeedbackStore`]
-//! (`FeedbackStore`) and [`LambdaInvoker`] (`AdapterInvoker`). Failures are reported in the domain's error vocabulary
+//! (`FeedbackStore`), [`DynamoWorkflowStore`] (`WorkflowStore`) and [`LambdaInvoker`]
+//! (`AdapterInvoker`). Failures are reported in the domain's error vocabulary
 //! (`switchyard_core::Error`), naming the bucket, key, table or function.
 //!
 //! Endpoints follow the SDK's usual configuration, `AWS_ENDPOINT_URL` included, which is how
@@ -12,12 +13,14 @@ pub mod index_store;
 pub mod invoker;
 pub mod rerank_cache;
 pub mod sessions;
+pub mod workflow;
 
 pub use feedback::DynamoFeedbackStore;
 pub use index_store::{IndexPointer, S3IndexStore};
 pub use invoker::LambdaInvoker;
 pub use rerank_cache::DynamoRerankCache;
 pub use sessions::DynamoSessionStore;
+pub use workflow::DynamoWorkflowStore;
 
 /// The SDK configuration from the environment (region, credentials, `AWS_ENDPOINT_URL`).
 pub async fn sdk_config() -> aws_config::SdkConfig {

@@ -276,14 +276,22 @@ impl<I: AdapterInvoker, S: SessionStore> Service<I, S> {
         })
     }
 
-    /// The checkpoint a request's `workflow_id` resumes, if it names one that is kept and
-    /// not finished; a workflow of another question is refused.
+    /// The checkpoint a request's `workflow_id` resumes, if one is kept (a finished one
+    /// too: its answer is given again, nothing re-run); a workflow of another question is
+    /// refused. A failing store is a help lost, not a failed request: the question is
+    /// answered as a new workflow.
     async fn resumable(&self, question: &Question, now: i64) -> Result<Option<Checkpoint>> {
         let Some(id) = &question.workflow_id else {
             return Ok(None);
         };
-        let Some(checkpoint) = self.workflows.load(id, now).await? else {
-            return Ok(None);
+        let checkpoint = match self.workflows.load(id, now).await {
+            Ok(Some(checkpoint)) => checkpoint,
+            Ok(None) => return Ok(None),
+            Err(e) => {
+                metrics::counter!("WorkflowStoreErrors").increment(1);
+                tracing::warn!(workflow_id = %id, error = %e, "checkpoint unavailable; running the question anew");
+                return Ok(None);
+            }
         };
         if checkpoint.question != question.query {
             return Err(Error::invalid_request(

@@ -164,3 +164,39 @@ fn term_expansion_and_head_settings_load_and_are_checked() {
     .to_string();
     assert!(message.contains("rivals"), "{message}");
 }
+
+#[test]
+fn orchestration_values_are_checked_and_named() {
+    for (key, value, field) in [
+        (
+            "SWITCHYARD__ORCHESTRATION__MIN_SIGNALS",
+            "8",
+            "orchestration.min_signals",
+        ),
+        (
+            "SWITCHYARD__ORCHESTRATION__MAX_PART_DROP",
+            "1.5",
+            "orchestration.max_part_drop",
+        ),
+        (
+            "SWITCHYARD__ORCHESTRATION__MAX_PARALLEL_TASKS",
+            "0",
+            "orchestration",
+        ),
+        ("SWITCHYARD__ORCHESTRATION__FUSION", "loudest", "fusion"),
+    ] {
+        let message = Config::load(None, env(&[(key, value)]))
+            .unwrap_err()
+            .to_string();
+        assert!(message.contains(field), "{key}={value}: {message}");
+    }
+    let config = Config::load(
+        None,
+        env(&[("SWITCHYARD__ORCHESTRATION__FUSION", "temporal")]),
+    )
+    .unwrap();
+    assert_eq!(
+        config.orchestration.fusion,
+        crate::orchestration::FusionStrategy::Temporal
+    );
+}

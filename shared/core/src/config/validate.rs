@@ -4,7 +4,7 @@
 
 use super::{
     AuthConfig, CompositeRetrieval, Config, EmbeddingConfig, FeedbackConfig, IndexConfig,
-    LlmConfig, Reranking, SessionsConfig, StringSimilarity, Threshold,
+    LlmConfig, OrchestrationConfig, Reranking, SessionsConfig, StringSimilarity, Threshold,
 };
 use crate::error::{Error, Result};
 
@@ -33,6 +33,7 @@ impl Config {
             .and_then(|()| check_llm(&self.llm))
             .and_then(|()| check_sessions(&self.sessions))
             .and_then(|()| check_feedback(&self.feedback))
+            .and_then(|()| check_orchestration(&self.orchestration))
             .and_then(|()| check_auth(&self.auth))
             .and_then(|()| check_keywords_and_clarify(c))
             .and_then(|()| check_learned_head(&self.index))
@@ -209,6 +210,54 @@ fn check_feedback(feedback: &FeedbackConfig) -> Checked {
             "feedback",
             "ttl_seconds and memory_capacity must be at least 1",
         );
+    }
+    Ok(())
+}
+
+fn check_orchestration(o: &OrchestrationConfig) -> Checked {
+    if !(1..=7).contains(&o.min_signals) {
+        return invalid(
+            "orchestration.min_signals",
+            "must be between 1 and 7 (there are seven signals)",
+        );
+    }
+    if o.max_parts < 2 || o.max_segments < 2 {
+        return invalid(
+            "orchestration",
+            "max_parts and max_segments must be at least 2",
+        );
+    }
+    // Every span of every split is routed: keep the embedding batch bounded.
+    if o.max_segments > 12 || o.max_parts > 5 {
+        return invalid(
+            "orchestration",
+            "max_segments is at most 12 and max_parts at most 5",
+        );
+    }
+    if o.max_parallel_tasks == 0 || o.checkpoint_ttl_seconds == 0 {
+        return invalid(
+            "orchestration",
+            "max_parallel_tasks and checkpoint_ttl_seconds must be at least 1",
+        );
+    }
+    let unit = [
+        ("part_probability", o.part_probability),
+        ("part_confidence_floor", o.part_confidence_floor),
+        ("max_part_drop", o.max_part_drop),
+        ("duplicate_similarity", o.duplicate_similarity),
+        ("signals.low_confidence", o.signals.low_confidence),
+    ];
+    for (field, value) in unit {
+        if !(0.0..=1.0).contains(&value) {
+            return invalid(format!("orchestration.{field}"), "must be between 0 and 1");
+        }
+    }
+    if o.parallel_cues
+        .iter()
+        .chain(&o.sequential_cues)
+        .any(|c| c.trim().is_empty())
+    {
+        return invalid("orchestration.parallel_cues", "cues must not be empty");
     }
     Ok(())
 }

@@ -43,6 +43,16 @@ impl Decomposer {
             vocabulary: Vocabulary::new(catalog, config),
         }
     }
+
+    /// The seven signals for `question`, whose own best confidence is `confidence`.
+    pub fn detect(&self, question: &str, confidence: f32, config: &OrchestrationConfig) -> Signals {
+        detect(question, confidence, &self.vocabulary, &self.cues, config)
+    }
+
+    /// `question` cut at its cues.
+    pub fn segments(&self, question: &str, config: &OrchestrationConfig) -> Vec<Segment> {
+        segments(question, &self.cues, config.max_segments)
+    }
 }
 
 /// A part of a split question, routed on its own.
@@ -87,14 +97,8 @@ pub fn decompose(router: &Router, whole: &Routing, access: &Access) -> Result<De
     let decomposer = router.decomposer();
     let question = whole.query.as_str();
     let whole_span = SpanRouting::of(whole);
-    let signals = detect(
-        question,
-        whole_span.confidence,
-        &decomposer.vocabulary,
-        &decomposer.cues,
-        config,
-    );
-    let segments = segments(question, &decomposer.cues, config.max_segments);
+    let signals = decomposer.detect(question, whole_span.confidence, config);
+    let segments = decomposer.segments(question, config);
     let mut decomposition = Decomposition {
         signals,
         segments: segments.len(),

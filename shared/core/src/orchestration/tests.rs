@@ -517,7 +517,7 @@ async fn a_resumed_workflow_skips_done_tasks() {
     let saved = store.load("wf-1", 10).await.unwrap().unwrap();
     let healthy = SlowInvoker::default();
     let resumed = run_again(&healthy, &store, saved, &session, &deadline).await;
-    let calls = healthy.calls.lock().unwrap();
+    let calls = healthy.calls.lock().unwrap().clone();
     assert_eq!(
         calls
             .iter()

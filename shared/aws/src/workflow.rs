@@ -1,0 +1,139 @@
+//! Where a split question's workflow resumes from on AWS: its last checkpoint in DynamoDB,
+//! one item per `workflow_id` holding the checkpoint (JSON), `updated_at` and the
+//! `expires_at` TTL attribute; reads ignore expired items themselves (DynamoDB deletes
+//! them late).
+
+use std::collections::HashMap;
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use switchyard_core::orchestration::{Checkpoint, WorkflowStore};
+use switchyard_core::{BoxFuture, Error, Result};
+
+use crate::describe;
+
+pub struct DynamoWorkflowStore {
+    client: aws_sdk_dynamodb::Client,
+    table: String,
+}
+
+type Item = HashMap<String, AttributeValue>;
+
+impl DynamoWorkflowStore {
+    pub fn new(client: aws_sdk_dynamodb::Client, table: &str) -> Self {
+        DynamoWorkflowStore {
+            client,
+            table: table.to_owned(),
+        }
+    }
+
+    fn fail(&self, message: String) -> Error {
+        Error::Store {
+            store: format!("workflow table `{}`", self.table),
+            message,
+        }
+    }
+
+    fn item(checkpoint: &Checkpoint) -> Item {
+        HashMap::from([
+            (
+                "workflow_id".to_owned(),
+                AttributeValue::S(checkpoint.workflow_id.clone()),
+            ),
+            (
+                "checkpoint".to_owned(),
+                AttributeValue::S(serde_json::to_string(checkpoint).expect("serialises")),
+            ),
+            (
+                "updated_at".to_owned(),
+                AttributeValue::N(checkpoint.updated_at.to_string()),
+            ),
+            (
+                "expires_at".to_owned(),
+                AttributeValue::N(checkpoint.expires_at.to_string()),
+            ),
+        ])
+    }
+
+    /// The checkpoint an item holds, unless it expired at `now`. A damaged item is an
+    /// error naming the workflow.
+    fn checkpoint_of(
+        &self,
+        workflow_id: &str,
+        item: &Item,
+        now: i64,
+    ) -> Result<Option<Checkpoint>> {
+        let expires_at = match item.get("expires_at") {
+            Some(AttributeValue::N(n)) => n.parse::<i64>().map_err(|_| {
+                self.fail(format!("`expires_at` of workflow `{workflow_id}` is `{n}`"))
+            })?,
+            _ => {
+                return Err(self.fail(format!(
+                    "workflow `{workflow_id}` has no number `expires_at`"
+                )))
+            }
+        };
+        if expires_at <= now {
+            return Ok(None);
+        }
+        let json = match item.get("checkpoint") {
+            Some(AttributeValue::S(text)) => text,
+            _ => return Err(self.fail(format!("workflow `{workflow_id}` has no `checkpoint`"))),
+        };
+        let checkpoint: Checkpoint = serde_json::from_str(json).map_err(|e| {
+            self.fail(format!(
+                "`checkpoint` of workflow `{workflow_id}` does not parse: {e}"
+            ))
+        })?;
+        if checkpoint.workflow_id != workflow_id {
+            return Err(self.fail(format!(
+                "the item of workflow `{workflow_id}` holds the checkpoint of workflow `{}`",
+                checkpoint.workflow_id
+            )));
+        }
+        Ok(Some(checkpoint))
+    }
+
+    async fn put(&self, checkpoint: &Checkpoint) -> Result<()> {
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(Self::item(checkpoint)))
+            .send()
+            .await
+            .map_err(|e| self.fail(describe(&e)))?;
+        Ok(())
+    }
+
+    async fn get(&self, workflow_id: &str, now: i64) -> Result<Option<Checkpoint>> {
+        // Consistent: a retry right after a failed phase must see that phase's checkpoint,
+        // or it would run the phases before it again.
+        let item = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key("workflow_id", AttributeValue::S(workflow_id.to_owned()))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|e| self.fail(describe(&e)))?
+            .item;
+        match item {
+            Some(item) => self.checkpoint_of(workflow_id, &item, now),
+            None => Ok(None),
+        }
+    }
+}
+
+impl WorkflowStore for DynamoWorkflowStore {
+    fn save<'a>(&'a self, checkpoint: &'a Checkpoint) -> BoxFuture<'a, Result<()>> {
+        Box::pin(self.put(checkpoint))
+    }
+
+    fn load<'a>(
+        &'a self,
+        workflow_id: &'a str,
+        now: i64,
+    ) -> BoxFuture<'a, Result<Option<Checkpoint>>> {
+        Box::pin(self.get(workflow_id, now))
+    }
+}
