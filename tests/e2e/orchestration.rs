@@ -184,3 +184,147 @@ fn fusion_can_be_chosen_and_a_finished_workflow_is_not_run_again() {
     assert_eq!(status, 400);
     assert_eq!(refused["error"]["field"], "workflow_id");
 }
+
+/// An OpenAI-compatible chat server on 127.0.0.1 that splits every question into `parts`
+/// (or fails with 500 when `parts` is empty), counting its calls.
+fn fake_chat_model(
+    parts: &'static [&'static str],
+) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counted = calls.clone();
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let app = axum::Router::new().route(
+                "/v1/chat/completions",
+                axum::routing::post(move || {
+                    let counted = counted.clone();
+                    async move {
+                        counted.fetch_add(1, Ordering::SeqCst);
+                        if parts.is_empty() {
+                            return (axum::http::StatusCode::INTERNAL_SERVER_ERROR, axum::Json(json!({"error": "down"})));
+                        }
+                        let arguments = json!({ "sub_questions": parts }).to_string();
+                        let reply = json!({"choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+                            "role": "assistant", "content": null,
+                            "tool_calls": [{"id": "c1", "type": "function",
+                                "function": {"name": "split_question", "arguments": arguments}}]}}]});
+                        (axum::http::StatusCode::OK, axum::Json(reply))
+                    }
+                }),
+            );
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            sender.send(listener.local_addr().unwrap()).unwrap();
+            axum::serve(listener, app).await.unwrap();
+        });
+    });
+    let address = receiver.recv().unwrap();
+    (format!("http://{address}/v1"), calls)
+}
+
+fn serve_with_chat_decomposer(cache: &std::path::Path, endpoint: &str) -> Server {
+    let config = cache.join("chat.yaml");
+    std::fs::write(
+        &config,
+        format!("llm:\n  endpoint: {endpoint}\n  model: test-model\n  timeout_ms: 2000\norchestration:\n  chat_decomposer: true\n"),
+    )
+    .unwrap();
+    let config = config.to_str().unwrap().to_owned();
+    serve(
+        cache,
+        &["--templates", "templates/demo", "--config", &config],
+    )
+}
+
+/// No cue to cut at, but long and unsure: the rules cannot split it; the chat model can.
+const UNCUT: &str = "Give me the headcount of the Sales department together with fifteen percent of two hundred for my report today";
+
+#[test]
+fn the_chat_decomposer_splits_what_the_rules_cannot_and_is_checked_like_them() {
+    let cache = tempfile::tempdir().unwrap();
+    let (endpoint, calls) = fake_chat_model(&[
+        "How many employees work in the Sales department?",
+        "What is fifteen percent of 200?",
+    ]);
+    let server = serve_with_chat_decomposer(cache.path(), &endpoint);
+    let (status, answer) = post(&server, "/v1/query", json!({"query": UNCUT}));
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(
+        answer["metadata"]["orchestration"]["split_by"], "chat:test-model",
+        "{answer}"
+    );
+    assert_eq!(
+        templates(&answer),
+        ["employees_count_by_department", "calculator_percentage"]
+    );
+    assert!(answer["content"]
+        .as_str()
+        .unwrap()
+        .contains("12 employees work in Sales."));
+    assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 1);
+    // Questions the rules split, or that are single, never reach the model.
+    let (_, split) = post(
+        &server,
+        "/v1/query",
+        json!({"query": "How many employees work in Sales and what is 15% of 200?"}),
+    );
+    assert_eq!(
+        split["metadata"]["orchestration"]["split_by"], "rules",
+        "{split}"
+    );
+    assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 1);
+    let (_, single) = post(
+        &server,
+        "/v1/query",
+        json!({"query": "Who works in Marketing?"}),
+    );
+    assert_eq!(
+        calls.load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "{single}"
+    );
+}
+
+#[test]
+fn a_chat_split_that_fails_the_checks_or_a_failing_model_leaves_the_question_whole() {
+    // Parts about something the question never mentions are not its parts.
+    let cache = tempfile::tempdir().unwrap();
+    let (endpoint, calls) = fake_chat_model(&["Who works in HR?", "What is 2 plus 2?"]);
+    let server = serve_with_chat_decomposer(cache.path(), &endpoint);
+    let (status, answer) = post(&server, "/v1/query", json!({"query": UNCUT}));
+    assert_eq!(status, 200, "{answer}");
+    assert!(
+        answer["metadata"].get("orchestration").is_none(),
+        "{answer}"
+    );
+    assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 1);
+
+    // Two parts asking for the same template are one request.
+    let cache = tempfile::tempdir().unwrap();
+    let (endpoint, calls) = fake_chat_model(&[
+        "How many employees work in Sales?",
+        "What is the headcount of Sales?",
+    ]);
+    let server = serve_with_chat_decomposer(cache.path(), &endpoint);
+    let (status, answer) = post(&server, "/v1/query", json!({"query": UNCUT}));
+    assert_eq!(status, 200, "{answer}");
+    assert!(
+        answer["metadata"].get("orchestration").is_none(),
+        "{answer}"
+    );
+    assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 1);
+
+    let cache = tempfile::tempdir().unwrap();
+    let (endpoint, calls) = fake_chat_model(&[]);
+    let server = serve_with_chat_decomposer(cache.path(), &endpoint);
+    let (status, answer) = post(&server, "/v1/query", json!({"query": UNCUT}));
+    assert_eq!(status, 200, "{answer}");
+    assert!(answer["metadata"].get("orchestration").is_none());
+    assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 1);
+}

@@ -194,7 +194,11 @@ pub async fn cold_start(
         model_ms,
         total_ms: ms_since(started),
     };
+    let splitter = switchyard_rerank::ChatSplitter::from_config(router.config())?;
     let mut service = Service::new(router, invoker, sessions);
+    if let Some(splitter) = splitter {
+        service = service.with_splitter(splitter);
+    }
     if let Some(stage) = rerank {
         service = service.with_rerank(stage);
     }

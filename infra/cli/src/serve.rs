@@ -26,7 +26,11 @@ pub fn run(router: Router, templates_dir: &Path, host: &str, port: u16) -> Resul
         let reranker =
             switchyard_rerank::from_config(&router.config().composite_retrieval.reranking)?;
         let ttl = router.config().rerank_cache.ttl_seconds;
+        let splitter = switchyard_rerank::ChatSplitter::from_config(router.config())?;
         let mut service = Service::new(router, invoker, sessions);
+        if let Some(splitter) = splitter {
+            service = service.with_splitter(splitter);
+        }
         if let Some(reranker) = reranker {
             let cache = Arc::new(MemoryRerankCache::default());
             service = service.with_rerank(RerankStage::new(reranker, cache, ttl));

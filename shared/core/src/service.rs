@@ -15,9 +15,9 @@ use crate::error::{Error, Result};
 use crate::feedback::{Decision, Feedback, FeedbackRecord, FeedbackStore, MemoryFeedbackStore};
 use crate::invoker::{AdapterInvoker, AdapterRequest, AdapterResponse, AdapterStatus};
 use crate::orchestration::{
-    decompose, fuse, phases, plan, run, Checkpoint, Decomposition, Fused, FusionStrategy,
-    MemoryWorkflowStore, Requests, Run, Task, TaskState, TaskStatus, WorkflowStore,
-    MAX_WORKFLOW_ID_CHARS,
+    decompose, fuse, phases, plan, run, validated_parts, Checkpoint, Decomposition, Fused,
+    FusionStrategy, MemoryWorkflowStore, QuestionSplitter, Requests, Run, Task, TaskState,
+    TaskStatus, WorkflowStore, MAX_WORKFLOW_ID_CHARS,
 };
 use crate::rerank::RerankStage;
 use crate::router::{Outcome, Router, Routing};
@@ -136,6 +136,7 @@ pub struct Service<I, S> {
     rerank: Option<RerankStage>,
     feedback: Arc<dyn FeedbackStore>,
     workflows: Arc<dyn WorkflowStore>,
+    splitter: Option<Arc<dyn QuestionSplitter>>,
 }
 
 impl<I: AdapterInvoker, S: SessionStore> Service<I, S> {
@@ -149,7 +150,15 @@ impl<I: AdapterInvoker, S: SessionStore> Service<I, S> {
             rerank: None,
             feedback: Arc::new(MemoryFeedbackStore::new(capacity)),
             workflows: Arc::new(MemoryWorkflowStore::default()),
+            splitter: None,
         }
+    }
+
+    /// Ask this splitter (the chat model) about questions the rules could not split
+    /// (`orchestration.chat_decomposer` on).
+    pub fn with_splitter(mut self, splitter: Arc<dyn QuestionSplitter>) -> Self {
+        self.splitter = Some(splitter);
+        self
     }
 
     /// Checkpoint split questions' workflows in this store (DynamoDB on AWS).
@@ -481,7 +490,26 @@ impl<I: AdapterInvoker, S: SessionStore> Service<I, S> {
                 plan: None,
             });
         }
-        let decomposition = decompose(&self.router, &routing, &access)?;
+        let mut decomposition = decompose(&self.router, &routing, &access)?;
+        if !decomposition.is_split() && decomposition.signals.considered && config.chat_decomposer {
+            if let Some(splitter) = &self.splitter {
+                match splitter.split(&routing.query).await {
+                    Ok(texts) => {
+                        if let Some(parts) =
+                            validated_parts(&self.router, &routing, &texts, &access, config)?
+                        {
+                            decomposition.parts = parts;
+                            decomposition.method = splitter.id().to_owned();
+                        }
+                    }
+                    Err(e) => {
+                        metrics::counter!("SplitterErrors").increment(1);
+                        tracing::warn!(splitter = splitter.id(), error = %e, "chat decomposer failed; the question stays whole");
+                        decomposition.splitter_error = Some(e.to_string());
+                    }
+                }
+            }
+        }
         let plan = if decomposition.is_split() {
             let tasks = plan(&decomposition.parts, &config.reference_words);
             let phases = phases(&tasks)?;

@@ -36,6 +36,7 @@ impl Render<'_> {
         Some(OrchestrationReport {
             signals: Some(decomposition.signals.clone()),
             workflow_id: None,
+            split_by: Some(decomposition.method.clone()),
             sub_questions,
             phases: plan.phases.iter().map(ids).collect(),
             checkpoints: Vec::new(),
@@ -80,6 +81,7 @@ impl Render<'_> {
         let report = OrchestrationReport {
             signals: decomposition.as_ref().map(|d| d.signals.clone()),
             workflow_id: Some(run.checkpoint.workflow_id.clone()),
+            split_by: decomposition.as_ref().map(|d| d.method.clone()),
             sub_questions,
             phases: run.checkpoint.phases.iter().map(ids).collect(),
             checkpoints: run.checkpoints.clone(),

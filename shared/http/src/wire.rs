@@ -132,6 +132,9 @@ pub struct OrchestrationReport {
     /// Absent from `/v1/route` (nothing runs there).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub workflow_id: Option<String>,
+    /// Who split the question: `rules`, or the chat decomposer's id. Absent when resumed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub split_by: Option<String>,
     pub sub_questions: Vec<SubQuestionReport>,
     /// Task ids, phase by phase: a phase runs after every phase before it.
     pub phases: Vec<Vec<String>>,

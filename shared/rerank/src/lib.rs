@@ -1,6 +1,8 @@
 //! Reranker providers behind `switchyard_core::rerank::Reranker`: a Cohere-style rerank
 //! API ([`cohere`]) and chat models as judges ([`chat`]: OpenAI-compatible servers such as
-//! OpenAI, Ollama and vLLM, and Anthropic's messages API).
+//! OpenAI, Ollama and vLLM, and Anthropic's messages API). Also the chat model as the
+//! optional decomposer of multi-part questions ([`ChatSplitter`]): the model-backed helpers
+//! of routing live here, so the router needs no adapter code.
 //!
 //! [`from_config`] builds the configured provider once (one HTTP client, the API key read
 //! from its variable at start). A provider fails with `Error::Rerank` naming the provider,
@@ -9,6 +11,9 @@
 
 mod chat;
 mod cohere;
+mod splitter;
+
+pub use splitter::ChatSplitter;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -114,6 +114,9 @@ pub struct OrchestrationConfig {
     pub fusion: crate::orchestration::FusionStrategy,
     /// `semantic` fusion merges rows or passages whose word overlap reaches this.
     pub duplicate_similarity: f32,
+    /// Ask the configured chat model (`llm`) to split what the rules could not, when the
+    /// signals say to try; its parts are checked like the rules' own.
+    pub chat_decomposer: bool,
 }
 
 /// When each signal fires.

@@ -34,6 +34,18 @@ impl Config {
             .and_then(|()| check_sessions(&self.sessions))
             .and_then(|()| check_feedback(&self.feedback))
             .and_then(|()| check_orchestration(&self.orchestration))
+            .and_then(|()| {
+                let llm = &self.llm;
+                if self.orchestration.chat_decomposer
+                    && (llm.endpoint.is_none() || llm.model.is_none())
+                {
+                    return invalid(
+                        "orchestration.chat_decomposer",
+                        "needs the chat model: set llm.endpoint and llm.model",
+                    );
+                }
+                Ok(())
+            })
             .and_then(|()| check_auth(&self.auth))
             .and_then(|()| check_keywords_and_clarify(c))
             .and_then(|()| check_learned_head(&self.index))

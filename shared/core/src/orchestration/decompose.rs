@@ -82,6 +82,20 @@ pub fn spans(segments: usize, max_parts: usize) -> Vec<Span> {
     spans
 }
 
+/// Whether `parts` (in order) split a question whose own routing is `whole`: every part
+/// confident and not far less sure than the whole, neighbours on different templates.
+pub fn valid_split(
+    whole: &SpanRouting,
+    parts: &[&SpanRouting],
+    config: &OrchestrationConfig,
+) -> bool {
+    parts.len() >= 2
+        && parts
+            .iter()
+            .all(|r| r.confident(config) && r.confidence >= whole.confidence - config.max_part_drop)
+        && parts.windows(2).all(|w| w[0].template != w[1].template)
+}
+
 /// The best valid split of `segments` segments, if there is one. `routed` holds every
 /// span of [`spans`].
 pub fn choose(
@@ -103,10 +117,7 @@ pub fn choose(
                 return;
             }
             let routings: Vec<&SpanRouting> = parts.iter().map(|p| &routed[p]).collect();
-            let valid = routings.iter().all(|r| {
-                r.confident(config) && r.confidence >= whole.confidence - config.max_part_drop
-            }) && routings.windows(2).all(|w| w[0].template != w[1].template);
-            if !valid {
+            if !valid_split(whole, &routings, config) {
                 return;
             }
             let score = routings.iter().map(|r| r.confidence).sum::<f32>() / parts.len() as f32;

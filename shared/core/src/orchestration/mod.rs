@@ -9,17 +9,19 @@ mod fuse;
 mod plan;
 mod signals;
 mod split;
+mod splitter;
 mod workflow;
 
 use std::collections::HashMap;
 use std::time::Instant;
 
-pub use decompose::{choose, spans, Span, SpanRouting, Split};
+pub use decompose::{choose, spans, valid_split, Span, SpanRouting, Split};
 pub use execute::{run, Requests, Run};
 pub use fuse::{fuse, Fused, FusionStrategy, Section};
 pub use plan::{phases, plan, Task};
 pub use signals::{detect, Signal, Signals, Vocabulary};
 pub use split::{segments, Cues, Link, Segment};
+pub use splitter::{validated_parts, QuestionSplitter};
 pub use workflow::{
     Checkpoint, MemoryWorkflowStore, TaskState, TaskStatus, WorkflowStore, MAX_WORKFLOW_ID_CHARS,
 };
@@ -81,6 +83,10 @@ pub struct Decomposition {
     pub decompose_ms: f64,
     /// The sub-questions' routing (one embedding batch).
     pub routing_ms: f64,
+    /// `rules`, or the chat splitter's id when it made the split.
+    pub method: String,
+    /// The chat splitter's error, when it was asked and failed.
+    pub splitter_error: Option<String>,
 }
 
 impl Decomposition {
@@ -107,6 +113,8 @@ pub fn decompose(router: &Router, whole: &Routing, access: &Access) -> Result<De
         split_score: None,
         decompose_ms: 0.0,
         routing_ms: 0.0,
+        method: "rules".into(),
+        splitter_error: None,
     };
     let spans = spans(segments.len(), config.max_parts);
     if !config.enabled || !decomposition.signals.considered || spans.is_empty() {

@@ -182,5 +182,34 @@ pub fn segments(question: &str, cues: &Cues, max_segments: usize) -> Vec<Segment
         link: before.as_ref().map(|b| b.0),
         cut: before.map(|b| b.1),
     });
-    segments
+    merge_wordless(segments, &tokens)
+}
+
+/// A piece without a word ("8", "15 and 16" in "the mean of 4, 8, 15 and 16") is part of a
+/// list, not a request: it joins the piece before it (or after it, when first).
+fn merge_wordless(segments: Vec<Segment>, tokens: &[Token]) -> Vec<Segment> {
+    let wordy = |segment: &Segment| {
+        tokens
+            .iter()
+            .filter(|t| t.start >= segment.start && t.end <= segment.end)
+            .any(|t| t.word.chars().filter(|c| c.is_alphabetic()).count() >= 2)
+    };
+    let mut merged: Vec<Segment> = Vec::with_capacity(segments.len());
+    let mut pending_start: Option<usize> = None;
+    for mut segment in segments {
+        if !wordy(&segment) {
+            match merged.last_mut() {
+                Some(previous) => previous.end = segment.end,
+                None => pending_start = pending_start.or(Some(segment.start)),
+            }
+            continue;
+        }
+        if let Some(start) = pending_start.take() {
+            segment.start = start;
+            segment.link = None;
+            segment.cut = None;
+        }
+        merged.push(segment);
+    }
+    merged
 }

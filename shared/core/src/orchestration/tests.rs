@@ -45,11 +45,26 @@ fn questions_are_cut_at_cues_and_adjacent_cues_make_one_cut() {
 }
 
 #[test]
+fn pieces_without_words_stay_with_their_list() {
+    let q = "what's the mean of 4, 8, 15 and 16";
+    assert_eq!(texts(q, &segments(q, &cues(), 8)), [q]);
+    let q = "What is 2 plus 2 and who works in HR?";
+    assert_eq!(
+        texts(q, &segments(q, &cues(), 8)),
+        ["What is 2 plus 2", "who works in HR"]
+    );
+    let q = "4, 8 and then list the people in HR";
+    let cut = segments(q, &cues(), 8);
+    assert_eq!(texts(q, &cut), [q]);
+    assert_eq!(cut[0].link, None);
+}
+
+#[test]
 fn segments_are_capped() {
-    let q = "a and b and c and d and e";
+    let q = "aa and bb and cc and dd and ee";
     assert_eq!(
         texts(q, &segments(q, &cues(), 3)),
-        ["a", "b", "c and d and e"]
+        ["aa", "bb", "cc and dd and ee"]
     );
 }
 
