@@ -3,6 +3,8 @@
 //! with the session's context). The HTTP edge (`switchyard-http`) turns these results into
 //! the JSON users know; the router Lambda and `switchyard serve` both run that edge.
 
+mod workflows;
+
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
@@ -15,15 +17,15 @@ use crate::error::{Error, Result};
 use crate::feedback::{Decision, Feedback, FeedbackRecord, FeedbackStore, MemoryFeedbackStore};
 use crate::invoker::{AdapterInvoker, AdapterRequest, AdapterResponse, AdapterStatus};
 use crate::orchestration::{
-    decompose, fuse, phases, plan, run, validated_parts, Checkpoint, Decomposition, Fused,
-    FusionStrategy, MemoryWorkflowStore, QuestionSplitter, Requests, Run, Task, TaskState,
-    TaskStatus, WorkflowStore, MAX_WORKFLOW_ID_CHARS,
+    FusionStrategy, MemoryWorkflowStore, QuestionSplitter, TaskStatus, WorkflowStore,
+    MAX_WORKFLOW_ID_CHARS,
 };
 use crate::rerank::RerankStage;
 use crate::router::{Outcome, Router, Routing};
 use crate::session::{
     carried_parameters, within_window, ContextUsed, SessionStore, Turn, TurnOutcome,
 };
+pub use workflows::{Orchestrated, Plan, Routed};
 
 /// Longest session id accepted.
 pub const MAX_SESSION_ID_CHARS: usize = 128;
@@ -67,33 +69,6 @@ impl Question {
         }
         Ok(())
     }
-}
-
-/// A routed question and, when it asks for several things, its plan.
-#[derive(Debug)]
-pub struct Routed {
-    pub routing: Routing,
-    /// What detection and decomposition found (absent when orchestration is off or the
-    /// turn answers the conversation's pending question).
-    pub decomposition: Option<Decomposition>,
-    /// The tasks and their phases, when the question was split.
-    pub plan: Option<Plan>,
-}
-
-#[derive(Debug, Clone)]
-pub struct Plan {
-    pub tasks: Vec<Task>,
-    /// Positions in `tasks`, phase by phase.
-    pub phases: Vec<Vec<usize>>,
-}
-
-/// A split question's run: its workflow after this request, and the fused answer.
-#[derive(Debug)]
-pub struct Orchestrated {
-    /// Absent when the workflow was resumed from a checkpoint (no new decomposition).
-    pub decomposition: Option<Decomposition>,
-    pub run: Run,
-    pub fused: Fused,
 }
 
 /// A query's answer: the routing, and with `execute` what the adapter said.
@@ -152,13 +127,6 @@ impl<I: AdapterInvoker, S: SessionStore> Service<I, S> {
             workflows: Arc::new(MemoryWorkflowStore::default()),
             splitter: None,
         }
-    }
-
-    /// Ask this splitter (the chat model) about questions the rules could not split
-    /// (`orchestration.chat_decomposer` on).
-    pub fn with_splitter(mut self, splitter: Arc<dyn QuestionSplitter>) -> Self {
-        self.splitter = Some(splitter);
-        self
     }
 
     /// Checkpoint split questions' workflows in this store (DynamoDB on AWS).
@@ -285,112 +253,6 @@ impl<I: AdapterInvoker, S: SessionStore> Service<I, S> {
         })
     }
 
-    /// The checkpoint a request's `workflow_id` resumes, if one is kept (a finished one
-    /// too: its answer is given again, nothing re-run); a workflow of another question is
-    /// refused. A failing store is a help lost, not a failed request: the question is
-    /// answered as a new workflow.
-    async fn resumable(&self, question: &Question, now: i64) -> Result<Option<Checkpoint>> {
-        let Some(id) = &question.workflow_id else {
-            return Ok(None);
-        };
-        let checkpoint = match self.workflows.load(id, now).await {
-            Ok(Some(checkpoint)) => checkpoint,
-            Ok(None) => return Ok(None),
-            Err(e) => {
-                metrics::counter!("WorkflowStoreErrors").increment(1);
-                tracing::warn!(workflow_id = %id, error = %e, "checkpoint unavailable; running the question anew");
-                return Ok(None);
-            }
-        };
-        if checkpoint.question != question.query {
-            return Err(Error::invalid_request(
-                "workflow_id",
-                format!("workflow `{id}` belongs to another question"),
-            ));
-        }
-        Ok(Some(checkpoint))
-    }
-
-    fn new_workflow(
-        &self,
-        question: &Question,
-        request_id: &str,
-        plan: Plan,
-        now: i64,
-    ) -> Checkpoint {
-        let ttl = self.router.config().orchestration.checkpoint_ttl_seconds as i64;
-        Checkpoint {
-            workflow_id: question
-                .workflow_id
-                .clone()
-                .unwrap_or_else(|| format!("wf-{request_id}")),
-            question: question.query.clone(),
-            tasks: plan
-                .tasks
-                .into_iter()
-                .map(|task| TaskState {
-                    task,
-                    status: TaskStatus::Pending,
-                    response: None,
-                    error: None,
-                    adapter_ms: 0.0,
-                    attempts: 0,
-                })
-                .collect(),
-            phases: plan.phases,
-            completed_phases: 0,
-            updated_at: now,
-            expires_at: now + ttl,
-        }
-    }
-
-    /// Run (or resume) a workflow's phases and fuse what its tasks answered.
-    async fn orchestrate(
-        &self,
-        question: &Question,
-        checkpoint: Checkpoint,
-        session_parameters: &Map<String, serde_json::Value>,
-        request_id: &str,
-        now: i64,
-    ) -> Orchestrated {
-        let config = &self.router.config().orchestration;
-        let catalog = &self.router.index().catalog;
-        let deadline_ms = |datasource: &str| {
-            catalog
-                .datasources
-                .iter()
-                .find(|d| d.spec.name == datasource)
-                .map_or(5000, |d| d.spec.limits.timeout_ms)
-        };
-        let requests = Requests {
-            request_id,
-            session_parameters,
-            deadline_ms: &deadline_ms,
-        };
-        let run = run(
-            &self.invoker,
-            self.workflows.as_ref(),
-            checkpoint,
-            &requests,
-            config.max_parallel_tasks,
-            now,
-        )
-        .await;
-        let fused = fuse(
-            question.fusion.unwrap_or(config.fusion),
-            &question.query,
-            &run.checkpoint.tasks,
-            config.duplicate_similarity,
-        );
-        metrics::counter!("OrchestratedQuestions").increment(1);
-        metrics::histogram!("OrchestrationCoverage").record(f64::from(fused.coverage));
-        Orchestrated {
-            decomposition: None,
-            run,
-            fused,
-        }
-    }
-
     /// Judge an earlier answer (`POST /v1/feedback`): the record with its reward.
     pub async fn feedback(&self, request_id: &str, feedback: Feedback) -> Result<FeedbackRecord> {
         if request_id.is_empty() || request_id.len() > MAX_SESSION_ID_CHARS {
@@ -490,33 +352,7 @@ impl<I: AdapterInvoker, S: SessionStore> Service<I, S> {
                 plan: None,
             });
         }
-        let mut decomposition = decompose(&self.router, &routing, &access)?;
-        if !decomposition.is_split() && decomposition.signals.considered && config.chat_decomposer {
-            if let Some(splitter) = &self.splitter {
-                match splitter.split(&routing.query).await {
-                    Ok(texts) => {
-                        if let Some(parts) =
-                            validated_parts(&self.router, &routing, &texts, &access, config)?
-                        {
-                            decomposition.parts = parts;
-                            decomposition.method = splitter.id().to_owned();
-                        }
-                    }
-                    Err(e) => {
-                        metrics::counter!("SplitterErrors").increment(1);
-                        tracing::warn!(splitter = splitter.id(), error = %e, "chat decomposer failed; the question stays whole");
-                        decomposition.splitter_error = Some(e.to_string());
-                    }
-                }
-            }
-        }
-        let plan = if decomposition.is_split() {
-            let tasks = plan(&decomposition.parts, &config.reference_words);
-            let phases = phases(&tasks)?;
-            Some(Plan { tasks, phases })
-        } else {
-            None
-        };
+        let (decomposition, plan) = self.split(&routing, &access).await?;
         Ok(Routed {
             routing,
             decomposition: Some(decomposition),

@@ -1,0 +1,201 @@
+//! Questions that ask for several things, in the service: splitting a routed question
+//! (the rules, then the optional chat decomposer) into a plan, and running its workflow
+//! (new, or resumed from its checkpoint) to a fused answer.
+
+use std::sync::Arc;
+
+use serde_json::Map;
+
+use super::{Question, Service};
+use crate::error::{Error, Result};
+use crate::invoker::AdapterInvoker;
+use crate::orchestration::{
+    decompose, fuse, phases, plan, run, validated_parts, Checkpoint, Decomposition, Fused,
+    QuestionSplitter, Requests, Run, Task, TaskState, TaskStatus,
+};
+use crate::router::{Access, Routing};
+use crate::session::SessionStore;
+
+/// A routed question and, when it asks for several things, its plan.
+#[derive(Debug)]
+pub struct Routed {
+    pub routing: Routing,
+    /// What detection and decomposition found (absent when orchestration is off or the
+    /// turn answers the conversation's pending question).
+    pub decomposition: Option<Decomposition>,
+    /// The tasks and their phases, when the question was split.
+    pub plan: Option<Plan>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub tasks: Vec<Task>,
+    /// Positions in `tasks`, phase by phase.
+    pub phases: Vec<Vec<usize>>,
+}
+
+/// A split question's run: its workflow after this request, and the fused answer.
+#[derive(Debug)]
+pub struct Orchestrated {
+    /// Absent when the workflow was resumed from a checkpoint (no new decomposition).
+    pub decomposition: Option<Decomposition>,
+    pub run: Run,
+    pub fused: Fused,
+}
+
+impl<I: AdapterInvoker, S: SessionStore> Service<I, S> {
+    /// Ask this splitter (the chat model) about questions the rules could not split
+    /// (`orchestration.chat_decomposer` on).
+    pub fn with_splitter(mut self, splitter: Arc<dyn QuestionSplitter>) -> Self {
+        self.splitter = Some(splitter);
+        self
+    }
+
+    /// Detect and decompose `routing`'s question: the rules, then the chat decomposer for
+    /// what they could not split; the plan when it was split.
+    pub(super) async fn split(
+        &self,
+        routing: &Routing,
+        access: &Access,
+    ) -> Result<(Decomposition, Option<Plan>)> {
+        let config = &self.router.config().orchestration;
+        let mut decomposition = decompose(&self.router, routing, access)?;
+        if !decomposition.is_split() && decomposition.signals.considered && config.chat_decomposer {
+            if let Some(splitter) = &self.splitter {
+                match splitter.split(&routing.query).await {
+                    Ok(texts) => {
+                        if let Some(parts) =
+                            validated_parts(&self.router, routing, &texts, access, config)?
+                        {
+                            decomposition.parts = parts;
+                            decomposition.method = splitter.id().to_owned();
+                        }
+                    }
+                    Err(e) => {
+                        metrics::counter!("SplitterErrors").increment(1);
+                        tracing::warn!(splitter = splitter.id(), error = %e, "chat decomposer failed; the question stays whole");
+                        decomposition.splitter_error = Some(e.to_string());
+                    }
+                }
+            }
+        }
+        let plan = if decomposition.is_split() {
+            let tasks = plan(&decomposition.parts, &config.reference_words);
+            let phases = phases(&tasks)?;
+            Some(Plan { tasks, phases })
+        } else {
+            None
+        };
+        Ok((decomposition, plan))
+    }
+
+    /// The checkpoint a request's `workflow_id` resumes, if one is kept (a finished one
+    /// too: its answer is given again, nothing re-run); a workflow of another question is
+    /// refused. A failing store is a help lost, not a failed request: the question is
+    /// answered as a new workflow.
+    pub(super) async fn resumable(
+        &self,
+        question: &Question,
+        now: i64,
+    ) -> Result<Option<Checkpoint>> {
+        let Some(id) = &question.workflow_id else {
+            return Ok(None);
+        };
+        let checkpoint = match self.workflows.load(id, now).await {
+            Ok(Some(checkpoint)) => checkpoint,
+            Ok(None) => return Ok(None),
+            Err(e) => {
+                metrics::counter!("WorkflowStoreErrors").increment(1);
+                tracing::warn!(workflow_id = %id, error = %e, "checkpoint unavailable; running the question anew");
+                return Ok(None);
+            }
+        };
+        if checkpoint.question != question.query {
+            return Err(Error::invalid_request(
+                "workflow_id",
+                format!("workflow `{id}` belongs to another question"),
+            ));
+        }
+        Ok(Some(checkpoint))
+    }
+
+    pub(super) fn new_workflow(
+        &self,
+        question: &Question,
+        request_id: &str,
+        plan: Plan,
+        now: i64,
+    ) -> Checkpoint {
+        let ttl = self.router.config().orchestration.checkpoint_ttl_seconds as i64;
+        Checkpoint {
+            workflow_id: question
+                .workflow_id
+                .clone()
+                .unwrap_or_else(|| format!("wf-{request_id}")),
+            question: question.query.clone(),
+            tasks: plan
+                .tasks
+                .into_iter()
+                .map(|task| TaskState {
+                    task,
+                    status: TaskStatus::Pending,
+                    response: None,
+                    error: None,
+                    adapter_ms: 0.0,
+                    attempts: 0,
+                })
+                .collect(),
+            phases: plan.phases,
+            completed_phases: 0,
+            updated_at: now,
+            expires_at: now + ttl,
+        }
+    }
+
+    /// Run (or resume) a workflow's phases and fuse what its tasks answered.
+    pub(super) async fn orchestrate(
+        &self,
+        question: &Question,
+        checkpoint: Checkpoint,
+        session_parameters: &Map<String, serde_json::Value>,
+        request_id: &str,
+        now: i64,
+    ) -> Orchestrated {
+        let config = &self.router.config().orchestration;
+        let catalog = &self.router.index().catalog;
+        let deadline_ms = |datasource: &str| {
+            catalog
+                .datasources
+                .iter()
+                .find(|d| d.spec.name == datasource)
+                .map_or(5000, |d| d.spec.limits.timeout_ms)
+        };
+        let requests = Requests {
+            request_id,
+            session_parameters,
+            deadline_ms: &deadline_ms,
+        };
+        let run = run(
+            &self.invoker,
+            self.workflows.as_ref(),
+            checkpoint,
+            &requests,
+            config.max_parallel_tasks,
+            now,
+        )
+        .await;
+        let fused = fuse(
+            question.fusion.unwrap_or(config.fusion),
+            &question.query,
+            &run.checkpoint.tasks,
+            config.duplicate_similarity,
+        );
+        metrics::counter!("OrchestratedQuestions").increment(1);
+        metrics::histogram!("OrchestrationCoverage").record(f64::from(fused.coverage));
+        Orchestrated {
+            decomposition: None,
+            run,
+            fused,
+        }
+    }
+}
