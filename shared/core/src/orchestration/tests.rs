@@ -371,25 +371,7 @@ impl AdapterInvoker for SlowInvoker {
 
 fn checkpoint(tasks: Vec<Task>) -> Checkpoint {
     let phases = phases(&tasks).unwrap();
-    Checkpoint {
-        workflow_id: "wf-1".into(),
-        question: "q".into(),
-        tasks: tasks
-            .into_iter()
-            .map(|task| TaskState {
-                task,
-                status: TaskStatus::Pending,
-                response: None,
-                error: None,
-                adapter_ms: 0.0,
-                attempts: 0,
-            })
-            .collect(),
-        phases,
-        completed_phases: 0,
-        updated_at: 0,
-        expires_at: 100,
-    }
+    Checkpoint::new("wf-1".into(), "q".into(), tasks, phases, 0, 100)
 }
 
 fn requests<'a>(

@@ -74,6 +74,34 @@ pub struct Checkpoint {
 }
 
 impl Checkpoint {
+    /// A workflow before its first phase: every task pending.
+    pub fn new(
+        workflow_id: String,
+        question: String,
+        tasks: Vec<Task>,
+        phases: Vec<Vec<usize>>,
+        now: i64,
+        expires_at: i64,
+    ) -> Checkpoint {
+        let pending = |task| TaskState {
+            task,
+            status: TaskStatus::Pending,
+            response: None,
+            error: None,
+            adapter_ms: 0.0,
+            attempts: 0,
+        };
+        Checkpoint {
+            workflow_id,
+            question,
+            tasks: tasks.into_iter().map(pending).collect(),
+            phases,
+            completed_phases: 0,
+            updated_at: now,
+            expires_at,
+        }
+    }
+
     pub fn is_complete(&self) -> bool {
         self.completed_phases >= self.phases.len()
     }

@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 use crate::invoker::AdapterInvoker;
 use crate::orchestration::{
     decompose, fuse, phases, plan, run, validated_parts, Checkpoint, Decomposition, Fused,
-    QuestionSplitter, Requests, Run, Task, TaskState, TaskStatus,
+    QuestionSplitter, Requests, Run, Task,
 };
 use crate::router::{Access, Routing};
 use crate::session::SessionStore;
@@ -127,29 +127,17 @@ impl<I: AdapterInvoker, S: SessionStore> Service<I, S> {
         now: i64,
     ) -> Checkpoint {
         let ttl = self.router.config().orchestration.checkpoint_ttl_seconds as i64;
-        Checkpoint {
-            workflow_id: question
+        Checkpoint::new(
+            question
                 .workflow_id
                 .clone()
                 .unwrap_or_else(|| format!("wf-{request_id}")),
-            question: question.query.clone(),
-            tasks: plan
-                .tasks
-                .into_iter()
-                .map(|task| TaskState {
-                    task,
-                    status: TaskStatus::Pending,
-                    response: None,
-                    error: None,
-                    adapter_ms: 0.0,
-                    attempts: 0,
-                })
-                .collect(),
-            phases: plan.phases,
-            completed_phases: 0,
-            updated_at: now,
-            expires_at: now + ttl,
-        }
+            question.query.clone(),
+            plan.tasks,
+            plan.phases,
+            now,
+            now + ttl,
+        )
     }
 
     /// Run (or resume) a workflow's phases and fuse what its tasks answered.
