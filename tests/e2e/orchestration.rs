@@ -293,38 +293,33 @@ fn the_chat_decomposer_splits_what_the_rules_cannot_and_is_checked_like_them() {
 
 #[test]
 fn a_chat_split_that_fails_the_checks_or_a_failing_model_leaves_the_question_whole() {
-    // Parts about something the question never mentions are not its parts.
-    let cache = tempfile::tempdir().unwrap();
-    let (endpoint, calls) = fake_chat_model(&["Who works in HR?", "What is 2 plus 2?"]);
-    let server = serve_with_chat_decomposer(cache.path(), &endpoint);
-    let (status, answer) = post(&server, "/v1/query", json!({"query": UNCUT}));
-    assert_eq!(status, 200, "{answer}");
-    assert!(
-        answer["metadata"].get("orchestration").is_none(),
-        "{answer}"
-    );
-    assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 1);
-
-    // Two parts asking for the same template are one request.
-    let cache = tempfile::tempdir().unwrap();
-    let (endpoint, calls) = fake_chat_model(&[
-        "How many employees work in Sales?",
-        "What is the headcount of Sales?",
-    ]);
-    let server = serve_with_chat_decomposer(cache.path(), &endpoint);
-    let (status, answer) = post(&server, "/v1/query", json!({"query": UNCUT}));
-    assert_eq!(status, 200, "{answer}");
-    assert!(
-        answer["metadata"].get("orchestration").is_none(),
-        "{answer}"
-    );
-    assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 1);
-
-    let cache = tempfile::tempdir().unwrap();
-    let (endpoint, calls) = fake_chat_model(&[]);
-    let server = serve_with_chat_decomposer(cache.path(), &endpoint);
-    let (status, answer) = post(&server, "/v1/query", json!({"query": UNCUT}));
-    assert_eq!(status, 200, "{answer}");
-    assert!(answer["metadata"].get("orchestration").is_none());
-    assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 1);
+    let cases: [(&str, &'static [&'static str]); 3] = [
+        // Parts about something the question never mentions are not its parts.
+        (
+            "unrelated parts",
+            &["Who works in HR?", "What is 2 plus 2?"],
+        ),
+        // Two parts asking for the same template are one request.
+        (
+            "one template twice",
+            &[
+                "How many employees work in Sales?",
+                "What is the headcount of Sales?",
+            ],
+        ),
+        // The model fails (HTTP 500).
+        ("a failing model", &[]),
+    ];
+    for (case, parts) in cases {
+        let cache = tempfile::tempdir().unwrap();
+        let (endpoint, calls) = fake_chat_model(parts);
+        let server = serve_with_chat_decomposer(cache.path(), &endpoint);
+        let (status, answer) = post(&server, "/v1/query", json!({"query": UNCUT}));
+        assert_eq!(status, 200, "{case}: {answer}");
+        assert!(
+            answer["metadata"].get("orchestration").is_none(),
+            "{case}: {answer}"
+        );
+        assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 1, "{case}");
+    }
 }
