@@ -96,7 +96,7 @@ pub async fn run<I: AdapterInvoker>(
             .take_while(|p| p.iter().all(|&i| checkpoint.tasks[i].status.is_done()))
             .count();
         checkpoint.updated_at = now;
-        match store.save(&checkpoint).await {
+        match store.save(&checkpoint.for_storage()).await {
             Ok(()) => checkpoints.push(format!("{}#{}", checkpoint.workflow_id, phase + 1)),
             Err(e) => {
                 metrics::counter!("WorkflowStoreErrors").increment(1);

@@ -529,3 +529,30 @@ async fn a_resumed_workflow_skips_done_tasks() {
     // Expired checkpoints are not loaded.
     assert!(store.load("wf-1", 100).await.unwrap().is_none());
 }
+
+#[test]
+fn a_checkpoint_too_large_to_store_drops_its_largest_data_first() {
+    let big = json!({ "rows": vec!["x".repeat(1000); 400] });
+    let small = json!({ "rows": [1, 2] });
+    let mut checkpoint = checkpoint(vec![task("t1", "a", 0.8, &[]), task("t2", "b", 0.8, &[])]);
+    checkpoint.tasks[0] = done(
+        checkpoint.tasks[0].task.clone(),
+        response("big", json!({"k": 1}), big),
+    );
+    checkpoint.tasks[1] = done(
+        checkpoint.tasks[1].task.clone(),
+        response("small", json!({}), small.clone()),
+    );
+    let stored = checkpoint.for_storage();
+    assert!(serde_json::to_vec(&stored).unwrap().len() <= MAX_CHECKPOINT_BYTES);
+    let first = stored.tasks[0].response.as_ref().unwrap();
+    assert_eq!(
+        (first.data.clone(), first.content.as_str()),
+        (Value::Null, "big")
+    );
+    assert_eq!(first.parameters["k"], json!(1));
+    assert_eq!(stored.tasks[1].response.as_ref().unwrap().data, small);
+    // A checkpoint that fits is stored whole.
+    let fits = checkpoint.for_storage().for_storage();
+    assert_eq!(fits, stored);
+}

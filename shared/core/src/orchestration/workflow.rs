@@ -15,6 +15,9 @@ use crate::BoxFuture;
 /// Longest `workflow_id` accepted.
 pub const MAX_WORKFLOW_ID_CHARS: usize = 128;
 
+/// A stored checkpoint stays under this many bytes of JSON (DynamoDB items hold 400 KB).
+pub const MAX_CHECKPOINT_BYTES: usize = 300_000;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TaskStatus {
@@ -100,6 +103,30 @@ impl Checkpoint {
             updated_at: now,
             expires_at,
         }
+    }
+
+    /// The checkpoint as stored: whole while its JSON is under [`MAX_CHECKPOINT_BYTES`];
+    /// beyond, answers keep their text and parameters (what resuming and fusing need) but
+    /// drop their `data`, largest first, until it fits.
+    pub fn for_storage(&self) -> Checkpoint {
+        let size = |c: &Checkpoint| serde_json::to_vec(c).map_or(usize::MAX, |v| v.len());
+        let mut stored = self.clone();
+        let mut by_size: Vec<(usize, usize)> = stored
+            .tasks
+            .iter()
+            .enumerate()
+            .filter_map(|(i, t)| t.response.as_ref().map(|r| (r.data.to_string().len(), i)))
+            .collect();
+        by_size.sort_unstable_by(|a, b| b.cmp(a));
+        for (_, i) in by_size {
+            if size(&stored) <= MAX_CHECKPOINT_BYTES {
+                break;
+            }
+            if let Some(response) = stored.tasks[i].response.as_mut() {
+                response.data = serde_json::Value::Null;
+            }
+        }
+        stored
     }
 
     pub fn is_complete(&self) -> bool {
