@@ -2,7 +2,7 @@
 //! `/v1/query` with each sub-question's status and routing.
 
 use serde_json::json;
-use switchyard_core::orchestration::{Decomposition, TaskState, TaskStatus};
+use switchyard_core::orchestration::{Decomposition, Task, TaskState, TaskStatus};
 use switchyard_core::router::Routing;
 use switchyard_core::service::{Orchestrated as Run_, Routed};
 
@@ -17,20 +17,7 @@ impl Render<'_> {
             .tasks
             .iter()
             .zip(&decomposition.parts)
-            .map(|(task, part)| SubQuestionReport {
-                id: task.id.clone(),
-                question: task.question.clone(),
-                datasource: task.datasource.clone(),
-                template_id: task.template_id.clone(),
-                confidence: task.confidence,
-                depends_on: task.depends_on.clone(),
-                status: None,
-                attempts: None,
-                content: None,
-                parameters: None,
-                error: None,
-                composite_routing: self.sub_routing(&part.routing),
-            })
+            .map(|(task, part)| self.planned(task, Some(&part.routing)))
             .collect();
         let ids = |phase: &Vec<usize>| phase.iter().map(|&i| plan.tasks[i].id.clone()).collect();
         Some(OrchestrationReport {
@@ -135,17 +122,29 @@ impl Render<'_> {
                 .map(|p| &p.routing)
         });
         SubQuestionReport {
+            status: to_value(&state.status).as_str().map(str::to_owned),
+            attempts: Some(state.attempts),
+            content: state.response.as_ref().map(|r| r.content.clone()),
+            parameters: state.response.as_ref().map(|r| r.parameters.clone()),
+            error: state.error.clone(),
+            ..self.planned(task, routing)
+        }
+    }
+
+    /// A task as planned, before it runs, with its own routing when known.
+    fn planned(&self, task: &Task, routing: Option<&Routing>) -> SubQuestionReport {
+        SubQuestionReport {
             id: task.id.clone(),
             question: task.question.clone(),
             datasource: task.datasource.clone(),
             template_id: task.template_id.clone(),
             confidence: task.confidence,
             depends_on: task.depends_on.clone(),
-            status: to_value(&state.status).as_str().map(str::to_owned),
-            attempts: Some(state.attempts),
-            content: state.response.as_ref().map(|r| r.content.clone()),
-            parameters: state.response.as_ref().map(|r| r.parameters.clone()),
-            error: state.error.clone(),
+            status: None,
+            attempts: None,
+            content: None,
+            parameters: None,
+            error: None,
             composite_routing: routing.and_then(|r| self.sub_routing(r)),
         }
     }

@@ -33,19 +33,7 @@ impl Config {
             .and_then(|()| check_llm(&self.llm))
             .and_then(|()| check_sessions(&self.sessions))
             .and_then(|()| check_feedback(&self.feedback))
-            .and_then(|()| check_orchestration(&self.orchestration))
-            .and_then(|()| {
-                let llm = &self.llm;
-                if self.orchestration.chat_decomposer
-                    && (llm.endpoint.is_none() || llm.model.is_none())
-                {
-                    return invalid(
-                        "orchestration.chat_decomposer",
-                        "needs the chat model: set llm.endpoint and llm.model",
-                    );
-                }
-                Ok(())
-            })
+            .and_then(|()| check_orchestration(&self.orchestration, &self.llm))
             .and_then(|()| check_auth(&self.auth))
             .and_then(|()| check_keywords_and_clarify(c))
             .and_then(|()| check_learned_head(&self.index))
@@ -226,7 +214,13 @@ fn check_feedback(feedback: &FeedbackConfig) -> Checked {
     Ok(())
 }
 
-fn check_orchestration(o: &OrchestrationConfig) -> Checked {
+fn check_orchestration(o: &OrchestrationConfig, llm: &LlmConfig) -> Checked {
+    if o.chat_decomposer && (llm.endpoint.is_none() || llm.model.is_none()) {
+        return invalid(
+            "orchestration.chat_decomposer",
+            "needs the chat model: set llm.endpoint and llm.model",
+        );
+    }
     if !(1..=7).contains(&o.min_signals) {
         return invalid(
             "orchestration.min_signals",
