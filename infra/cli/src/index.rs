@@ -5,8 +5,10 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use switchyard_core::config::Config;
+use switchyard_core::documents::{self, ChunkIndex};
+use switchyard_core::embed::Embedder;
 use switchyard_core::index::Index;
-use switchyard_core::template::Catalog;
+use switchyard_core::template::{Catalog, Datasource, DatasourceKind};
 
 use crate::open::{load_embedder, progress_bar};
 
@@ -48,6 +50,42 @@ pub fn build(templates: &Path, config: &Config, out: &Path) -> Result<()> {
             calibration.threshold, calibration.examples
         );
     }
+    for datasource in &index.catalog.datasources {
+        if datasource.spec.kind == DatasourceKind::Documents {
+            build_chunks(templates, datasource, embedder.as_ref(), config, out)?;
+        }
+    }
+    Ok(())
+}
+
+/// A documents datasource's chunk artifact, written beside the index `out`.
+fn build_chunks(
+    templates: &Path,
+    datasource: &Datasource,
+    embedder: &dyn Embedder,
+    config: &Config,
+    out: &Path,
+) -> Result<()> {
+    let name = datasource.name();
+    let start = Instant::now();
+    let corpus = documents::corpus_path(datasource, &templates.join(name))?;
+    let docs = documents::load_corpus(&corpus)?;
+    let bar = progress_bar();
+    let chunks = ChunkIndex::build(name, &docs, embedder, &config.documents, &|done, total| {
+        bar.set_length(total as u64);
+        bar.set_position(done as u64);
+    })?;
+    bar.finish_and_clear();
+    let path = documents::artifact_beside(out, name);
+    chunks.write(&path)?;
+    eprintln!(
+        "built {} ({} documents, {} chunks, {} questions) in {:.1} s",
+        path.display(),
+        chunks.manifest.documents,
+        chunks.manifest.chunks,
+        chunks.manifest.questions,
+        start.elapsed().as_secs_f64()
+    );
     Ok(())
 }
 

@@ -4,6 +4,7 @@
 //! configuration and dispatches.
 
 mod eval;
+mod eval_docs;
 mod index;
 mod open;
 mod route;
@@ -74,6 +75,20 @@ enum Command {
         /// Replay conversations (lines with `session_id`) without the session only.
         #[arg(long)]
         no_session: bool,
+    },
+    /// Measure a documents datasource's retrieval on judged queries (JSON lines
+    /// `{"query_id", "text", "relevant": [doc ids]}`): nDCG@10, recall@10 and @100, MRR,
+    /// search latency.
+    EvalDocs {
+        #[arg(long)]
+        datasource: String,
+        #[arg(long)]
+        dataset: PathBuf,
+        #[arg(long)]
+        json: bool,
+        /// Also score each vector type, the vectors together and BM25 alone.
+        #[arg(long)]
+        stages: bool,
     },
     /// Fit the confidence threshold and clarify margin to outcome feedback; print a
     /// configuration patch to review (nothing changes live).
@@ -175,6 +190,21 @@ fn main() -> Result<()> {
             };
             eval::run(&router, dataset, &options)
         }
+        Command::EvalDocs {
+            datasource,
+            dataset,
+            json,
+            stages,
+        } => eval_docs::run(
+            templates,
+            &config,
+            &eval_docs::Options {
+                datasource,
+                dataset,
+                json: *json,
+                stages: *stages,
+            },
+        ),
         Command::Tune {
             feedback,
             table,
@@ -211,7 +241,8 @@ fn main() -> Result<()> {
         }
         Command::Serve { host, port } => {
             let router = open_router(templates, index_file, config)?;
-            serve::run(router, templates, host, *port)
+            let documents = open::open_documents(templates, index_file, &router)?;
+            serve::run(router, templates, documents, host, *port)
         }
     }
 }

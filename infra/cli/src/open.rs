@@ -7,9 +7,11 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use switchyard_core::config::{cache_dir, Config};
+use switchyard_core::documents::{self, ChunkIndex};
 use switchyard_core::embed::Embedder;
 use switchyard_core::index::{load_or_build, Index};
 use switchyard_core::router::Router;
+use switchyard_core::template::DatasourceKind;
 use switchyard_embed::MiniLmEmbedder;
 
 pub fn load_embedder(config: &Config) -> Result<Arc<dyn Embedder>> {
@@ -58,4 +60,56 @@ pub fn open_router(templates: &Path, index: Option<&Path>, config: Config) -> Re
         }
     };
     Ok(Router::new(index, config, embedder, &origin)?)
+}
+
+/// The chunk artifacts of the catalog's documents datasources, with where each came from:
+/// beside `--index` (written there by `index build`), or the cached ones of `--templates`,
+/// built when missing.
+pub fn open_documents(
+    templates: &Path,
+    index: Option<&Path>,
+    router: &Router,
+) -> Result<Vec<(ChunkIndex, String)>> {
+    let config = router.config();
+    let mut artifacts = Vec::new();
+    for datasource in &router.index().catalog.datasources {
+        if datasource.spec.kind != DatasourceKind::Documents {
+            continue;
+        }
+        let name = datasource.name();
+        let (chunks, origin) = match index {
+            Some(index) => {
+                let path = documents::artifact_beside(index, name);
+                let chunks = ChunkIndex::read(&path).with_context(|| {
+                    format!("the chunks of `{name}` (written beside the index by `index build`)")
+                })?;
+                (chunks, path.display().to_string())
+            }
+            None => {
+                let bar = progress_bar();
+                let (chunks, built) = documents::load_or_build(
+                    datasource,
+                    &templates.join(name),
+                    &cache_dir(),
+                    router.embedder(),
+                    &config.documents,
+                    &|done, total| {
+                        bar.set_length(total as u64);
+                        bar.set_position(done as u64);
+                    },
+                )
+                .with_context(|| format!("the chunks of `{name}`"))?;
+                bar.finish_and_clear();
+                if built {
+                    tracing::info!(target: "switchyard", datasource = %name, chunks = chunks.manifest.chunks, "built and cached the chunks");
+                }
+                (
+                    chunks,
+                    format!("{} (cached)", templates.join(name).display()),
+                )
+            }
+        };
+        artifacts.push((chunks, origin));
+    }
+    Ok(artifacts)
 }

@@ -7,20 +7,29 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 use switchyard_adapters::local::LlmFeatures;
 use switchyard_adapters::LocalAdapters;
+use switchyard_core::documents::ChunkIndex;
 use switchyard_core::rerank::RerankStage;
 use switchyard_core::rerank_cache::MemoryRerankCache;
 use switchyard_core::router::Router;
 use switchyard_core::service::Service;
 use switchyard_core::session::MemorySessionStore;
 
-/// Serve `router`; adapters run in-process with their files under `templates_dir`.
-pub fn run(router: Router, templates_dir: &Path, host: &str, port: u16) -> Result<()> {
+/// Serve `router`; adapters run in-process with their files under `templates_dir`, and
+/// documents datasources from their chunk artifacts.
+pub fn run(
+    router: Router,
+    templates_dir: &Path,
+    documents: Vec<(ChunkIndex, String)>,
+    host: &str,
+    port: u16,
+) -> Result<()> {
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
     runtime.block_on(async move {
         let catalog = router.index().catalog.clone();
         let llm = LlmFeatures::from_config(&router.config().llm)?;
         let invoker = LocalAdapters::open(catalog, Some(templates_dir))
             .await?
+            .with_documents(documents, router.config())?
             .with_llm(llm);
         let sessions = MemorySessionStore::new(router.config().sessions.clone());
         let reranker =

@@ -4,13 +4,15 @@
 //! clarification and the optional model around it are the dispatcher's
 //! ([`crate::LocalAdapters`]). [`factory`] is the one place datasource kinds are told apart:
 //! each kind's [`AdapterFactory`] checks a datasource as an index build needs and opens it
-//! to serve. Kinds without an adapter (documents) have no factory and stay unavailable.
+//! to serve. A documents datasource is served from its chunk artifact, which needs the
+//! embedding model to build: its factory checks it, and the process that holds the
+//! artifact opens it ([`crate::LocalAdapters::with_documents`]).
 
 use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{Map, Value};
-use switchyard_core::invoker::intent_answer;
+use switchyard_core::invoker::{intent_answer, AdapterRequest};
 use switchyard_core::rerank::BoxFuture;
 use switchyard_core::template::{Datasource, DatasourceKind, Template};
 
@@ -26,11 +28,13 @@ pub type Answer = (String, Value);
 /// Runs one datasource's templates.
 pub trait Adapter: Send + Sync {
     /// Run `template` (one of this datasource's) with complete `parameters`, finishing
-    /// within `deadline`.
+    /// within `deadline`; `request` is the routed request (its question and, for a
+    /// documents search, its vector).
     fn execute<'a>(
         &'a self,
         template: &'a Template,
         parameters: &'a Map<String, Value>,
+        request: &'a AdapterRequest,
         deadline: Duration,
     ) -> BoxFuture<'a, Result<Answer>>;
 }
@@ -51,14 +55,14 @@ pub trait AdapterFactory: Sync {
     ) -> BoxFuture<'a, Result<Option<Box<dyn Adapter>>>>;
 }
 
-/// The factory of a datasource kind; `None` for kinds without an adapter (documents).
+/// The factory of a datasource kind.
 pub fn factory(kind: DatasourceKind) -> Option<&'static dyn AdapterFactory> {
     match kind {
         DatasourceKind::Intent => Some(&IntentFactory),
         DatasourceKind::Sql => Some(&SqlFactory),
         DatasourceKind::Http | DatasourceKind::Graphql => Some(&HttpFactory),
         DatasourceKind::Tools => Some(&ToolsFactory),
-        DatasourceKind::Documents => None,
+        DatasourceKind::Documents => Some(&DocumentsFactory),
     }
 }
 
@@ -111,6 +115,7 @@ impl Adapter for IntentAdapter {
         &'a self,
         template: &'a Template,
         _: &'a Map<String, Value>,
+        _: &'a AdapterRequest,
         _: Duration,
     ) -> BoxFuture<'a, Result<Answer>> {
         let answer = intent_answer(&self.datasource, template);
@@ -193,6 +198,30 @@ impl AdapterFactory for ToolsFactory {
     ) -> BoxFuture<'a, Result<Option<Box<dyn Adapter>>>> {
         let opened = ToolsAdapter::open(datasource).map(|tools| Some(boxed(tools)));
         Box::pin(async move { opened })
+    }
+}
+
+/// `documents` datasources: checked here; opened from their chunk artifact by whoever
+/// holds it (`LocalAdapters::with_documents`), so `open` finds nothing to open.
+struct DocumentsFactory;
+
+impl AdapterFactory for DocumentsFactory {
+    fn check(&self, datasource: &Datasource) -> Result<()> {
+        match datasource.spec.connection.get("corpus") {
+            Some(corpus) if !corpus.trim().is_empty() => Ok(()),
+            _ => Err(crate::AdapterError::Datasource {
+                datasource: datasource.name().to_owned(),
+                message: "connection.corpus must name the corpus: a folder of .md/.txt files or a .jsonl file".into(),
+            }),
+        }
+    }
+
+    fn open<'a>(
+        &'a self,
+        _: &'a Datasource,
+        _: Option<&'a Path>,
+    ) -> BoxFuture<'a, Result<Option<Box<dyn Adapter>>>> {
+        Box::pin(async { Ok(None) })
     }
 }
 

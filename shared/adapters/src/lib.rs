@@ -4,12 +4,14 @@
 //! status, never a made-up result.
 
 pub mod adapter;
+pub mod documents;
 pub mod error;
 pub mod http;
 pub mod llm;
 pub mod local;
 pub mod postgres;
 pub mod render;
+pub mod schema;
 pub mod sql;
 pub mod tools;
 

@@ -7,7 +7,8 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::time::Duration;
 
-use switchyard_core::config::LlmConfig;
+use switchyard_core::config::{Config, LlmConfig};
+use switchyard_core::documents::ChunkIndex;
 use switchyard_core::invoker::{
     find, respond, AdapterInvoker, AdapterRequest, AdapterResponse, AdapterStatus,
 };
@@ -16,6 +17,7 @@ use switchyard_core::template::{Catalog, DatasourceKind, Template};
 use switchyard_core::Error;
 
 use crate::adapter::{self, Adapter};
+use crate::documents::DocumentsAdapter;
 use crate::llm::Assistant;
 
 pub struct LocalAdapters {
@@ -74,6 +76,32 @@ impl LocalAdapters {
             adapters,
             llm: None,
         })
+    }
+
+    /// Serve documents datasources from their chunk artifacts: (artifact, where it came
+    /// from). An artifact for a datasource the catalog has not, or not of kind documents,
+    /// or built for another datasource, is refused.
+    pub fn with_documents(
+        mut self,
+        artifacts: Vec<(ChunkIndex, String)>,
+        config: &Config,
+    ) -> crate::Result<LocalAdapters> {
+        for (chunks, origin) in artifacts {
+            let name = chunks.manifest.datasource.clone();
+            let datasource = self
+                .catalog
+                .datasource(&name)
+                .filter(|d| d.spec.kind == DatasourceKind::Documents)
+                .ok_or_else(|| crate::AdapterError::Datasource {
+                    datasource: name.clone(),
+                    message: format!(
+                        "{origin}: no documents datasource of this name in the catalog"
+                    ),
+                })?;
+            let adapter = DocumentsAdapter::new(datasource, chunks, &origin, config)?;
+            self.adapters.insert(name, Box::new(adapter));
+        }
+        Ok(self)
     }
 
     /// Use a model to fill missing parameters and/or rewrite answers.
@@ -153,9 +181,10 @@ impl LocalAdapters {
         };
         let deadline = Duration::from_millis(request.deadline_ms.max(1));
         let request = self.fill_with_model(template, request).await;
+        let routed = &request;
         let mut response = respond(template, &request, |parameters| async move {
             adapter
-                .execute(template, &parameters, deadline)
+                .execute(template, &parameters, routed, deadline)
                 .await
                 .map_err(|e| e.to_string())
         })

@@ -106,6 +106,12 @@ impl PostgresDatasource {
         &self.name
     }
 
+    /// The connected client, for schema introspection (`crate::schema`) to reuse the
+    /// adapter's way of connecting.
+    pub(crate) async fn client(&self) -> tokio::sync::MutexGuard<'_, Client> {
+        self.client.lock().await
+    }
+
     pub async fn query(
         &self,
         template: &Template,
@@ -280,6 +286,7 @@ impl Adapter for PostgresDatasource {
         &'a self,
         template: &'a Template,
         parameters: &'a Map<String, Value>,
+        _: &'a switchyard_core::invoker::AdapterRequest,
         deadline: Duration,
     ) -> BoxFuture<'a, Result<Answer>> {
         Box::pin(async move {

@@ -167,6 +167,12 @@ impl SqliteDatasource {
         &self.name
     }
 
+    /// The read-only connection, for schema introspection (`crate::schema`) to reuse the
+    /// adapter's way of opening the database.
+    pub(crate) fn connection(&self) -> std::sync::MutexGuard<'_, Connection> {
+        self.connection.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     /// Run `template` with `parameters` bound by name; parameters the question did not
     /// give are bound as NULL. Stops at `deadline`.
     pub fn query(
@@ -309,6 +315,7 @@ impl Adapter for SqliteDatasource {
         &'a self,
         template: &'a Template,
         parameters: &'a Map<String, Value>,
+        _: &'a switchyard_core::invoker::AdapterRequest,
         deadline: Duration,
     ) -> BoxFuture<'a, Result<Answer>> {
         let answer = self

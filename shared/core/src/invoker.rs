@@ -25,6 +25,22 @@ pub struct AdapterRequest {
     /// by task id (`{"t1": {"content", "parameters"}}`).
     #[serde(default, skip_serializing_if = "Map::is_empty")]
     pub upstream: Map<String, Value>,
+    /// The question's vector, for a documents datasource: the router has the model, the
+    /// adapter searches its chunks with it (and with BM25 alone without it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub query_vector: Option<QueryVector>,
+    /// A documents search's metadata filters given with the request (`{"product":
+    /// ["car", "home"]}`), beside those the question names.
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub filters: Map<String, Value>,
+}
+
+/// A question's unit vector and the model that made it (the chunk artifact refuses
+/// another model's).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QueryVector {
+    pub model_id: String,
+    pub values: Vec<f32>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

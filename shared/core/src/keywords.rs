@@ -57,41 +57,30 @@ fn tokens(text: &str) -> impl Iterator<Item = &str> {
     text.split(' ').filter(|w| !w.is_empty())
 }
 
-/// Okapi BM25 with one document per template (examples, description, id words), over
-/// every template of the catalog, numbered datasource by datasource.
-#[derive(Debug, Clone)]
-pub struct Bm25 {
-    /// term → (template, term frequency) for templates containing it.
+/// Okapi BM25 over any documents given as token lists: the one implementation behind
+/// the templates' keyword stage and the documents datasources' chunk search.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct TermIndex {
+    /// term → (document, term frequency) for documents containing it.
     postings: HashMap<String, Vec<(u32, f32)>>,
     idf: HashMap<String, f32>,
-    /// `k1 · (1 − b + b · len / avg_len)` per template.
+    /// `k1 · (1 − b + b · len / avg_len)` per document.
     length_norm: Vec<f32>,
     k1: f32,
-    expansion: TermExpansion,
 }
 
-impl Bm25 {
-    pub fn new<'a>(templates: impl Iterator<Item = &'a Template>, settings: &Keywords) -> Bm25 {
-        let expansion = TermExpansion::new(&settings.term_expansion);
+impl TermIndex {
+    pub fn new<T: AsRef<str>>(
+        documents: impl Iterator<Item = Vec<T>>,
+        k1: f32,
+        b: f32,
+    ) -> TermIndex {
         let mut postings: HashMap<String, Vec<(u32, f32)>> = HashMap::new();
         let mut lengths = Vec::new();
-        for (number, template) in templates.enumerate() {
-            let mut text = String::new();
-            for part in template
-                .nl_examples
-                .iter()
-                .map(String::as_str)
-                .chain([template.description.as_str()])
-            {
-                text.push_str(&normalize_text(part));
-                text.push(' ');
-                text.push_str(&expansion.additions(part));
-                text.push(' ');
-            }
-            text.push_str(&normalize_text(&id_words(&template.id)));
+        for (number, tokens) in documents.enumerate() {
             let mut counts: BTreeMap<&str, f32> = BTreeMap::new();
-            for token in tokens(&text) {
-                *counts.entry(token).or_default() += 1.0;
+            for token in &tokens {
+                *counts.entry(token.as_ref()).or_default() += 1.0;
             }
             lengths.push(counts.values().sum::<f32>());
             for (token, count) in counts {
@@ -115,13 +104,73 @@ impl Bm25 {
             .collect();
         let length_norm = lengths
             .iter()
-            .map(|len| settings.k1 * (1.0 - settings.b + settings.b * len / average.max(1e-6)))
+            .map(|len| k1 * (1.0 - b + b * len / average.max(1e-6)))
             .collect();
-        Bm25 {
+        TermIndex {
             postings,
             idf,
             length_norm,
-            k1: settings.k1,
+            k1,
+        }
+    }
+
+    /// How many documents are indexed.
+    pub fn len(&self) -> usize {
+        self.length_norm.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.length_norm.is_empty()
+    }
+
+    /// Raw BM25 scores of every document for the query `terms` (each counted once).
+    pub fn scores<T: AsRef<str>>(&self, terms: &[T]) -> Vec<f32> {
+        let mut distinct: Vec<&str> = terms.iter().map(AsRef::as_ref).collect();
+        distinct.sort_unstable();
+        distinct.dedup();
+        let mut scores = vec![0.0f32; self.length_norm.len()];
+        for term in distinct {
+            let (Some(list), Some(idf)) = (self.postings.get(term), self.idf.get(term)) else {
+                continue;
+            };
+            for &(d, tf) in list {
+                let d = d as usize;
+                scores[d] += idf * tf * (self.k1 + 1.0) / (tf + self.length_norm[d]);
+            }
+        }
+        scores
+    }
+}
+
+/// BM25 with one document per template (examples, description, id words), over every
+/// template of the catalog, numbered datasource by datasource.
+#[derive(Debug, Clone)]
+pub struct Bm25 {
+    terms: TermIndex,
+    expansion: TermExpansion,
+}
+
+impl Bm25 {
+    pub fn new<'a>(templates: impl Iterator<Item = &'a Template>, settings: &Keywords) -> Bm25 {
+        let expansion = TermExpansion::new(&settings.term_expansion);
+        let documents = templates.map(|template| {
+            let mut text = String::new();
+            for part in template
+                .nl_examples
+                .iter()
+                .map(String::as_str)
+                .chain([template.description.as_str()])
+            {
+                text.push_str(&normalize_text(part));
+                text.push(' ');
+                text.push_str(&expansion.additions(part));
+                text.push(' ');
+            }
+            text.push_str(&normalize_text(&id_words(&template.id)));
+            tokens(&text).map(str::to_owned).collect::<Vec<_>>()
+        });
+        Bm25 {
+            terms: TermIndex::new(documents, settings.k1, settings.b),
             expansion,
         }
     }
@@ -135,20 +184,8 @@ impl Bm25 {
         let mut text = normalize_text(query);
         text.push(' ');
         text.push_str(&self.expansion.additions(query));
-        let mut distinct: Vec<&str> = tokens(&text).collect();
-        distinct.sort_unstable();
-        distinct.dedup();
-        let mut scores = vec![0.0f32; self.length_norm.len()];
-        for term in distinct {
-            let (Some(list), Some(idf)) = (self.postings.get(term), self.idf.get(term)) else {
-                continue;
-            };
-            for &(t, tf) in list {
-                let t = t as usize;
-                scores[t] += idf * tf * (self.k1 + 1.0) / (tf + self.length_norm[t]);
-            }
-        }
-        scores
+        let terms: Vec<&str> = tokens(&text).collect();
+        self.terms.scores(&terms)
     }
 }
 

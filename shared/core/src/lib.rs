@@ -5,6 +5,7 @@
 pub mod auth;
 pub mod config;
 pub mod conversation;
+pub mod documents;
 pub mod embed;
 pub mod error;
 pub mod eval;

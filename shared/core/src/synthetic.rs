@@ -101,6 +101,7 @@ pub fn synthetic_index(
                 allowed_hosts: Vec::new(),
                 function_name: None,
                 negative_examples: Vec::new(),
+                filters: Vec::new(),
             },
             templates: spec_templates,
         });

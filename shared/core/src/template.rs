@@ -65,6 +65,10 @@ pub struct DatasourceSpec {
     /// nearer one of these than to a template's own texts is not routed to that template.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub negative_examples: Vec<String>,
+    /// A documents datasource's metadata filters: a front-matter field each, found in a
+    /// question through its allowed values and aliases, like a parameter's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub filters: Vec<Parameter>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -422,6 +426,25 @@ fn load_spec(folder: &Path) -> Result<DatasourceSpec> {
             format!("negative_examples[{position}]"),
             "must not be empty",
         ));
+    }
+    for (position, filter) in spec.filters.iter().enumerate() {
+        let at = format!("filters[{position}]");
+        if spec.kind != DatasourceKind::Documents {
+            return Err(Error::template(
+                &spec_path,
+                None,
+                at,
+                "only a `documents` datasource has filters",
+            ));
+        }
+        if filter.allowed_values.is_empty() {
+            return Err(Error::template(
+                &spec_path,
+                None,
+                format!("{at}.allowed_values"),
+                format!("filter `{}` needs the values it may take", filter.name),
+            ));
+        }
     }
     Ok(spec)
 }

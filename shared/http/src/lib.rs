@@ -91,6 +91,7 @@ fn question(body: QueryRequest) -> Question {
         datasources: body.datasources,
         workflow_id: body.workflow_id,
         fusion: body.fusion,
+        filters: body.filters.unwrap_or_default(),
     }
 }
 

@@ -38,6 +38,11 @@ pub struct QueryRequest {
     #[serde(default)]
     #[schema(value_type = Option<String>)]
     pub fusion: Option<switchyard_core::orchestration::FusionStrategy>,
+    /// A documents search's metadata filters, by filter name: one value or a list
+    /// (`{"product": ["car", "home"]}`); a value the filter does not allow is an error.
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub filters: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 /// Every error: a stable code, the request field at fault when there is one, a message.

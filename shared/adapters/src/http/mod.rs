@@ -235,6 +235,7 @@ impl Adapter for HttpDatasource {
         &'a self,
         template: &'a Template,
         parameters: &'a Map<String, Value>,
+        _: &'a switchyard_core::invoker::AdapterRequest,
         deadline: Duration,
     ) -> BoxFuture<'a, Result<Answer>> {
         Box::pin(async move {

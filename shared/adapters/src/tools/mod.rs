@@ -341,6 +341,7 @@ impl Adapter for ToolsAdapter {
         &'a self,
         template: &'a Template,
         parameters: &'a Map<String, Value>,
+        _: &'a switchyard_core::invoker::AdapterRequest,
         deadline: Duration,
     ) -> BoxFuture<'a, Result<Answer>> {
         Box::pin(async move {

@@ -14,6 +14,7 @@ pub struct Config {
     pub sessions: SessionsConfig,
     pub feedback: FeedbackConfig,
     pub orchestration: OrchestrationConfig,
+    pub documents: DocumentsConfig,
     pub rerank_cache: RerankCacheConfig,
     pub auth: AuthConfig,
 }
@@ -117,6 +118,42 @@ pub struct OrchestrationConfig {
     /// Ask the configured chat model (`llm`) to split what the rules could not, when the
     /// signals say to try; its parts are checked like the rules' own.
     pub chat_decomposer: bool,
+}
+
+/// How documents datasources are chunked, embedded and searched (`crate::documents`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DocumentsConfig {
+    /// A chunk is at most this many words; consecutive chunks share `overlap_words`.
+    pub chunk_words: usize,
+    pub overlap_words: usize,
+    /// The extractive summary: the title and this many first sentences.
+    pub summary_sentences: usize,
+    /// Weights of a chunk's vectors, renormalised over the vectors it has.
+    pub weights: VectorWeights,
+    /// weighted: `(1 − keyword_weight) · vectors + keyword_weight · BM25 / best BM25`;
+    /// rrf: reciprocal-rank fusion of the two rankings.
+    pub fusion: crate::documents::Fusion,
+    pub keyword_weight: f32,
+    pub rrf_k: f32,
+    pub k1: f32,
+    pub b: f32,
+    /// Fused candidates MMR chooses from, and chunks an answer lists.
+    pub candidates: usize,
+    pub top_k: usize,
+    /// MMR: 1 ranks by relevance alone, lower values prefer chunks unlike those chosen.
+    pub mmr_lambda: f32,
+    /// A chunk this similar (cosine) to one already chosen is a duplicate; so is a second
+    /// chunk of the same document.
+    pub duplicate_similarity: f32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VectorWeights {
+    pub questions: f32,
+    pub summary: f32,
+    pub content: f32,
 }
 
 /// When each signal fires.

@@ -3,8 +3,9 @@
 //! came from.
 
 use super::{
-    AuthConfig, CompositeRetrieval, Config, EmbeddingConfig, FeedbackConfig, IndexConfig,
-    LlmConfig, OrchestrationConfig, Reranking, SessionsConfig, StringSimilarity, Threshold,
+    AuthConfig, CompositeRetrieval, Config, DocumentsConfig, EmbeddingConfig, FeedbackConfig,
+    IndexConfig, LlmConfig, OrchestrationConfig, Reranking, SessionsConfig, StringSimilarity,
+    Threshold,
 };
 use crate::error::{Error, Result};
 
@@ -34,6 +35,7 @@ impl Config {
             .and_then(|()| check_sessions(&self.sessions))
             .and_then(|()| check_feedback(&self.feedback))
             .and_then(|()| check_orchestration(&self.orchestration, &self.llm))
+            .and_then(|()| check_documents(&self.documents))
             .and_then(|()| check_auth(&self.auth))
             .and_then(|()| check_keywords_and_clarify(c))
             .and_then(|()| check_learned_head(&self.index))
@@ -264,6 +266,45 @@ fn check_orchestration(o: &OrchestrationConfig, llm: &LlmConfig) -> Checked {
         .any(|c| c.trim().is_empty())
     {
         return invalid("orchestration.parallel_cues", "cues must not be empty");
+    }
+    Ok(())
+}
+
+fn check_documents(d: &DocumentsConfig) -> Checked {
+    if d.chunk_words < 20 || d.overlap_words >= d.chunk_words {
+        return invalid(
+            "documents.chunk_words",
+            "must be at least 20 and above documents.overlap_words",
+        );
+    }
+    if d.candidates == 0 || d.top_k == 0 || d.top_k > d.candidates {
+        return invalid(
+            "documents.top_k",
+            "must be at least 1 and at most documents.candidates",
+        );
+    }
+    let unit = [
+        ("keyword_weight", d.keyword_weight),
+        ("mmr_lambda", d.mmr_lambda),
+        ("duplicate_similarity", d.duplicate_similarity),
+        ("b", d.b),
+    ];
+    for (field, value) in unit {
+        if !(0.0..=1.0).contains(&value) {
+            return invalid(format!("documents.{field}"), "must be between 0 and 1");
+        }
+    }
+    let w = &d.weights;
+    if [w.questions, w.summary, w.content].iter().any(|x| *x < 0.0)
+        || w.questions + w.summary + w.content <= 0.0
+    {
+        return invalid(
+            "documents.weights",
+            "must not be negative, and at least one must be above 0",
+        );
+    }
+    if d.k1 <= 0.0 || d.rrf_k <= 0.0 {
+        return invalid("documents.k1", "k1 and rrf_k must be above 0");
     }
     Ok(())
 }

@@ -3,6 +3,7 @@
 //! carry `session_id` (and `turn`) are conversations, replayed by [`conversation`].
 
 pub mod conversation;
+pub mod documents;
 pub mod multi;
 
 use std::collections::BTreeMap;

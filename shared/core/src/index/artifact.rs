@@ -81,27 +81,11 @@ impl Index {
         })
         .map_err(|e| Error::index("(memory)", format!("cannot serialise the index: {e}")))?;
 
-        let mut out = Vec::with_capacity(body_bytes.len() + manifest.len() + 64);
-        out.extend_from_slice(MAGIC);
-        out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
-        out.extend_from_slice(&(manifest.len() as u32).to_le_bytes());
-        out.extend_from_slice(&manifest);
-        out.extend_from_slice(&(body_bytes.len() as u64).to_le_bytes());
-        out.extend_from_slice(&body_bytes);
-        let checksum = Sha256::digest(&out);
-        out.extend_from_slice(&checksum);
-        Ok(out)
+        Ok(seal(MAGIC, FORMAT_VERSION, &manifest, &body_bytes))
     }
 
     pub fn write(&self, path: &Path) -> Result<()> {
-        let bytes = self.to_bytes()?;
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
-        }
-        // Write beside, then rename, so a reader never sees half an artifact.
-        let partial = path.with_extension("partial");
-        std::fs::write(&partial, &bytes).map_err(|e| Error::io(&partial, e))?;
-        std::fs::rename(&partial, path).map_err(|e| Error::io(path, e))
+        write_atomically(path, &self.to_bytes()?)
     }
 
     pub fn read(path: &Path) -> Result<Index> {
@@ -112,7 +96,8 @@ impl Index {
     /// Parse and verify an artifact; `origin` (a path or `s3://bucket/key`) names it in errors.
     pub fn from_bytes(bytes: &[u8], origin: &str) -> Result<Index> {
         let fail = |problem: String| Error::index(origin, problem);
-        let (manifest_bytes, body_bytes) = unseal(bytes).map_err(fail)?;
+        let (manifest_bytes, body_bytes) =
+            unseal(bytes, MAGIC, FORMAT_VERSION, "index").map_err(fail)?;
         let manifest: Manifest = serde_json::from_slice(manifest_bytes)
             .map_err(|e| fail(format!("bad manifest: {e}")))?;
         let body: Body =
@@ -135,23 +120,56 @@ impl Index {
     }
 }
 
+/// Frame a manifest and a body: magic, version, both lengths, and a SHA-256 of it all.
+/// The routing index and the documents' chunk artifacts share this frame.
+pub(crate) fn seal(magic: &[u8; 8], version: u32, manifest: &[u8], body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(body.len() + manifest.len() + 64);
+    out.extend_from_slice(magic);
+    out.extend_from_slice(&version.to_le_bytes());
+    out.extend_from_slice(&(manifest.len() as u32).to_le_bytes());
+    out.extend_from_slice(manifest);
+    out.extend_from_slice(&(body.len() as u64).to_le_bytes());
+    out.extend_from_slice(body);
+    let checksum = Sha256::digest(&out);
+    out.extend_from_slice(&checksum);
+    out
+}
+
+/// Write beside, then rename, so a reader never sees half an artifact.
+pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+    }
+    let partial = path.with_extension("partial");
+    std::fs::write(&partial, bytes).map_err(|e| Error::io(&partial, e))?;
+    std::fs::rename(&partial, path).map_err(|e| Error::io(path, e))
+}
+
 /// Check the frame of an artifact (length, magic, version, section lengths, checksum) and
-/// return its manifest and body bytes; the error is the problem, in words.
-fn unseal(bytes: &[u8]) -> std::result::Result<(&[u8], &[u8]), String> {
-    let header = MAGIC.len() + 8;
+/// return its manifest and body bytes; the error is the problem, in words. `what` names
+/// the kind of artifact expected ("index", "chunk").
+pub(crate) fn unseal<'a>(
+    bytes: &'a [u8],
+    magic: &[u8; 8],
+    version_expected: u32,
+    what: &str,
+) -> std::result::Result<(&'a [u8], &'a [u8]), String> {
+    let header = magic.len() + 8;
     if bytes.len() < header + 8 + CHECKSUM_LEN {
         return Err(format!(
-            "truncated: {} bytes is too short for an index artifact",
+            "truncated: {} bytes is too short for a {what} artifact",
             bytes.len()
         ));
     }
-    if &bytes[..MAGIC.len()] != MAGIC {
-        return Err("not a Switchyard index (bad magic bytes)".into());
+    if &bytes[..magic.len()] != magic {
+        return Err(format!(
+            "not a Switchyard {what} artifact (bad magic bytes)"
+        ));
     }
     let version = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes"));
-    if version != FORMAT_VERSION {
+    if version != version_expected {
         return Err(format!(
-            "format version {version}, this build reads version {FORMAT_VERSION}; rebuild the index"
+            "format version {version}, this build reads version {version_expected}; rebuild the {what} artifact"
         ));
     }
     let manifest_len = u32::from_le_bytes(bytes[12..16].try_into().expect("4 bytes")) as usize;

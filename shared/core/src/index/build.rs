@@ -193,7 +193,7 @@ impl Index {
     }
 }
 
-fn build_time() -> u64 {
+pub(crate) fn build_time() -> u64 {
     std::env::var("SOURCE_DATE_EPOCH")
         .ok()
         .and_then(|s| s.parse().ok())

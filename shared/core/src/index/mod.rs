@@ -26,9 +26,11 @@ mod cache;
 mod calibration;
 mod partition;
 
+pub(crate) use artifact::{seal, unseal, write_atomically};
 pub use artifact::{
     FileIndexSource, HeadSummary, IndexSource, Manifest, ManifestDatasource, FORMAT_VERSION,
 };
+pub(crate) use build::build_time;
 pub use cache::{cache_path, load_or_build};
 pub use calibration::Calibration;
 pub use partition::{Centroid, Partition};

@@ -27,6 +27,8 @@ pub struct Run {
 pub struct Requests<'a> {
     pub request_id: &'a str,
     pub session_parameters: &'a Map<String, Value>,
+    /// The request's documents filters, passed to every task.
+    pub filters: &'a Map<String, Value>,
     pub deadline_ms: &'a (dyn Fn(&str) -> u64 + Sync),
 }
 
@@ -144,5 +146,9 @@ fn request_for(
         session_parameters: parameters,
         deadline_ms: (requests.deadline_ms)(&task.datasource),
         upstream,
+        // A documents sub-question is searched by its words (BM25): its vector was made
+        // for routing and is not kept.
+        query_vector: None,
+        filters: requests.filters.clone(),
     })
 }

@@ -381,6 +381,7 @@ fn requests<'a>(
     Requests {
         request_id: "r1",
         session_parameters: parameters,
+        filters: parameters,
         deadline_ms: deadline,
     }
 }

@@ -15,7 +15,7 @@ use crate::auth::Access;
 use crate::conversation::{contextualize, joint_question, turn_of, unexecuted_outcome};
 use crate::error::{Error, Result};
 use crate::feedback::{Decision, Feedback, FeedbackRecord, FeedbackStore, MemoryFeedbackStore};
-use crate::invoker::{AdapterInvoker, AdapterRequest, AdapterResponse, AdapterStatus};
+use crate::invoker::{AdapterInvoker, AdapterRequest, AdapterResponse, AdapterStatus, QueryVector};
 use crate::orchestration::{
     FusionStrategy, MemoryWorkflowStore, QuestionSplitter, TaskStatus, WorkflowStore,
     MAX_WORKFLOW_ID_CHARS,
@@ -25,6 +25,7 @@ use crate::router::{Outcome, Router, Routing};
 use crate::session::{
     carried_parameters, within_window, ContextUsed, SessionStore, Turn, TurnOutcome,
 };
+use crate::template::DatasourceKind;
 pub use workflows::{Orchestrated, Plan, Routed};
 
 /// Longest session id accepted.
@@ -42,6 +43,8 @@ pub struct Question {
     pub workflow_id: Option<String>,
     /// How a split question's answers are fused (`orchestration.fusion` otherwise).
     pub fusion: Option<FusionStrategy>,
+    /// A documents search's metadata filters (checked by its adapter).
+    pub filters: Map<String, serde_json::Value>,
 }
 
 impl Question {
@@ -199,7 +202,7 @@ impl<I: AdapterInvoker, S: SessionStore> Service<I, S> {
             None => match routing.outcome {
                 Outcome::Execute => (
                     Some(
-                        self.execute(&routing, session_parameters, &request_id)
+                        self.execute(&routing, session_parameters, &question.filters, &request_id)
                             .await,
                     ),
                     None,
@@ -360,10 +363,30 @@ impl<I: AdapterInvoker, S: SessionStore> Service<I, S> {
         })
     }
 
+    /// The question's vector for a documents datasource (its adapter searches chunks with
+    /// it); `None` for other kinds, or when embedding fails (the search falls back to BM25).
+    fn query_vector(&self, kind: DatasourceKind, query: &str) -> Option<QueryVector> {
+        if kind != DatasourceKind::Documents {
+            return None;
+        }
+        let embedder = self.router.embedder();
+        match embedder.embed_one(&self.router.embedding_text(query)) {
+            Ok(values) => Some(QueryVector {
+                model_id: embedder.model_id().to_owned(),
+                values,
+            }),
+            Err(e) => {
+                tracing::warn!(error = %e, "could not embed the question for a documents search");
+                None
+            }
+        }
+    }
+
     async fn execute(
         &self,
         routing: &Routing,
         session_parameters: Map<String, serde_json::Value>,
+        filters: &Map<String, serde_json::Value>,
         request_id: &str,
     ) -> Execution {
         let selected = routing.selected_match().expect("execute has a winner");
@@ -376,6 +399,8 @@ impl<I: AdapterInvoker, S: SessionStore> Service<I, S> {
             session_parameters,
             deadline_ms: datasource.spec.limits.timeout_ms,
             upstream: Map::new(),
+            query_vector: self.query_vector(datasource.spec.kind, &routing.query),
+            filters: filters.clone(),
         };
         let invoked = Instant::now();
         let adapter = self.invoker.invoke(request).await;

@@ -161,6 +161,7 @@ impl<I: AdapterInvoker, S: SessionStore> Service<I, S> {
         let requests = Requests {
             request_id,
             session_parameters,
+            filters: &question.filters,
             deadline_ms: &deadline_ms,
         };
         let run = run(

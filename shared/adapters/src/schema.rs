@@ -1,0 +1,593 @@
+//! Schema introspection of SQL datasources: each table's columns, keys and a short summary
+//! of its values, flattened to one line so a later step can index every table as a
+//! searchable document (questions name tables and values, not templates).
+//!
+//! Names come from the database's own catalog. Identifiers cannot be bound as parameters,
+//! so the one statement built from them, a table's sample, quotes each of them and splices
+//! nothing else. Summaries read at most [`SAMPLE_ROWS`] rows per table, so a large table
+//! costs no more than a small one; its ranges and top values describe that sample.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use chrono::NaiveDate;
+use rusqlite::types::{FromSql, FromSqlResult, ValueRef};
+use rusqlite::Connection;
+use serde::{Deserialize, Serialize};
+use switchyard_core::template::{Datasource, DatasourceKind};
+use tokio_postgres::types::{FromSql as PgFromSql, ToSql};
+use tokio_postgres::Client;
+
+use crate::error::{describe, AdapterError, Result};
+use crate::postgres::PostgresDatasource;
+use crate::sql::{Engine, SqliteDatasource};
+
+/// Rows read per table for its summaries.
+pub const SAMPLE_ROWS: usize = 10_000;
+const TOP_VALUES: usize = 5;
+const VALUE_CHARS: usize = 40;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TableSchema {
+    pub datasource: String,
+    pub name: String,
+    pub alias: String,
+    pub columns: Vec<ColumnSchema>,
+    pub primary_key: Vec<String>,
+    pub foreign_keys: Vec<ForeignKey>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ColumnSchema {
+    pub name: String,
+    pub data_type: String,
+    pub summary: ColumnSummary,
+}
+
+/// What a column holds: numbers and dates as a range, anything else as its commonest values.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ColumnSummary {
+    Samples { values: Vec<String> },
+    Range { min: String, max: String },
+    Empty,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ForeignKey {
+    pub columns: Vec<String>,
+    pub table: String,
+    pub references: Vec<String>,
+}
+
+impl TableSchema {
+    /// The table as one deterministic line of text: the document the index embeds.
+    pub fn flatten(&self) -> String {
+        let columns: Vec<String> = self
+            .columns
+            .iter()
+            .map(|column| {
+                let head = match column.data_type.as_str() {
+                    "" => column.name.clone(),
+                    data_type => format!("{}: {data_type}", column.name),
+                };
+                match &column.summary {
+                    ColumnSummary::Samples { values } => {
+                        format!("{head}, samples: {}", values.join(", "))
+                    }
+                    ColumnSummary::Range { min, max } => format!("{head}, range: {min} to {max}"),
+                    ColumnSummary::Empty => format!("{head}, empty"),
+                }
+            })
+            .collect();
+        let foreign_keys: Vec<String> = self
+            .foreign_keys
+            .iter()
+            .map(|key| {
+                let (columns, references) = (key.columns.join(", "), key.references.join(", "));
+                format!("{columns} -> {}({references})", key.table)
+            })
+            .collect();
+        format!(
+            "Table: {} (Alias: {}). Columns: {}. Primary Key: {}. Foreign Keys: {}.",
+            self.name,
+            self.alias,
+            or_none(&columns, "; "),
+            or_none(&self.primary_key, ", "),
+            or_none(&foreign_keys, "; "),
+        )
+        // Names come from the database: one line whatever they hold.
+        .replace(['\n', '\r'], " ")
+    }
+}
+
+fn or_none(items: &[String], separator: &str) -> String {
+    if items.is_empty() {
+        "none".to_owned()
+    } else {
+        items.join(separator)
+    }
+}
+
+/// Open the datasource the way the SQL adapter does (SQLite from its folder under
+/// `templates_dir`, PostgreSQL from the URL in the variable `connection.url_env` names) and
+/// introspect it. `Ok(None)` when this process cannot reach it (folder absent, variable
+/// unset), as the factory's `open`, and for datasources that are not `sql`.
+pub async fn introspect(
+    datasource: &Datasource,
+    templates_dir: Option<&Path>,
+) -> Result<Option<Vec<TableSchema>>> {
+    if datasource.spec.kind != DatasourceKind::Sql {
+        return Ok(None);
+    }
+    let name = datasource.name();
+    match Engine::of(datasource)? {
+        Engine::Sqlite => {
+            let folder = templates_dir.map(|root| root.join(name));
+            let Some(folder) = folder.filter(|f| f.is_dir()) else {
+                return Ok(None);
+            };
+            let db = SqliteDatasource::open(datasource, &folder)?;
+            let tables = introspect_sqlite(&db.connection(), name)?;
+            Ok(Some(tables))
+        }
+        Engine::Postgres => {
+            let configured = (datasource.spec.connection.get("url_env"))
+                .is_some_and(|variable| std::env::var_os(variable).is_some());
+            if !configured {
+                return Ok(None);
+            }
+            let db = PostgresDatasource::connect(datasource).await?;
+            let tables = introspect_postgres(&*db.client().await, name).await?;
+            Ok(Some(tables))
+        }
+    }
+}
+
+const SQLITE_TABLES: &str =
+    r"SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\_%' ESCAPE '\'";
+
+/// Foreign key columns; `REFERENCES parent` without columns means the parent's primary key.
+const SQLITE_KEYS: &str = r#"SELECT CAST(f.id AS TEXT), f."from", f."table",
+    coalesce(f."to", p.name, '') FROM pragma_foreign_key_list(?1) f
+    LEFT JOIN pragma_table_info(f."table") p ON p.pk = f.seq + 1 ORDER BY f.id, f.seq"#;
+
+/// Every table of a SQLite database but its internal `sqlite_*` ones, sorted by name.
+pub fn introspect_sqlite(connection: &Connection, datasource: &str) -> Result<Vec<TableSchema>> {
+    let names = sqlite_rows(connection, SQLITE_TABLES, None)
+        .map_err(|e| error(datasource, "listing tables", &e))?;
+    let table = |table: &str| -> rusqlite::Result<TableSchema> {
+        let rows = |sql: &str| sqlite_rows::<String>(connection, sql, Some(table));
+        let columns = rows("SELECT name, type FROM pragma_table_info(?1) ORDER BY cid")?;
+        let key = first(rows(
+            "SELECT name FROM pragma_table_info(?1) WHERE pk > 0 ORDER BY pk",
+        )?);
+        let sample = sqlite_rows(connection, &sample_sql(&columns, &quote(table), ""), None)?;
+        Ok(schema(
+            datasource,
+            table,
+            columns,
+            &sample,
+            key,
+            rows(SQLITE_KEYS)?,
+        ))
+    };
+    (sorted(names).iter())
+        .map(|name| table(name).map_err(|e| error(datasource, &format!("table `{name}`"), &e)))
+        .collect()
+}
+
+/// The rows of a query with at most one parameter, every column read as `T`.
+fn sqlite_rows<T: FromSql>(
+    connection: &Connection,
+    sql: &str,
+    parameter: Option<&str>,
+) -> rusqlite::Result<Vec<Vec<T>>> {
+    let mut statement = connection.prepare(sql)?;
+    let width = statement.column_count();
+    let rows = statement.query_map(rusqlite::params_from_iter(parameter), |row| {
+        (0..width).map(|i| row.get(i)).collect()
+    })?;
+    rows.collect()
+}
+
+const PG_TABLES: &str = "SELECT table_name::text FROM information_schema.tables \
+     WHERE table_schema = 'public' AND table_type = 'BASE TABLE'";
+
+const PG_COLUMNS: &str = "SELECT a.attname::text, pg_catalog.format_type(a.atttypid, a.atttypmod) \
+     FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_class c ON c.oid = a.attrelid \
+     JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
+     WHERE n.nspname = 'public' AND c.relname = $1 AND a.attnum > 0 AND NOT a.attisdropped \
+     ORDER BY a.attnum";
+
+/// Primary and foreign key constraints, one row per column in key order.
+const PG_KEYS: &str = "SELECT con.conname::text, a.attname::text, \
+     coalesce(r.relname::text, ''), coalesce(ra.attname::text, ''), con.contype::text \
+     FROM pg_catalog.pg_constraint con JOIN pg_catalog.pg_class c ON c.oid = con.conrelid \
+     JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
+     CROSS JOIN LATERAL unnest(con.conkey, con.confkey) WITH ORDINALITY AS k(attnum, refnum, i) \
+     JOIN pg_catalog.pg_attribute a ON a.attrelid = con.conrelid AND a.attnum = k.attnum \
+     LEFT JOIN pg_catalog.pg_class r ON r.oid = con.confrelid \
+     LEFT JOIN pg_catalog.pg_attribute ra ON ra.attrelid = con.confrelid AND ra.attnum = k.refnum \
+     WHERE con.contype IN ('p', 'f') AND n.nspname = 'public' AND c.relname = $1 \
+     ORDER BY con.conname, k.i";
+
+/// Every base table of the `public` schema, sorted by name.
+pub async fn introspect_postgres(client: &Client, datasource: &str) -> Result<Vec<TableSchema>> {
+    let names: Vec<Vec<String>> = (pg_rows(client, PG_TABLES, &[]).await)
+        .map_err(|e| error(datasource, "listing tables", &e))?;
+    let mut tables = Vec::with_capacity(names.len());
+    for name in sorted(names) {
+        let table = async {
+            let columns = pg_rows(client, PG_COLUMNS, &[&name]).await?;
+            let (key, keys): (Vec<Vec<String>>, _) = (pg_rows(client, PG_KEYS, &[&name]).await?)
+                .into_iter()
+                .partition(|row| row[4] == "p");
+            let from = format!("public.{}", quote(&name));
+            // Every type casts to text; a table without columns gives `SELECT FROM`, valid here.
+            let sample: Vec<Vec<Option<String>>> =
+                pg_rows(client, &sample_sql(&columns, &from, "::text"), &[]).await?;
+            let sample: Vec<Vec<Cell>> = (sample.into_iter())
+                .map(|row| {
+                    row.into_iter()
+                        .map(|v| v.map_or(Cell::Null, Cell::Text))
+                        .collect()
+                })
+                .collect();
+            let key = key.into_iter().map(|mut row| row.swap_remove(1)).collect();
+            Ok::<_, tokio_postgres::Error>(schema(datasource, &name, columns, &sample, key, keys))
+        };
+        let table = table.await;
+        tables.push(table.map_err(|e| error(datasource, &format!("table `{name}`"), &e))?);
+    }
+    Ok(tables)
+}
+
+/// The rows of a query, every column read as `T`.
+async fn pg_rows<T: for<'a> PgFromSql<'a>>(
+    client: &Client,
+    sql: &str,
+    parameters: &[&(dyn ToSql + Sync)],
+) -> std::result::Result<Vec<Vec<T>>, tokio_postgres::Error> {
+    let rows = client.query(sql, parameters).await?;
+    (rows.iter())
+        .map(|row| (0..row.len()).map(|i| row.try_get(i)).collect())
+        .collect()
+}
+
+/// The bounded sample of a table; `from` is its quoted name, `cast` applies to each column.
+fn sample_sql(columns: &[Vec<String>], from: &str, cast: &str) -> String {
+    let list: Vec<String> = columns
+        .iter()
+        .map(|c| format!("{}{cast}", quote(&c[0])))
+        .collect();
+    format!("SELECT {} FROM {from} LIMIT {SAMPLE_ROWS}", list.join(", "))
+}
+
+/// An identifier as SQL text: in double quotes, inner quotes doubled.
+fn quote(identifier: &str) -> String {
+    format!("\"{}\"", identifier.replace('"', "\"\""))
+}
+
+/// The first column of `rows`; table names are sorted (catalogs promise no order), key
+/// columns stay in key order.
+fn first(rows: Vec<Vec<String>>) -> Vec<String> {
+    rows.into_iter().map(|mut row| row.swap_remove(0)).collect()
+}
+
+fn sorted(rows: Vec<Vec<String>>) -> Vec<String> {
+    let mut names = first(rows);
+    names.sort();
+    names
+}
+
+fn error(datasource: &str, what: &str, e: &dyn std::error::Error) -> AdapterError {
+    AdapterError::Datasource {
+        datasource: datasource.to_owned(),
+        message: format!("introspection, {what}: {}", describe(e)),
+    }
+}
+
+/// A table from its catalog rows: `columns` (name, type), `keys` (constraint,
+/// column, parent table, parent column) in key order, and the `sample` rows.
+fn schema(
+    datasource: &str,
+    table: &str,
+    columns: Vec<Vec<String>>,
+    sample: &[Vec<Cell>],
+    primary_key: Vec<String>,
+    keys: Vec<Vec<String>>,
+) -> TableSchema {
+    let mut foreign_keys: Vec<ForeignKey> = (keys.chunk_by(|a, b| a[0] == b[0]))
+        .map(|key| ForeignKey {
+            columns: key.iter().map(|k| k[1].clone()).collect(),
+            table: key[0][2].clone(),
+            references: key.iter().map(|k| k[3].clone()).collect(),
+        })
+        .collect();
+    // Catalogs list foreign keys in no promised order.
+    foreign_keys.sort_by(|a, b| (&a.columns, &a.table).cmp(&(&b.columns, &b.table)));
+    let columns = (columns.into_iter().enumerate())
+        .map(|(i, column)| ColumnSchema {
+            summary: summarize(&column[1], sample.iter().map(|row| &row[i])),
+            name: column[0].clone(),
+            data_type: column[1].clone(),
+        })
+        .collect();
+    TableSchema {
+        datasource: datasource.to_owned(),
+        name: table.to_owned(),
+        alias: alias(table),
+        columns,
+        primary_key,
+        foreign_keys,
+    }
+}
+
+/// The table's name as people say it: `ev_registrations` → `ev registration`.
+fn alias(table: &str) -> String {
+    let lower = table.to_lowercase();
+    let mut words: Vec<&str> = lower.split(['_', ' ']).filter(|w| !w.is_empty()).collect();
+    if let Some(last) = words.last_mut() {
+        if last.chars().count() > 3 && last.ends_with('s') && !last.ends_with("ss") {
+            *last = &last[..last.len() - 1];
+        }
+    }
+    words.join(" ")
+}
+
+/// One sampled value as the engine typed it (PostgreSQL's all come as text).
+enum Cell {
+    Null,
+    Int(i64),
+    Real(f64),
+    Text(String),
+}
+
+impl FromSql for Cell {
+    fn column_result(value: ValueRef<'_>) -> FromSqlResult<Cell> {
+        Ok(match value {
+            ValueRef::Null => Cell::Null,
+            ValueRef::Integer(n) => Cell::Int(n),
+            ValueRef::Real(f) => Cell::Real(f),
+            ValueRef::Text(t) => Cell::Text(String::from_utf8_lossy(t).into_owned()),
+            ValueRef::Blob(b) => Cell::Text(format!("<{} bytes>", b.len())),
+        })
+    }
+}
+
+impl Cell {
+    /// The value as a number to compare and as the text to show.
+    fn number(&self) -> Option<(f64, String)> {
+        match self {
+            Cell::Int(n) => Some((*n as f64, n.to_string())),
+            // Display writes whole floats without `.0`: `2`, not `2.0`.
+            Cell::Real(f) if f.is_finite() => Some((*f, f.to_string())),
+            Cell::Text(t) => (t.trim().parse().map(Cell::Int))
+                .or_else(|_| t.trim().parse().map(Cell::Real))
+                .ok()?
+                .number(),
+            Cell::Real(_) | Cell::Null => None,
+        }
+    }
+
+    fn text(&self) -> String {
+        match self {
+            Cell::Int(n) => n.to_string(),
+            Cell::Real(f) => f.to_string(),
+            Cell::Text(t) => t.clone(),
+            Cell::Null => String::new(),
+        }
+    }
+}
+
+/// Words of a declared type that make it numeric (`INTEGER`, `numeric(10,2)`,
+/// `double precision`); whole words, so `POINT` and `INTERVAL` are not.
+const NUMERIC_WORDS: &str = "INT INTEGER INT2 INT4 INT8 TINYINT SMALLINT MEDIUMINT BIGINT REAL \
+     NUMERIC DECIMAL FLOAT FLOAT4 FLOAT8 DOUBLE SERIAL SMALLSERIAL BIGSERIAL";
+
+/// `YYYY-MM-DD`, a valid date, optionally followed by a time.
+fn is_iso_date(value: &str) -> bool {
+    let (Some(day), Some(rest)) = (value.get(..10), value.get(10..)) else {
+        return false;
+    };
+    let dashes = day
+        .bytes()
+        .enumerate()
+        .filter(|(_, b)| *b == b'-')
+        .map(|(i, _)| i);
+    dashes.eq([4, 7])
+        && (rest.is_empty() || rest.starts_with(['T', ' ']))
+        && NaiveDate::parse_from_str(day, "%Y-%m-%d").is_ok()
+}
+
+fn summarize<'a>(data_type: &str, cells: impl Iterator<Item = &'a Cell>) -> ColumnSummary {
+    let values: Vec<&Cell> = cells.filter(|c| !matches!(c, Cell::Null)).collect();
+    if values.is_empty() {
+        return ColumnSummary::Empty;
+    }
+    let kind = data_type.to_uppercase();
+    let temporal = kind.contains("DATE") || kind.contains("TIME");
+    let mut words = kind.split(|c: char| !c.is_ascii_alphanumeric());
+    if temporal || words.any(|w| NUMERIC_WORDS.split_whitespace().any(|n| n == w)) {
+        // A value that is not a number (SQLite does not enforce types) falls through.
+        let numbers: Option<Vec<_>> = values.iter().map(|c| c.number()).collect();
+        let numbers = numbers.unwrap_or_default();
+        let min = numbers.iter().min_by(|a, b| a.0.total_cmp(&b.0));
+        if let (Some(min), Some(max)) = (min, numbers.iter().max_by(|a, b| a.0.total_cmp(&b.0))) {
+            let (min, max) = (min.1.clone(), max.1.clone());
+            return ColumnSummary::Range { min, max };
+        }
+    }
+    let texts: Vec<String> = values.iter().map(|c| c.text()).collect();
+    let textual = ["CHAR", "TEXT", "CLOB"].iter().any(|t| kind.contains(t));
+    if temporal || (textual && texts.iter().all(|t| is_iso_date(t))) {
+        // ISO dates and times sort as text.
+        if let (Some(min), Some(max)) = (texts.iter().min(), texts.iter().max()) {
+            return range(min, max);
+        }
+    }
+    // Counted as shown, so values that differ only in spacing or past the cut are one.
+    let mut counts: HashMap<String, usize> = HashMap::new();
+    for text in &texts {
+        *counts.entry(clean(text)).or_default() += 1;
+    }
+    let mut ranked: Vec<(String, usize)> = counts.into_iter().collect();
+    ranked.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    let top = ranked.into_iter().take(TOP_VALUES).map(|(value, _)| value);
+    ColumnSummary::Samples {
+        values: top.collect(),
+    }
+}
+
+fn range(min: &str, max: &str) -> ColumnSummary {
+    let (min, max) = (clean(min), clean(max));
+    ColumnSummary::Range { min, max }
+}
+
+/// A value as a short single line of the document.
+fn clean(value: &str) -> String {
+    let words: Vec<&str> = value.split_whitespace().collect();
+    words.join(" ").chars().take(VALUE_CHARS).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use switchyard_core::template::Catalog;
+
+    fn demo() -> std::path::PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../templates/demo")
+    }
+
+    async fn flat(datasource: &str) -> Vec<String> {
+        let catalog = Catalog::load(&demo()).unwrap();
+        let tables = introspect(catalog.datasource(datasource).unwrap(), Some(&demo())).await;
+        tables
+            .unwrap()
+            .unwrap()
+            .iter()
+            .map(TableSchema::flatten)
+            .collect()
+    }
+
+    /// Every table of the HR seed: names, keys, ranges of numbers and dates, top values.
+    #[tokio::test]
+    async fn hr_tables_flatten_to_their_keys_and_values() {
+        assert_eq!(
+            flat("hr").await,
+            [
+                "Table: departments (Alias: department). Columns: id: INTEGER, range: 1 to 6; \
+                 name: TEXT, samples: Engineering, Finance, HR, Marketing, Operations; \
+                 location: TEXT, samples: Chicago, New York, Austin, San Francisco; \
+                 budget: INTEGER, range: 750000 to 4500000. Primary Key: id. Foreign Keys: none.",
+                "Table: employees (Alias: employee). Columns: id: INTEGER, range: 1 to 60; \
+                 first_name: TEXT, samples: Aaron, Adrian, Alice, Beatriz, Bianca; \
+                 last_name: TEXT, samples: Adams, Allen, Anderson, Bailey, Baker; \
+                 email: TEXT, samples: aaron.brown@example.com, adrian.reed@example.com, \
+                 alice.okafor@example.com, beatriz.patel@example.com, bianca.anderson@example.com; \
+                 department_id: INTEGER, range: 1 to 6; title: TEXT, samples: Account Executive, \
+                 Software Engineer, Senior Software Engineer, Logistics Coordinator, Marketing \
+                 Specialist; hire_date: TEXT, range: 2014-01-05 to 2024-11-15; manager_id: INTEGER, \
+                 range: 1 to 51. Primary Key: id. Foreign Keys: department_id -> departments(id); \
+                 manager_id -> employees(id).",
+                "Table: salaries (Alias: salarie). Columns: employee_id: INTEGER, range: 1 to 60; \
+                 amount: INTEGER, range: 58562 to 215137; currency: TEXT, samples: USD; \
+                 effective_date: TEXT, range: 2024-01-01 to 2024-11-15. Primary Key: none. \
+                 Foreign Keys: employee_id -> employees(id).",
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn ev_vehicles_and_unreachable_datasources() {
+        let vehicles = &flat("ev").await[0];
+        assert!(vehicles.starts_with("Table: vehicles (Alias: vehicle). Columns: id: INTEGER"));
+        assert!(vehicles.contains("; make: TEXT, samples: Tesla, Chevrolet, BMW, Nissan, Kia; "));
+        assert!(vehicles.contains("; model_year: INTEGER, range: 2015 to 2024; "));
+        assert!(vehicles.contains("; ev_type: TEXT, samples: BEV, PHEV; "));
+        let mut ev = Catalog::load(&demo())
+            .unwrap()
+            .datasource("ev")
+            .unwrap()
+            .clone();
+        assert_eq!(introspect(&ev, None).await.unwrap(), None);
+        let nowhere = Path::new("/nonexistent");
+        assert_eq!(introspect(&ev, Some(nowhere)).await.unwrap(), None);
+        ev.spec
+            .connection
+            .insert("engine".into(), "postgres".into());
+        let unset = "SWITCHYARD_SCHEMA_TEST_UNSET_URL";
+        ev.spec.connection.insert("url_env".into(), unset.into());
+        assert_eq!(introspect(&ev, Some(&demo())).await.unwrap(), None);
+    }
+
+    /// Names with quotes reach the sampling SQL quoted; a key naming only its parent table
+    /// references the parent's primary key.
+    #[test]
+    fn odd_names_are_quoted_and_implicit_keys_resolved() {
+        let db = Connection::open_in_memory().unwrap();
+        db.execute_batch(
+            r#"CREATE TABLE parents (code TEXT, n INTEGER, PRIMARY KEY (n, code));
+               CREATE TABLE "odd ""quoted"" things" ("we""ird" TEXT, price REAL, note TEXT,
+                   blank TEXT, at DATETIME, p INTEGER, c TEXT, FOREIGN KEY (p, c) REFERENCES parents);
+               INSERT INTO parents VALUES ('a', 1);
+               INSERT INTO "odd ""quoted"" things" VALUES
+                   ('b', 2.0, 'x y' || char(10) || 'z', NULL, '2024-01-02 10:00', 1, 'a'),
+                   ('a', 1.5, '2020-01-01', NULL, '2023-12-31T23:59', NULL, NULL),
+                   ('b', 10, 'x y z', NULL, NULL, NULL, NULL);"#,
+        )
+        .unwrap();
+        let tables = introspect_sqlite(&db, "lab").unwrap();
+        assert_eq!(
+            tables[0].flatten(),
+            "Table: odd \"quoted\" things (Alias: odd \"quoted\" thing). \
+             Columns: we\"ird: TEXT, samples: b, a; price: REAL, range: 1.5 to 10; \
+             note: TEXT, samples: x y z, 2020-01-01; blank: TEXT, empty; \
+             at: DATETIME, range: 2023-12-31T23:59 to 2024-01-02 10:00; p: INTEGER, range: 1 to 1; \
+             c: TEXT, samples: a. Primary Key: none. Foreign Keys: p, c -> parents(n, code)."
+        );
+        assert_eq!(tables[1].primary_key, ["n", "code"]);
+        let code = ColumnSummary::Samples {
+            values: vec!["a".into()],
+        };
+        assert_eq!(tables[1].columns[0].summary, code);
+        assert_eq!(quote(r#"a"b"#), r#""a""b""#);
+        let failure = error("lab", "table `t`", &rusqlite::Error::InvalidQuery);
+        let message = "datasource `lab`: introspection, table `t`: Query is not read-only";
+        assert_eq!(failure.to_string(), message);
+    }
+
+    #[test]
+    fn aliases_and_summaries() {
+        assert_eq!(alias("ev_registrations"), "ev registration");
+        assert_eq!(alias("Employees"), "employee");
+        assert_eq!(
+            [alias("bus"), alias("address"), alias("data")],
+            ["bus", "address", "data"]
+        );
+        let text = |values: &[&str]| -> Vec<Cell> {
+            values.iter().map(|v| Cell::Text(v.to_string())).collect()
+        };
+        let summary = |kind: &str, values: &[&str]| summarize(kind, text(values).iter());
+        assert_eq!(
+            summary("numeric(10,2)", &["4500000.00", "12.50"]),
+            range("12.5", "4500000")
+        );
+        assert_eq!(summary("bigint", &["-3", "12"]), range("-3", "12"));
+        let samples = |values: &[&str]| ColumnSummary::Samples {
+            values: values.iter().map(|v| v.to_string()).collect(),
+        };
+        assert_eq!(summary("point", &["(1,2)"]), samples(&["(1,2)"]));
+        assert_eq!(summary("TEXT", &["2024-13-01"]), samples(&["2024-13-01"]));
+        assert_eq!(summary("INTEGER", &["n/a", "1"]), samples(&["1", "n/a"]));
+        let long = "x".repeat(50);
+        let ranked = summary("TEXT", &["c", "b", "c", &long, &long, "a", "d", "e"]);
+        assert_eq!(ranked, samples(&["c", &long[..40], "a", "b", "d"]));
+        let json = serde_json::to_value(range("1", "2")).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({"kind": "range", "min": "1", "max": "2"})
+        );
+    }
+}
