@@ -200,3 +200,56 @@ fn index_build_writes_the_chunks_beside_the_index_and_eval_docs_scores_them() {
     assert!(!String::from_utf8_lossy(&output.stderr).contains("panicked"));
     assert!(String::from_utf8_lossy(&output.stderr).contains("not documents"));
 }
+
+/// With a threshold no template clears, every question is `no_match`: the SQL tables
+/// nearest to it name the datasource that could answer, among the caller's only.
+#[test]
+fn questions_no_template_fits_are_pointed_at_the_tables_that_could_answer() {
+    let cache = tempfile::tempdir().unwrap();
+    let config = cache.path().join("strict.yaml");
+    std::fs::write(
+        &config,
+        "composite_retrieval:\n  confidence_threshold: 0.99\n",
+    )
+    .unwrap();
+    let server = serve(
+        cache.path(),
+        &[
+            "--templates",
+            "templates/demo",
+            "--config",
+            config.to_str().unwrap(),
+        ],
+    );
+    let question = "In which currency are the salaries paid?";
+    let (_, answer) = post(&server, json!({"query": question}));
+    assert_eq!(answer["status"], "no_match", "{answer}");
+    assert_eq!(answer["suggested_datasource"], "hr", "{answer}");
+    let context = answer["schema_context"].as_array().unwrap();
+    assert_eq!(context[0]["table"], "salaries", "{answer}");
+    assert!(context[0]["text"]
+        .as_str()
+        .unwrap()
+        .starts_with("Table: salaries (Alias: salary)."));
+
+    // /v1/route shows the same.
+    let report: Value = reqwest::blocking::Client::new()
+        .post(format!("{}/v1/route", server.base))
+        .json(&json!({"query": question}))
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    assert_eq!(report["suggested_datasource"], "hr", "{report}");
+
+    // A caller without hr never sees its tables.
+    let (_, answer) = post(
+        &server,
+        json!({"query": question, "datasources": ["ev", "policies"]}),
+    );
+    assert_eq!(answer["status"], "no_match", "{answer}");
+    for table in answer["schema_context"].as_array().into_iter().flatten() {
+        assert_eq!(table["datasource"], "ev", "{answer}");
+    }
+    assert!(!answer.to_string().contains("salaries"), "{answer}");
+}

@@ -10,7 +10,8 @@ use switchyard_core::embed::Embedder;
 use switchyard_core::index::Index;
 use switchyard_core::template::{Catalog, Datasource, DatasourceKind};
 
-use crate::open::{load_embedder, progress_bar};
+use crate::open::{load_embedder, progress_bar, schema_tables};
+use switchyard_core::documents::schema::{table_documents, SCHEMA_ARTIFACT};
 
 /// `index build`: embed the catalog in `templates`, write the artifact to `out`, report.
 pub fn build(templates: &Path, config: &Config, out: &Path) -> Result<()> {
@@ -54,6 +55,19 @@ pub fn build(templates: &Path, config: &Config, out: &Path) -> Result<()> {
         if datasource.spec.kind == DatasourceKind::Documents {
             build_chunks(templates, datasource, embedder.as_ref(), config, out)?;
         }
+    }
+    let tables = schema_tables(&index.catalog, templates)?;
+    if !tables.is_empty() {
+        let schema = ChunkIndex::build(
+            SCHEMA_ARTIFACT,
+            &table_documents(&tables),
+            embedder.as_ref(),
+            &config.documents,
+            &|_, _| {},
+        )?;
+        let path = documents::artifact_beside(out, SCHEMA_ARTIFACT);
+        schema.write(&path)?;
+        eprintln!("built {} ({} SQL tables)", path.display(), tables.len());
     }
     Ok(())
 }

@@ -242,7 +242,8 @@ fn main() -> Result<()> {
         Command::Serve { host, port } => {
             let router = open_router(templates, index_file, config)?;
             let documents = open::open_documents(templates, index_file, &router)?;
-            serve::run(router, templates, documents, host, *port)
+            let schema = open::open_schema(templates, index_file, &router)?;
+            serve::run(router, templates, documents, schema, host, *port)
         }
     }
 }

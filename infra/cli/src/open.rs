@@ -6,12 +6,14 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
+use switchyard_adapters::schema;
 use switchyard_core::config::{cache_dir, Config};
+use switchyard_core::documents::schema::{table_documents, TableText, SCHEMA_ARTIFACT};
 use switchyard_core::documents::{self, ChunkIndex};
 use switchyard_core::embed::Embedder;
 use switchyard_core::index::{load_or_build, Index};
 use switchyard_core::router::Router;
-use switchyard_core::template::DatasourceKind;
+use switchyard_core::template::{Catalog, DatasourceKind};
 use switchyard_embed::MiniLmEmbedder;
 
 pub fn load_embedder(config: &Config) -> Result<Arc<dyn Embedder>> {
@@ -112,4 +114,60 @@ pub fn open_documents(
         artifacts.push((chunks, origin));
     }
     Ok(artifacts)
+}
+
+/// Every SQL datasource's tables, flattened (`switchyard_adapters::schema`); datasources
+/// this process cannot reach are left out.
+pub fn schema_tables(catalog: &Catalog, templates: &Path) -> Result<Vec<TableText>> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    let mut tables = Vec::new();
+    for datasource in &catalog.datasources {
+        if datasource.spec.kind != DatasourceKind::Sql {
+            continue;
+        }
+        let found = runtime
+            .block_on(schema::introspect(datasource, Some(templates)))
+            .with_context(|| format!("reading the tables of `{}`", datasource.name()))?;
+        for table in found.unwrap_or_default() {
+            tables.push(TableText {
+                datasource: table.datasource.clone(),
+                table: table.name.clone(),
+                text: table.flatten(),
+            });
+        }
+    }
+    Ok(tables)
+}
+
+/// The SQL datasources' tables as a searchable artifact: beside `--index` (written by
+/// `index build`), or cached for `--templates`, built when missing; `None` without SQL
+/// tables.
+pub fn open_schema(
+    templates: &Path,
+    index: Option<&Path>,
+    router: &Router,
+) -> Result<Option<ChunkIndex>> {
+    if let Some(index) = index {
+        let path = documents::artifact_beside(index, SCHEMA_ARTIFACT);
+        if !path.is_file() {
+            return Ok(None);
+        }
+        return Ok(Some(ChunkIndex::read(&path)?));
+    }
+    let tables = schema_tables(&router.index().catalog, templates)?;
+    if tables.is_empty() {
+        return Ok(None);
+    }
+    let (schema, _) = documents::load_or_build_from(
+        SCHEMA_ARTIFACT,
+        &table_documents(&tables),
+        &cache_dir(),
+        router.embedder(),
+        &router.config().documents,
+        &|_, _| {},
+    )?;
+    Ok(Some(schema))
 }

@@ -20,6 +20,7 @@ pub fn run(
     router: Router,
     templates_dir: &Path,
     documents: Vec<(ChunkIndex, String)>,
+    schema: Option<ChunkIndex>,
     host: &str,
     port: u16,
 ) -> Result<()> {
@@ -37,6 +38,9 @@ pub fn run(
         let ttl = router.config().rerank_cache.ttl_seconds;
         let splitter = switchyard_rerank::ChatSplitter::from_config(router.config())?;
         let mut service = Service::new(router, invoker, sessions);
+        if let Some(schema) = schema {
+            service = service.with_schema(schema);
+        }
         if let Some(splitter) = splitter {
             service = service.with_splitter(splitter);
         }

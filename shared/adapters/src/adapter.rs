@@ -56,34 +56,29 @@ pub trait AdapterFactory: Sync {
 }
 
 /// The factory of a datasource kind.
-pub fn factory(kind: DatasourceKind) -> Option<&'static dyn AdapterFactory> {
+pub fn factory(kind: DatasourceKind) -> &'static dyn AdapterFactory {
     match kind {
-        DatasourceKind::Intent => Some(&IntentFactory),
-        DatasourceKind::Sql => Some(&SqlFactory),
-        DatasourceKind::Http | DatasourceKind::Graphql => Some(&HttpFactory),
-        DatasourceKind::Tools => Some(&ToolsFactory),
-        DatasourceKind::Documents => Some(&DocumentsFactory),
+        DatasourceKind::Intent => &IntentFactory,
+        DatasourceKind::Sql => &SqlFactory,
+        DatasourceKind::Http | DatasourceKind::Graphql => &HttpFactory,
+        DatasourceKind::Tools => &ToolsFactory,
+        DatasourceKind::Documents => &DocumentsFactory,
     }
 }
 
 /// Check `datasource` as an index build needs (see [`AdapterFactory::check`]).
 pub fn check(datasource: &Datasource) -> Result<()> {
-    match factory(datasource.spec.kind) {
-        Some(kind) => kind.check(datasource),
-        None => Ok(()),
-    }
+    factory(datasource.spec.kind).check(datasource)
 }
 
-/// Open the adapter serving `datasource` (see [`AdapterFactory::open`]); `None` also for
-/// kinds without an adapter.
+/// Open the adapter serving `datasource` (see [`AdapterFactory::open`]).
 pub async fn open(
     datasource: &Datasource,
     templates_dir: Option<&Path>,
 ) -> Result<Option<Box<dyn Adapter>>> {
-    match factory(datasource.spec.kind) {
-        Some(kind) => kind.open(datasource, templates_dir).await,
-        None => Ok(None),
-    }
+    factory(datasource.spec.kind)
+        .open(datasource, templates_dir)
+        .await
 }
 
 /// `intent` datasources: the matched intent is the answer; nothing is executed.
@@ -234,16 +229,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_kind_but_documents_has_a_factory() {
-        for kind in [
-            DatasourceKind::Intent,
-            DatasourceKind::Sql,
-            DatasourceKind::Http,
-            DatasourceKind::Graphql,
-            DatasourceKind::Tools,
-        ] {
-            assert!(factory(kind).is_some(), "{kind:?}");
-        }
-        assert!(factory(DatasourceKind::Documents).is_none());
+    fn a_documents_datasource_names_its_corpus_and_opens_from_its_artifact() {
+        let datasource = |connection: serde_json::Value| -> Datasource {
+            serde_json::from_value(serde_json::json!({
+                "spec": {"name": "docs", "kind": "documents", "description": "d", "connection": connection},
+                "templates": []
+            }))
+            .unwrap()
+        };
+        let error = check(&datasource(serde_json::json!({})))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("docs") && error.contains("connection.corpus"),
+            "{error}"
+        );
+        check(&datasource(serde_json::json!({"corpus": "docs"}))).unwrap();
     }
 }

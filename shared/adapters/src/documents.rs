@@ -93,6 +93,7 @@ impl DocumentsAdapter {
             filters: filters.clone(),
             top_k: self.settings.top_k,
             signals: Signals::ALL,
+            balance: true,
         };
         let found = self.chunks.search(&query, &self.settings, &self.expansion);
         let chunks: Vec<Value> = found

@@ -328,12 +328,29 @@ fn schema(
 fn alias(table: &str) -> String {
     let lower = table.to_lowercase();
     let mut words: Vec<&str> = lower.split(['_', ' ']).filter(|w| !w.is_empty()).collect();
-    if let Some(last) = words.last_mut() {
-        if last.chars().count() > 3 && last.ends_with('s') && !last.ends_with("ss") {
-            *last = &last[..last.len() - 1];
+    let singular = words.last().map(|last| {
+        if last.chars().count() > 4 && last.ends_with("ies") {
+            format!("{}y", &last[..last.len() - 3])
+        } else if last.chars().count() > 3
+            && last.ends_with('s')
+            && !last.ends_with("ss")
+            && !last.ends_with("us")
+        {
+            last[..last.len() - 1].to_owned()
+        } else {
+            (*last).to_owned()
         }
+    });
+    if let Some(singular) = singular {
+        words.pop();
+        let mut out = words.join(" ");
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(&singular);
+        return out;
     }
-    words.join(" ")
+    String::new()
 }
 
 /// One sampled value as the engine typed it (PostgreSQL's all come as text).
@@ -562,6 +579,7 @@ mod tests {
     fn aliases_and_summaries() {
         assert_eq!(alias("ev_registrations"), "ev registration");
         assert_eq!(alias("Employees"), "employee");
+        assert_eq!([alias("salaries"), alias("status")], ["salary", "status"]);
         assert_eq!(
             [alias("bus"), alias("address"), alias("data")],
             ["bus", "address", "data"]

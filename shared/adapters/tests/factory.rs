@@ -16,7 +16,8 @@ fn catalog() -> Catalog {
     serde_json::from_value(json!({"datasources": [
         {"spec": {"name": "intents", "kind": "intent", "description": "intents"},
          "templates": [template("greet")]},
-        {"spec": {"name": "docs", "kind": "documents", "description": "documents"},
+        {"spec": {"name": "docs", "kind": "documents", "description": "documents",
+                  "connection": {"corpus": "docs"}},
          "templates": [template("manual")]},
         {"spec": {"name": "db", "kind": "sql", "description": "db",
                   "connection": {"engine": "sqlite", "seed_sql": "data/db.sql"}},
@@ -58,6 +59,7 @@ async fn intents_are_served_and_documents_and_absent_files_are_unavailable() {
 }
 
 #[tokio::test]
+/// Documents are served from their chunk artifact (`LocalAdapters::with_documents`).
 async fn the_factory_opens_nothing_for_documents() {
     let catalog = catalog();
     let docs = catalog.datasource("docs").unwrap();

@@ -150,6 +150,11 @@ impl Render<'_> {
             timings_ms: timings(&routing.timings),
             session: routing.context.as_ref().map(session_context),
             orchestration: None,
+            suggested_datasource: routing
+                .schema
+                .as_ref()
+                .map(|s| s.suggested_datasource.clone()),
+            schema_context: schema_context(routing),
         }
     }
 
@@ -379,6 +384,11 @@ impl Render<'_> {
             ),
             confidence: best,
             suggestions,
+            suggested_datasource: routing
+                .schema
+                .as_ref()
+                .map(|s| s.suggested_datasource.clone()),
+            schema_context: schema_context(routing),
             metadata: NoMatchMetadata {
                 request_id,
                 composite_routing: NoMatchRouting {
@@ -468,4 +478,20 @@ pub(crate) fn timings(t: &StageTimings) -> Timings {
 /// Configuration structs are plain serde data: they always serialize.
 pub(crate) fn to_value<T: serde::Serialize>(value: &T) -> Value {
     serde_json::to_value(value).unwrap_or(Value::Null)
+}
+
+/// The tables a question with no template could be answered from, when schemas are indexed.
+fn schema_context(routing: &Routing) -> Option<Vec<SchemaTableReport>> {
+    routing.schema.as_ref().map(|schema| {
+        schema
+            .tables
+            .iter()
+            .map(|t| SchemaTableReport {
+                datasource: t.datasource.clone(),
+                table: t.table.clone(),
+                text: t.text.clone(),
+                score: t.score,
+            })
+            .collect()
+    })
 }

@@ -417,7 +417,22 @@ pub struct NoMatch {
     pub content: String,
     pub confidence: f32,
     pub suggestions: Vec<Choice>,
+    /// With SQL schemas indexed: the datasource whose tables are nearest the question.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub suggested_datasource: Option<String>,
+    /// ... and those tables (of the caller's datasources only), best first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schema_context: Option<Vec<SchemaTableReport>>,
     pub metadata: NoMatchMetadata,
+}
+
+/// One table of a SQL datasource, flattened: columns with types, samples or ranges, keys.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct SchemaTableReport {
+    pub datasource: String,
+    pub table: String,
+    pub text: String,
+    pub score: f32,
 }
 
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -461,6 +476,11 @@ pub struct RouteReport {
     /// When the question asks for several things: the plan `/v1/query` would run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub orchestration: Option<OrchestrationReport>,
+    /// With `no_match` and SQL schemas indexed: the datasource and tables that could answer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub suggested_datasource: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schema_context: Option<Vec<SchemaTableReport>>,
 }
 
 #[derive(Debug, Clone, Serialize, ToSchema)]

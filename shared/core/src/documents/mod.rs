@@ -13,6 +13,7 @@
 pub mod chunk;
 pub mod corpus;
 pub mod index;
+pub mod schema;
 pub mod search;
 
 use std::collections::BTreeMap;
@@ -160,8 +161,27 @@ pub fn load_or_build(
     progress: index::Progress<'_>,
 ) -> Result<(ChunkIndex, bool)> {
     let documents = load_corpus(&corpus_path(datasource, datasource_dir)?)?;
-    let name = datasource.name();
-    let path = cache_path(cache_dir, name, &documents, embedder.model_id(), settings);
+    load_or_build_from(
+        datasource.name(),
+        &documents,
+        cache_dir,
+        embedder,
+        settings,
+        progress,
+    )
+}
+
+/// The chunk artifact named `name` of `documents`: reused from the cache, or built (and
+/// cached). Returns it and whether it was built now.
+pub fn load_or_build_from(
+    name: &str,
+    documents: &[Document],
+    cache_dir: &Path,
+    embedder: &dyn Embedder,
+    settings: &DocumentsConfig,
+    progress: index::Progress<'_>,
+) -> Result<(ChunkIndex, bool)> {
+    let path = cache_path(cache_dir, name, documents, embedder.model_id(), settings);
     if path.is_file() {
         match ChunkIndex::read(&path) {
             Ok(chunks) if chunks.manifest.datasource == name => return Ok((chunks, false)),
@@ -171,7 +191,7 @@ pub fn load_or_build(
             Err(e) => tracing::warn!(error = %e, "cached chunks unreadable; rebuilding"),
         }
     }
-    let chunks = ChunkIndex::build(name, &documents, embedder, settings, progress)?;
+    let chunks = ChunkIndex::build(name, documents, embedder, settings, progress)?;
     chunks.write(&path)?;
     Ok((chunks, true))
 }

@@ -55,6 +55,8 @@ pub struct Query<'a> {
     pub filters: BTreeMap<String, Vec<String>>,
     pub top_k: usize,
     pub signals: Signals,
+    /// Give each value of a filter naming several its share of the results.
+    pub balance: bool,
 }
 
 /// What each signal gave a chunk.
@@ -155,6 +157,7 @@ impl ChunkIndex {
         let balanced_by = query
             .filters
             .iter()
+            .filter(|_| query.balance)
             .find(|(_, values)| values.len() > 1)
             .map(|(field, values)| (field.clone(), values.clone()));
         let hits = self.select(candidates, query.top_k, settings, balanced_by.as_ref());

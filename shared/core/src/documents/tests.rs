@@ -68,6 +68,7 @@ fn search(
             .collect(),
         top_k: 3,
         signals: Signals::ALL,
+        balance: true,
     };
     index.search(&query, &settings(), &TermExpansion::default())
 }
@@ -135,6 +136,7 @@ fn without_a_vector_the_search_is_bm25_alone() {
         filters: BTreeMap::new(),
         top_k: 2,
         signals: Signals::ALL,
+        balance: true,
     };
     let found = index.search(&query, &settings(), &TermExpansion::default());
     assert_eq!(ids(&index, &found), ["travel"]);

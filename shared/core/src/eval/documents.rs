@@ -120,6 +120,7 @@ pub fn evaluate_retrieval(
             filters: Default::default(),
             top_k: 100,
             signals: stage.1,
+            balance: true,
         };
         let start = Instant::now();
         let found = chunks.search(&search, settings, expansion);

@@ -101,6 +101,7 @@ pub fn decide(
         timings,
         context: None,
         belief: Vec::new(),
+        schema: None,
     }
 }
 

@@ -219,6 +219,9 @@ pub struct Routing {
     /// The conversation's belief after this turn, kept with the turn.
     #[serde(skip)]
     pub belief: Vec<Weighted>,
+    /// With `NoMatch` and SQL schemas indexed: the tables that could answer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schema: Option<crate::documents::schema::SchemaContext>,
 }
 
 impl Routing {

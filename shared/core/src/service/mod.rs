@@ -13,9 +13,12 @@ use serde_json::Map;
 
 use crate::auth::Access;
 use crate::conversation::{contextualize, joint_question, turn_of, unexecuted_outcome};
+use crate::documents::schema::{schema_context, SchemaContext};
+use crate::documents::ChunkIndex;
 use crate::error::{Error, Result};
 use crate::feedback::{Decision, Feedback, FeedbackRecord, FeedbackStore, MemoryFeedbackStore};
 use crate::invoker::{AdapterInvoker, AdapterRequest, AdapterResponse, AdapterStatus, QueryVector};
+use crate::keywords::TermExpansion;
 use crate::orchestration::{
     FusionStrategy, MemoryWorkflowStore, QuestionSplitter, TaskStatus, WorkflowStore,
     MAX_WORKFLOW_ID_CHARS,
@@ -115,6 +118,8 @@ pub struct Service<I, S> {
     feedback: Arc<dyn FeedbackStore>,
     workflows: Arc<dyn WorkflowStore>,
     splitter: Option<Arc<dyn QuestionSplitter>>,
+    /// SQL datasources' tables, searched when no template fits.
+    schema: Option<ChunkIndex>,
 }
 
 impl<I: AdapterInvoker, S: SessionStore> Service<I, S> {
@@ -129,7 +134,37 @@ impl<I: AdapterInvoker, S: SessionStore> Service<I, S> {
             feedback: Arc::new(MemoryFeedbackStore::new(capacity)),
             workflows: Arc::new(MemoryWorkflowStore::default()),
             splitter: None,
+            schema: None,
         }
+    }
+
+    /// Point questions no template fits at the SQL tables that could answer them.
+    pub fn with_schema(mut self, schema: ChunkIndex) -> Self {
+        self.schema = Some(schema);
+        self
+    }
+
+    /// The tables nearest to a question no template fits, among the datasources `access`
+    /// allows; embedding failures leave the search to BM25.
+    fn schema_context(&self, query: &str, access: &Access) -> Option<SchemaContext> {
+        let schema = self.schema.as_ref()?;
+        let embedder = self.router.embedder();
+        let vector = (schema.manifest.model_id == embedder.model_id())
+            .then(|| embedder.embed_one(&self.router.embedding_text(query)).ok())
+            .flatten();
+        let allowed: Option<Vec<String>> = match access {
+            Access::All => None,
+            Access::Only(names) => Some(names.iter().cloned().collect()),
+        };
+        let config = self.router.config();
+        schema_context(
+            schema,
+            query,
+            vector.as_deref(),
+            allowed.as_deref(),
+            &config.documents,
+            &TermExpansion::new(&config.composite_retrieval.keywords.term_expansion),
+        )
     }
 
     /// Checkpoint split questions' workflows in this store (DynamoDB on AWS).
@@ -342,6 +377,10 @@ impl<I: AdapterInvoker, S: SessionStore> Service<I, S> {
             None => own,
         };
         record_routing(&routing, question);
+        let mut routing = routing;
+        if routing.outcome == Outcome::NoMatch {
+            routing.schema = self.schema_context(&question.query, &access);
+        }
         // A turn that answers the conversation's pending question is never split.
         let own_turn = routing
             .context
