@@ -25,7 +25,7 @@ fn route_selects_hr_and_tools_on_the_demo_catalog() {
     );
     assert_eq!(
         report["configuration"]["adapters_searched"],
-        serde_json::json!(["ev", "hr", "tools"])
+        serde_json::json!(["ev", "hr", "policies", "tools"])
     );
 
     let table = run_ok(switchyard(cache.path()).args(["route", "What is 15% of 200?"]));
@@ -151,7 +151,7 @@ fn index_build_inspect_and_corruption() {
         "sentence-transformers/all-MiniLM-L6-v2"
     );
     assert_eq!(manifest["dimension"], 384);
-    assert_eq!(manifest["datasources"].as_array().unwrap().len(), 3);
+    assert_eq!(manifest["datasources"].as_array().unwrap().len(), 4);
 
     // The built artifact routes through --index.
     let report = json(&run_ok(

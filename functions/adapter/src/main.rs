@@ -12,9 +12,12 @@ use anyhow::Context;
 use lambda_runtime::{service_fn, LambdaEvent};
 use switchyard_adapters::local::LlmFeatures;
 use switchyard_adapters::LocalAdapters;
+use switchyard_aws::{chunks_prefix, S3IndexStore};
 use switchyard_core::config::Config;
+use switchyard_core::documents::{artifact_beside, ChunkIndex};
+use switchyard_core::index::IndexSource;
 use switchyard_core::invoker::{AdapterInvoker, AdapterRequest, AdapterResponse, AdapterStatus};
-use switchyard_core::template::Catalog;
+use switchyard_core::template::{Catalog, DatasourceKind};
 
 /// Answer one request; a request for another datasource, or a transport-level failure,
 /// is an `error` answer naming it rather than a Lambda error, so the router can show it.
@@ -51,9 +54,60 @@ async fn load() -> anyhow::Result<LocalAdapters> {
     switchyard_adapters::check_catalog(&catalog)?;
     let config = Config::from_env(None)?;
     let llm = LlmFeatures::from_config(&config.llm)?;
+    let variable = |name: &str| std::env::var(name).ok();
+    let s3 = if variable("SWITCHYARD_INDEX_BUCKET").is_some() {
+        Some(switchyard_aws::s3_client(
+            &switchyard_aws::sdk_config().await,
+        ))
+    } else {
+        None
+    };
+    let documents = load_documents(&catalog, variable, s3).await?;
     Ok(LocalAdapters::open(catalog, Some(&templates))
         .await?
+        .with_documents(documents, &config)?
         .with_llm(llm))
+}
+
+/// The chunk artifacts of the catalog's documents datasources, published beside the index:
+/// `<SWITCHYARD_INDEX_PREFIX>/chunks/<name>` in `SWITCHYARD_INDEX_BUCKET`, or beside the
+/// `SWITCHYARD_INDEX` file. Without either, documents datasources are unavailable; a
+/// missing or corrupt artifact stops the cold start, naming it.
+async fn load_documents(
+    catalog: &Catalog,
+    variable: impl Fn(&str) -> Option<String>,
+    s3: Option<aws_sdk_s3::Client>,
+) -> anyhow::Result<Vec<(ChunkIndex, String)>> {
+    let names: Vec<&str> = catalog
+        .datasources
+        .iter()
+        .filter(|d| d.spec.kind == DatasourceKind::Documents)
+        .map(|d| d.name())
+        .collect();
+    let mut artifacts = Vec::new();
+    if names.is_empty() {
+        return Ok(artifacts);
+    }
+    if let (Some(bucket), Some(client)) = (variable("SWITCHYARD_INDEX_BUCKET"), s3) {
+        let prefix = variable("SWITCHYARD_INDEX_PREFIX").unwrap_or_else(|| "indexes".into());
+        for name in names {
+            let store = S3IndexStore::new(client.clone(), &bucket, &chunks_prefix(&prefix, name));
+            let origin = store.origin();
+            let bytes = store.fetch().await?;
+            artifacts.push((ChunkIndex::from_bytes(&bytes, &origin)?, origin));
+        }
+    } else if let Some(index) = variable("SWITCHYARD_INDEX") {
+        for name in names {
+            let path = artifact_beside(std::path::Path::new(&index), name);
+            let chunks = ChunkIndex::read(&path).with_context(|| {
+                format!("the chunks of `{name}` (`index build` writes them beside the index)")
+            })?;
+            artifacts.push((chunks, path.display().to_string()));
+        }
+    } else {
+        tracing::warn!(datasources = ?names, "neither SWITCHYARD_INDEX_BUCKET nor SWITCHYARD_INDEX is set: documents datasources are unavailable");
+    }
+    Ok(artifacts)
 }
 
 #[tokio::main]
@@ -124,5 +178,106 @@ mod tests {
         .await;
         assert_eq!(answer.status, AdapterStatus::Error);
         assert!(answer.error.unwrap().contains("`ev`"));
+    }
+
+    /// The demo's `policies` chunks, built with the hashing embedder (the adapter checks
+    /// the question's model against the artifact's, nothing else about the model).
+    fn policies_chunks(catalog: &Catalog, root: &std::path::Path) -> ChunkIndex {
+        let policies = catalog.datasource("policies").unwrap();
+        let docs = switchyard_core::documents::load_corpus(
+            &switchyard_core::documents::corpus_path(policies, &root.join("policies")).unwrap(),
+        )
+        .unwrap();
+        let embedder = switchyard_core::embed::HashingEmbedder::new(64);
+        ChunkIndex::build(
+            "policies",
+            &docs,
+            &embedder,
+            &Config::default().documents,
+            &|_, _| {},
+        )
+        .unwrap()
+    }
+
+    /// On moto_server: the chunk artifact published beside the index is read at cold start
+    /// and answers; an absent one stops the cold start naming its place.
+    #[tokio::test]
+    async fn a_documents_datasource_reads_its_chunks_from_beside_the_index_in_s3() {
+        let moto = std::env::var("SWITCHYARD_TEST_MOTO_URL").expect(
+            "SWITCHYARD_TEST_MOTO_URL is not set: start the emulators with ./infra/scripts/aws-local.sh start (./infra/scripts/test.sh does)",
+        );
+        let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
+            .endpoint_url(&moto)
+            .region(aws_config::Region::new("us-east-1"))
+            .credentials_provider(aws_sdk_s3::config::Credentials::new(
+                "test", "test", None, None, "tests",
+            ))
+            .load()
+            .await;
+        let s3 = switchyard_aws::s3_client(&sdk);
+        let bucket = format!("adapter-chunks-{}", std::process::id());
+        s3.create_bucket().bucket(&bucket).send().await.unwrap();
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../templates/demo");
+        let mut catalog = Catalog::load(&root).unwrap();
+        catalog.datasources.retain(|d| d.spec.name == "policies");
+        let variables = |bucket: String| {
+            move |name: &str| match name {
+                "SWITCHYARD_INDEX_BUCKET" => Some(bucket.clone()),
+                "SWITCHYARD_INDEX_PREFIX" => Some("demo".to_owned()),
+                _ => None,
+            }
+        };
+
+        let error =
+            match load_documents(&catalog, variables(bucket.clone()), Some(s3.clone())).await {
+                Ok(_) => panic!("no artifact was published"),
+                Err(e) => format!("{e:#}"),
+            };
+        assert!(
+            error.contains(&format!("s3://{bucket}/demo/chunks/policies/current")),
+            "{error}"
+        );
+
+        let chunks = policies_chunks(&catalog, &root);
+        S3IndexStore::new(s3.clone(), &bucket, &chunks_prefix("demo", "policies"))
+            .push_chunks(&chunks.to_bytes().unwrap())
+            .await
+            .unwrap();
+        let documents = load_documents(&catalog, variables(bucket.clone()), Some(s3))
+            .await
+            .unwrap();
+        assert_eq!(documents.len(), 1);
+        let adapters = LocalAdapters::open(catalog, Some(&root))
+            .await
+            .unwrap()
+            .with_documents(documents, &Config::default())
+            .unwrap();
+        // Without the question's vector (a direct invocation) the search is BM25 alone.
+        let answer = handle(
+            &adapters,
+            request(
+                "policies",
+                "policy_question",
+                "Is windscreen damage covered?",
+            ),
+        )
+        .await;
+        assert_eq!(answer.status, AdapterStatus::Ok, "{answer:?}");
+        assert_eq!(answer.data["chunks"][0]["document"], "car", "{answer:?}");
+        assert!(answer.data["search"].as_str().unwrap().starts_with("bm25"));
+
+        // A vector from another model than the artifact's is refused by name.
+        let mut other = request(
+            "policies",
+            "policy_question",
+            "Is windscreen damage covered?",
+        );
+        other.query_vector = Some(switchyard_core::invoker::QueryVector {
+            model_id: "another-model".into(),
+            values: vec![0.0; 64],
+        });
+        let answer = handle(&adapters, other).await;
+        assert_eq!(answer.status, AdapterStatus::Error, "{answer:?}");
+        assert!(answer.content.contains("another-model"), "{answer:?}");
     }
 }

@@ -9,10 +9,12 @@ use std::time::Instant;
 
 use lambda_http::{Body, Request, Response};
 use switchyard_aws::{
-    DynamoFeedbackStore, DynamoRerankCache, DynamoSessionStore, DynamoWorkflowStore, LambdaInvoker,
-    S3IndexStore,
+    chunks_prefix, DynamoFeedbackStore, DynamoRerankCache, DynamoSessionStore, DynamoWorkflowStore,
+    LambdaInvoker, S3IndexStore,
 };
 use switchyard_core::config::Config;
+use switchyard_core::documents::schema::SCHEMA_ARTIFACT;
+use switchyard_core::documents::{artifact_beside, ChunkIndex};
 use switchyard_core::embed::Embedder;
 use switchyard_core::feedback::FeedbackStore;
 use switchyard_core::index::{FileIndexSource, Index, IndexSource};
@@ -138,7 +140,7 @@ pub async fn cold_start(
     let started = Instant::now();
     let (origin, bytes) = match &settings.index {
         IndexLocation::S3 { bucket, prefix } => {
-            let store = S3IndexStore::new(clients.s3, bucket, prefix);
+            let store = S3IndexStore::new(clients.s3.clone(), bucket, prefix);
             (store.origin(), store.fetch().await?)
         }
         IndexLocation::File(path) => {
@@ -184,6 +186,7 @@ pub async fn cold_start(
         )),
         None => Sessions::Memory(MemorySessionStore::new(config.sessions.clone())),
     };
+    let schema = load_schema(&settings.index, &clients.s3).await?;
     let invoker = LambdaInvoker::new(clients.lambda, index.catalog.clone(), variable);
     let router = Router::new(index, config, embedder, &origin)?;
     let report = ColdStart {
@@ -208,7 +211,40 @@ pub async fn cold_start(
     if let Some(store) = workflows {
         service = service.with_workflows(store);
     }
+    if let Some(schema) = schema {
+        service = service.with_schema(schema);
+    }
     Ok((service, report))
+}
+
+/// The SQL schema's chunk artifact published beside the index, if any: it only helps
+/// `no_match` answers, so an unpublished or unreachable one is a warning; a corrupt one
+/// stops the cold start like a corrupt index.
+async fn load_schema(
+    location: &IndexLocation,
+    s3: &aws_sdk_s3::Client,
+) -> Result<Option<ChunkIndex>> {
+    match location {
+        IndexLocation::S3 { bucket, prefix } => {
+            let prefix = chunks_prefix(prefix, SCHEMA_ARTIFACT);
+            let store = S3IndexStore::new(s3.clone(), bucket, &prefix);
+            match store.fetch().await {
+                Ok(bytes) => Ok(Some(ChunkIndex::from_bytes(&bytes, &store.origin())?)),
+                Err(e) => {
+                    tracing::warn!(error = %e, "no SQL schema artifact; no_match answers suggest no tables");
+                    Ok(None)
+                }
+            }
+        }
+        IndexLocation::File(path) => {
+            let path = artifact_beside(path, SCHEMA_ARTIFACT);
+            if path.is_file() {
+                Ok(Some(ChunkIndex::read(&path)?))
+            } else {
+                Ok(None)
+            }
+        }
+    }
 }
 
 fn ms_since(start: Instant) -> f64 {

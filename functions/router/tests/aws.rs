@@ -920,3 +920,85 @@ async fn the_router_checkpoints_split_questions_in_its_workflow_table() {
     assert_eq!(stored.question, TWO_PART_QUESTION);
     assert_eq!(stored.completed_phases, 0);
 }
+
+/// The SQL schema's chunk artifact, published beside the index, is read at cold start: a
+/// question no template clears is pointed at the tables that could answer it. A push of
+/// anything but a chunk artifact is refused before upload.
+#[tokio::test]
+async fn the_schema_published_beside_the_index_answers_no_match() {
+    use switchyard_core::documents::schema::{table_documents, TableText, SCHEMA_ARTIFACT};
+    use switchyard_core::documents::ChunkIndex;
+
+    let moto = endpoint("SWITCHYARD_TEST_MOTO_URL");
+    let clients = clients(&moto, &moto).await;
+    let bucket = create_bucket(&clients.s3).await;
+    S3IndexStore::new(clients.s3.clone(), &bucket, "indexes")
+        .push(demo_index_bytes())
+        .await
+        .unwrap();
+    let schema_store = S3IndexStore::new(
+        clients.s3.clone(),
+        &bucket,
+        &switchyard_aws::chunks_prefix("indexes", SCHEMA_ARTIFACT),
+    );
+    let error = schema_store
+        .push_chunks(demo_index_bytes())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("the chunk artifact to push"), "{error}");
+
+    let catalog = Catalog::load(&root().join("templates/demo")).unwrap();
+    let hr = catalog.datasource("hr").unwrap();
+    let tables: Vec<TableText> =
+        switchyard_adapters::schema::introspect(hr, Some(&root().join("templates/demo")))
+            .await
+            .unwrap()
+            .unwrap()
+            .into_iter()
+            .map(|t| TableText {
+                datasource: "hr".into(),
+                table: t.name.clone(),
+                text: t.flatten(),
+            })
+            .collect();
+    let config = Config::default();
+    let schema = ChunkIndex::build(
+        SCHEMA_ARTIFACT,
+        &table_documents(&tables),
+        embedder().as_ref(),
+        &config.documents,
+        &|_, _| {},
+    )
+    .unwrap();
+    schema_store
+        .push_chunks(&schema.to_bytes().unwrap())
+        .await
+        .unwrap();
+
+    let settings = Settings {
+        index: IndexLocation::S3 {
+            bucket,
+            prefix: "indexes".into(),
+        },
+        sessions_table: None,
+        rerank_cache_table: None,
+        feedback_table: None,
+        workflow_table: None,
+    };
+    let mut strict = config;
+    strict.composite_retrieval.confidence_threshold =
+        switchyard_core::config::Threshold::Fixed(0.99);
+    let (service, _) = cold_start(&settings, strict, clients, adapter_functions)
+        .await
+        .unwrap();
+    let (status, answer) = query(
+        &app(service),
+        json!({"query": "In which currency are the salaries paid?"}),
+    )
+    .await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["status"], "no_match", "{answer}");
+    assert_eq!(answer["suggested_datasource"], "hr", "{answer}");
+    assert_eq!(answer["schema_context"][0]["table"], "salaries", "{answer}");
+}

@@ -110,16 +110,59 @@ pub fn inspect(file: &Path) -> Result<()> {
     Ok(())
 }
 
-/// `index push`: publish the artifact to S3 and print the new `current` pointer.
+/// `index push`: publish the artifact to S3, and the chunk artifacts `index build` wrote
+/// beside it (documents datasources, the SQL schema) under `<prefix>/chunks/<name>`;
+/// print the new `current` pointers.
 pub fn push(file: &Path, bucket: &str, prefix: &str) -> Result<()> {
     let bytes = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
+    let index = Index::from_bytes(&bytes, &file.display().to_string())?;
+    let mut chunks = Vec::new();
+    let mut names: Vec<&str> = index
+        .catalog
+        .datasources
+        .iter()
+        .filter(|d| d.spec.kind == DatasourceKind::Documents)
+        .map(|d| d.name())
+        .collect();
+    names.push(SCHEMA_ARTIFACT);
+    for name in names {
+        let path = documents::artifact_beside(file, name);
+        if path.is_file() {
+            let bytes =
+                std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+            chunks.push((name.to_owned(), bytes));
+        } else if name != SCHEMA_ARTIFACT {
+            anyhow::bail!(
+                "{} is missing: `index build` writes it beside the index",
+                path.display()
+            );
+        }
+    }
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
-    let pointer = runtime.block_on(async {
+    let pointers = runtime.block_on(async {
         let sdk = switchyard_aws::sdk_config().await;
-        switchyard_aws::S3IndexStore::new(switchyard_aws::s3_client(&sdk), bucket, prefix)
+        let client = switchyard_aws::s3_client(&sdk);
+        let mut pointers = serde_json::Map::new();
+        // Chunks first: the index's pointer moves last, onto artifacts already there.
+        for (name, bytes) in &chunks {
+            let prefix = switchyard_aws::chunks_prefix(prefix, name);
+            let pointer = switchyard_aws::S3IndexStore::new(client.clone(), bucket, &prefix)
+                .push_chunks(bytes)
+                .await?;
+            pointers.insert(
+                name.clone(),
+                serde_json::to_value(pointer).expect("serialisable"),
+            );
+        }
+        let pointer = switchyard_aws::S3IndexStore::new(client, bucket, prefix)
             .push(&bytes)
-            .await
+            .await?;
+        pointers.insert(
+            "index".into(),
+            serde_json::to_value(pointer).expect("serialisable"),
+        );
+        Ok::<_, switchyard_core::Error>(pointers)
     })?;
-    println!("{}", serde_json::to_string_pretty(&pointer)?);
+    println!("{}", serde_json::to_string_pretty(&pointers)?);
     Ok(())
 }

@@ -7,10 +7,17 @@
 use aws_sdk_s3::primitives::ByteStream;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+use switchyard_core::documents::ChunkIndex;
 use switchyard_core::index::{Index, IndexSource};
 use switchyard_core::{Error, Result};
 
 use crate::describe;
+
+/// Where the chunk artifact named `name` (a documents datasource, or the schema) is
+/// published beside the index under `prefix`.
+pub fn chunks_prefix(prefix: &str, name: &str) -> String {
+    format!("{}/chunks/{name}", prefix.trim_matches('/'))
+}
 
 /// The `current` object: which artifact the router loads.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -46,9 +53,20 @@ impl S3IndexStore {
     /// Publish an artifact: it must be a valid index (refused before any upload), is
     /// uploaded, read back and compared, and then becomes `current`.
     pub async fn push(&self, bytes: &[u8]) -> Result<IndexPointer> {
-        let sha256 = hex::encode(Sha256::digest(bytes));
         Index::from_bytes(bytes, "the artifact to push")?;
-        let key = format!("{}/{sha256}.idx", self.prefix);
+        self.publish(bytes, "idx").await
+    }
+
+    /// Publish a documents datasource's (or the schema's) chunk artifact, checked the
+    /// same way; its store's prefix is [`chunks_prefix`].
+    pub async fn push_chunks(&self, bytes: &[u8]) -> Result<IndexPointer> {
+        ChunkIndex::from_bytes(bytes, "the chunk artifact to push")?;
+        self.publish(bytes, "chunks").await
+    }
+
+    async fn publish(&self, bytes: &[u8], extension: &str) -> Result<IndexPointer> {
+        let sha256 = hex::encode(Sha256::digest(bytes));
+        let key = format!("{}/{sha256}.{extension}", self.prefix);
         self.put(&key, bytes.to_vec(), "application/octet-stream")
             .await?;
         let stored = self.get(&key).await?;

@@ -16,7 +16,7 @@ pub mod sessions;
 pub mod workflow;
 
 pub use feedback::DynamoFeedbackStore;
-pub use index_store::{IndexPointer, S3IndexStore};
+pub use index_store::{chunks_prefix, IndexPointer, S3IndexStore};
 pub use invoker::LambdaInvoker;
 pub use rerank_cache::DynamoRerankCache;
 pub use sessions::DynamoSessionStore;
