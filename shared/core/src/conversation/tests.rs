@@ -195,6 +195,7 @@ fn routing(order: &[(&str, &str)]) -> Routing {
         timings: StageTimings::default(),
         context: None,
         belief: Vec::new(),
+        schema: None,
     }
 }
 

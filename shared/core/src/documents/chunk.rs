@@ -290,7 +290,7 @@ mod tests {
             Some("w6"),
             "10 words, 4 shared"
         );
-        assert_eq!(chunks[4].text.split(' ').last(), Some("w24"));
+        assert_eq!(chunks[4].text.split(' ').next_back(), Some("w24"));
         assert!(chunks.iter().all(|c| c.document == 3));
         assert_eq!(chunk_document(&doc(""), 0, 10, 2)[0].text, "Title");
     }
