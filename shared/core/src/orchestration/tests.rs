@@ -381,7 +381,7 @@ fn requests<'a>(
     Requests {
         request_id: "r1",
         session_parameters: parameters,
-        filters: parameters,
+        filters: Box::leak(Box::default()),
         deadline_ms: deadline,
     }
 }
