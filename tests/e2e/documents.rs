@@ -253,3 +253,85 @@ fn questions_no_template_fits_are_pointed_at_the_tables_that_could_answer() {
     }
     assert!(!answer.to_string().contains("salaries"), "{answer}");
 }
+
+/// An OpenAI-compatible chat server on 127.0.0.1 whose reply is `sql_for(question)`.
+fn fake_sql_model(sql_for: fn(&str) -> &'static str) -> String {
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let app = axum::Router::new().route(
+                "/v1/chat/completions",
+                axum::routing::post(move |axum::Json(body): axum::Json<Value>| async move {
+                    let user = body["messages"].as_array().and_then(|m| m.last()).map(|m| m["content"].to_string()).unwrap_or_default();
+                    axum::Json(json!({"choices": [{"index": 0, "finish_reason": "stop",
+                        "message": {"role": "assistant", "content": format!("```sql\n{};\n```", sql_for(&user))}}]}))
+                }),
+            );
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            sender.send(listener.local_addr().unwrap()).unwrap();
+            axum::serve(listener, app).await.unwrap();
+        });
+    });
+    format!("http://{}/v1", receiver.recv().unwrap())
+}
+
+/// Off by default; on, a question no template fits is answered by a query the chat model
+/// writes over the nearest tables — labelled generated, and refused when it would write.
+#[test]
+fn text_to_sql_answers_over_the_schema_context_and_refuses_writes() {
+    let endpoint = fake_sql_model(|question| {
+        if question.contains("Question: In which currency") {
+            "SELECT DISTINCT currency FROM salaries"
+        } else {
+            "DELETE FROM salaries"
+        }
+    });
+    let cache = tempfile::tempdir().unwrap();
+    let config = cache.path().join("text-to-sql.yaml");
+    std::fs::write(
+        &config,
+        format!("composite_retrieval:\n  confidence_threshold: 0.99\nllm:\n  endpoint: {endpoint}\n  model: test-model\n  text_to_sql: true\n"),
+    )
+    .unwrap();
+    let server = serve(
+        cache.path(),
+        &[
+            "--templates",
+            "templates/demo",
+            "--config",
+            config.to_str().unwrap(),
+        ],
+    );
+
+    let (_, answer) = post(
+        &server,
+        json!({"query": "In which currency are the salaries paid?"}),
+    );
+    assert_eq!(answer["status"], "no_match", "{answer}");
+    let generated = &answer["generated"];
+    assert_eq!(generated["status"], "ok", "{answer}");
+    assert_eq!(generated["sql"], "SELECT DISTINCT currency FROM salaries");
+    assert_eq!(generated["data"]["generated"], true);
+    let content = generated["content"].as_str().unwrap();
+    assert!(
+        content.starts_with("(generated SQL)") && content.contains("USD"),
+        "{content}"
+    );
+
+    let (_, answer) = post(
+        &server,
+        json!({"query": "Remove every salary record of the staff"}),
+    );
+    let generated = &answer["generated"];
+    assert_eq!(generated["status"], "error", "{answer}");
+    assert_eq!(generated["sql"], "DELETE FROM salaries");
+    let error = generated["error"].as_str().unwrap();
+    assert!(
+        error.contains("refused") && error.contains("read-only"),
+        "{error}"
+    );
+}

@@ -22,6 +22,8 @@ const MAX_DATA_CHARS: usize = 16_000;
 
 const EXTRACT_PROMPT: &str = "Extract the values of the named parameters from the user's question. Call the function; use only values stated in the question; omit what is not stated.";
 
+const SQL_PROMPT: &str = "Write one read-only SQL query that answers the user's question from the tables described. Use only those tables and columns. Reply with the SQL alone, no explanation.";
+
 const SYNTHESIZE_PROMPT: &str = "Answer the user's question in one or two short sentences, using only the data given. Do not invent values. If the data does not answer the question, say so.";
 
 /// A template as an OpenAI-style tool: see [`tool`].
@@ -190,6 +192,32 @@ impl Assistant {
                 Some(value) => Some((key.clone(), value)),
             })
             .collect())
+    }
+
+    /// One SQL query for `query` over the tables `schema` describes, in `dialect`
+    /// ("SQLite", "PostgreSQL"): the reply's text without code fences or a final `;`.
+    /// The caller checks it like a template's SQL before it runs.
+    pub async fn generate_sql(&self, query: &str, schema: &str, dialect: &str) -> Result<String> {
+        let user = format!("Dialect: {dialect}\n\nTables:\n{schema}\n\nQuestion: {query}");
+        let request = ChatRequest {
+            system: SQL_PROMPT,
+            user: &user,
+            forced_tool: None,
+            max_tokens: None,
+        };
+        let reply = self.client.chat(&request).await.map_err(model_error)?;
+        let text = reply.text().unwrap_or_default().trim();
+        let text = text
+            .strip_prefix("```sql")
+            .or_else(|| text.strip_prefix("```"))
+            .map_or(text, |t| t.trim_end().trim_end_matches("```"))
+            .trim()
+            .trim_end_matches(';')
+            .trim();
+        if text.is_empty() {
+            return Err(fail("the reply has no SQL".into()));
+        }
+        Ok(text.to_owned())
     }
 
     /// A short answer to `query` from `data` (the rendered answer is given as a draft).

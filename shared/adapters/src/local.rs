@@ -10,7 +10,7 @@ use std::time::Duration;
 use switchyard_core::config::{Config, LlmConfig};
 use switchyard_core::documents::ChunkIndex;
 use switchyard_core::invoker::{
-    find, respond, AdapterInvoker, AdapterRequest, AdapterResponse, AdapterStatus,
+    find, respond, AdapterInvoker, AdapterRequest, AdapterResponse, AdapterStatus, GENERATED_SQL,
 };
 use switchyard_core::params::extract;
 use switchyard_core::template::{Catalog, DatasourceKind, Template};
@@ -32,6 +32,7 @@ pub struct LlmFeatures {
     pub assistant: Assistant,
     pub fill_missing_parameters: bool,
     pub synthesize_response: bool,
+    pub text_to_sql: bool,
 }
 
 impl LlmFeatures {
@@ -40,7 +41,7 @@ impl LlmFeatures {
         let (Some(endpoint), Some(model)) = (&config.endpoint, &config.model) else {
             return Ok(None);
         };
-        if !(config.fill_missing_parameters || config.synthesize_response) {
+        if !(config.fill_missing_parameters || config.synthesize_response || config.text_to_sql) {
             return Ok(None);
         }
         Ok(Some(LlmFeatures {
@@ -52,6 +53,7 @@ impl LlmFeatures {
             )?,
             fill_missing_parameters: config.fill_missing_parameters,
             synthesize_response: config.synthesize_response,
+            text_to_sql: config.text_to_sql,
         }))
     }
 }
@@ -170,7 +172,90 @@ impl LocalAdapters {
         }
     }
 
+    /// A question no template fits: the model writes one query over the tables in
+    /// `schema`, which must pass the templates' read-only check and runs with the
+    /// datasource's row cap and deadline. Every refusal is an `error` answer saying why.
+    async fn answer_generated(
+        &self,
+        request: &AdapterRequest,
+        schema: &str,
+    ) -> Result<AdapterResponse, Error> {
+        let started = std::time::Instant::now();
+        let refuse = |message: String, sql: Option<&str>| AdapterResponse {
+            status: AdapterStatus::Error,
+            content: message.clone(),
+            data: serde_json::json!({"generated": true, "sql": sql}),
+            parameters: Default::default(),
+            missing: Vec::new(),
+            error: Some(message),
+            execution_time_ms: started.elapsed().as_secs_f64() * 1000.0,
+        };
+        let Some(datasource) = self.catalog.datasource(&request.datasource) else {
+            return Err(Error::UnknownDatasource(request.datasource.clone()));
+        };
+        let Some(llm) = self.llm.as_ref().filter(|l| l.text_to_sql) else {
+            return Ok(refuse("text-to-SQL is off (llm.text_to_sql)".into(), None));
+        };
+        let (Some(adapter), Ok(engine)) = (
+            self.adapters.get(datasource.name()),
+            crate::sql::Engine::of(datasource),
+        ) else {
+            return Ok(refuse(
+                format!(
+                    "`{}` is not a SQL datasource this process serves",
+                    request.datasource
+                ),
+                None,
+            ));
+        };
+        let dialect = match engine {
+            crate::sql::Engine::Sqlite => "SQLite",
+            crate::sql::Engine::Postgres => "PostgreSQL",
+        };
+        let sql = match llm
+            .assistant
+            .generate_sql(&request.query, schema, dialect)
+            .await
+        {
+            Ok(sql) => sql,
+            Err(e) => return Ok(refuse(format!("the model wrote no query: {e}"), None)),
+        };
+        if let Err(e) = crate::sql::check_read_only(GENERATED_SQL, &sql, engine) {
+            return Ok(refuse(format!("generated SQL refused: {e}"), Some(&sql)));
+        }
+        let template: Template = serde_json::from_value(serde_json::json!({
+            "id": GENERATED_SQL,
+            "description": "a query written by the chat model",
+            "nl_examples": [request.query],
+            "sql_template": sql,
+        }))
+        .expect("a valid template");
+        let deadline = Duration::from_millis(request.deadline_ms.max(1));
+        match adapter
+            .execute(&template, &Default::default(), request, deadline)
+            .await
+        {
+            Ok((content, mut data)) => {
+                data["generated"] = true.into();
+                data["sql"] = sql.clone().into();
+                Ok(AdapterResponse {
+                    status: AdapterStatus::Ok,
+                    content: format!("(generated SQL) {content}"),
+                    data,
+                    parameters: Default::default(),
+                    missing: Vec::new(),
+                    error: None,
+                    execution_time_ms: started.elapsed().as_secs_f64() * 1000.0,
+                })
+            }
+            Err(e) => Ok(refuse(e.to_string(), Some(&sql))),
+        }
+    }
+
     async fn answer(&self, request: &AdapterRequest) -> Result<AdapterResponse, Error> {
+        if let Some(schema) = &request.schema_context {
+            return self.answer_generated(request, schema).await;
+        }
         let (datasource, template) = find(&self.catalog, request)?;
         let kind = datasource.spec.kind;
         let Some(adapter) = self.adapters.get(datasource.name()) else {

@@ -52,6 +52,7 @@ async fn adapters(endpoint: String, fill: bool, synthesize: bool) -> LocalAdapte
             assistant,
             fill_missing_parameters: fill,
             synthesize_response: synthesize,
+            text_to_sql: false,
         }))
 }
 

@@ -33,7 +33,15 @@ pub struct AdapterRequest {
     /// ["car", "home"]}`), beside those the question names.
     #[serde(default, skip_serializing_if = "Map::is_empty")]
     pub filters: Map<String, Value>,
+    /// Set for a question no template fits (`llm.text_to_sql`), with `template_id`
+    /// [`GENERATED_SQL`]: the flattened tables the chat model may write one read-only
+    /// query over, instead of running a template.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schema_context: Option<String>,
 }
+
+/// The `template_id` of a request whose SQL the chat model writes (see `schema_context`).
+pub const GENERATED_SQL: &str = "_generated_sql";
 
 /// A question's unit vector and the model that made it (the chunk artifact refuses
 /// another model's).

@@ -250,7 +250,7 @@ fn broken_yaml_names_the_file() {
 fn shipped_catalogs_load() {
     let root = common::repo_root().join("templates");
     for (name, datasources, templates) in [
-        ("demo", 3, 36),
+        ("demo", 4, 37),
         ("clinc150", 10, 150),
         ("clinc150-5", 10, 150),
     ] {

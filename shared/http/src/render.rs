@@ -226,6 +226,7 @@ impl Render<'_> {
             routing,
             execution,
             orchestration,
+            generated,
             session,
         } = answer;
         let session = session_report(&session, &routing);
@@ -240,7 +241,10 @@ impl Render<'_> {
             ),
             None => (
                 200,
-                QueryAnswer::NoMatch(self.no_match(&routing, request_id, session)),
+                QueryAnswer::NoMatch(NoMatch {
+                    generated: generated.map(generated_answer),
+                    ..self.no_match(&routing, request_id, session)
+                }),
             ),
         }
     }
@@ -389,6 +393,7 @@ impl Render<'_> {
                 .as_ref()
                 .map(|s| s.suggested_datasource.clone()),
             schema_context: schema_context(routing),
+            generated: None,
             metadata: NoMatchMetadata {
                 request_id,
                 composite_routing: NoMatchRouting {
@@ -494,4 +499,24 @@ fn schema_context(routing: &Routing) -> Option<Vec<SchemaTableReport>> {
             })
             .collect()
     })
+}
+
+/// The text-to-SQL fallback's answer, labelled generated.
+fn generated_answer(execution: switchyard_core::service::Execution) -> GeneratedAnswer {
+    match execution.adapter {
+        Ok(response) => GeneratedAnswer {
+            status: response.status,
+            sql: response.data["sql"].as_str().map(str::to_owned),
+            content: response.content,
+            error: response.error,
+            data: response.data,
+        },
+        Err(e) => GeneratedAnswer {
+            status: switchyard_core::invoker::AdapterStatus::Error,
+            sql: None,
+            content: e.to_string(),
+            error: Some(e.to_string()),
+            data: serde_json::Value::Null,
+        },
+    }
 }

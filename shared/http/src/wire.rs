@@ -423,7 +423,25 @@ pub struct NoMatch {
     /// ... and those tables (of the caller's datasources only), best first.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub schema_context: Option<Vec<SchemaTableReport>>,
+    /// With `llm.text_to_sql`: the query the chat model wrote over those tables and what it
+    /// returned, labelled generated (not a template's answer).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub generated: Option<GeneratedAnswer>,
     pub metadata: NoMatchMetadata,
+}
+
+/// A query written by the chat model, checked read-only and run with the datasource's
+/// row cap and deadline.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct GeneratedAnswer {
+    /// `ok` or `error` (refused, or the model or the database failed).
+    #[schema(value_type = String)]
+    pub status: switchyard_core::invoker::AdapterStatus,
+    pub sql: Option<String>,
+    pub content: String,
+    pub error: Option<String>,
+    #[schema(value_type = Object)]
+    pub data: serde_json::Value,
 }
 
 /// One table of a SQL datasource, flattened: columns with types, samples or ranges, keys.

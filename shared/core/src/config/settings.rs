@@ -194,6 +194,9 @@ pub struct LlmConfig {
     pub timeout_ms: u64,
     pub fill_missing_parameters: bool,
     pub synthesize_response: bool,
+    /// A question no template fits, with SQL tables near it (`schema_context`): ask the
+    /// model for one read-only query over them, checked and run like a template's.
+    pub text_to_sql: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -146,7 +146,7 @@ fn check_string_similarity(s: &StringSimilarity) -> Checked {
 }
 
 fn check_llm(llm: &LlmConfig) -> Checked {
-    if (llm.fill_missing_parameters || llm.synthesize_response)
+    if (llm.fill_missing_parameters || llm.synthesize_response || llm.text_to_sql)
         && (llm.endpoint.is_none() || llm.model.is_none())
     {
         return invalid(

@@ -150,5 +150,6 @@ fn request_for(
         // for routing and is not kept.
         query_vector: None,
         filters: requests.filters.clone(),
+        schema_context: None,
     })
 }

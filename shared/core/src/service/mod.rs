@@ -17,7 +17,9 @@ use crate::documents::schema::{schema_context, SchemaContext};
 use crate::documents::ChunkIndex;
 use crate::error::{Error, Result};
 use crate::feedback::{Decision, Feedback, FeedbackRecord, FeedbackStore, MemoryFeedbackStore};
-use crate::invoker::{AdapterInvoker, AdapterRequest, AdapterResponse, AdapterStatus, QueryVector};
+use crate::invoker::{
+    AdapterInvoker, AdapterRequest, AdapterResponse, AdapterStatus, QueryVector, GENERATED_SQL,
+};
 use crate::keywords::TermExpansion;
 use crate::orchestration::{
     FusionStrategy, MemoryWorkflowStore, QuestionSplitter, TaskStatus, WorkflowStore,
@@ -86,6 +88,9 @@ pub struct Answer {
     pub execution: Option<Execution>,
     /// Present when the question was split into sub-questions (then `execution` is not).
     pub orchestration: Option<Orchestrated>,
+    /// With `no_match`, `llm.text_to_sql` and SQL tables near the question: the query the
+    /// chat model wrote over them, run on their datasource (labelled generated).
+    pub generated: Option<Execution>,
     pub session: SessionUse,
 }
 
@@ -282,12 +287,57 @@ impl<I: AdapterInvoker, S: SessionStore> Service<I, S> {
                 tracing::warn!(request_id = %request_id, error = %e, "decision not kept for feedback");
             }
         }
+        let generated = match routing.outcome {
+            Outcome::NoMatch => self.generated_sql(&routing, &request_id).await,
+            _ => None,
+        };
         Ok(Answer {
             request_id,
             routing,
             execution,
             orchestration,
+            generated,
             session,
+        })
+    }
+
+    /// The optional text-to-SQL fallback: the suggested datasource's adapter asks the chat
+    /// model for one query over the nearest tables and checks and runs it like a template.
+    async fn generated_sql(&self, routing: &Routing, request_id: &str) -> Option<Execution> {
+        let schema = routing.schema.as_ref()?;
+        if !self.router.config().llm.text_to_sql {
+            return None;
+        }
+        let datasource = &schema.suggested_datasource;
+        let tables: Vec<&str> = schema
+            .tables
+            .iter()
+            .filter(|t| &t.datasource == datasource)
+            .map(|t| t.text.as_str())
+            .collect();
+        let deadline_ms = self
+            .router
+            .index()
+            .catalog
+            .datasource(datasource)
+            .map_or(5000, |d| d.spec.limits.timeout_ms);
+        let request = AdapterRequest {
+            request_id: request_id.to_owned(),
+            datasource: datasource.clone(),
+            template_id: GENERATED_SQL.to_owned(),
+            query: routing.query.clone(),
+            session_parameters: Map::new(),
+            deadline_ms,
+            upstream: Map::new(),
+            query_vector: None,
+            filters: Map::new(),
+            schema_context: Some(tables.join("\n")),
+        };
+        let invoked = Instant::now();
+        let adapter = self.invoker.invoke(request).await;
+        Some(Execution {
+            adapter,
+            adapter_ms: invoked.elapsed().as_secs_f64() * 1000.0,
         })
     }
 
@@ -440,6 +490,7 @@ impl<I: AdapterInvoker, S: SessionStore> Service<I, S> {
             upstream: Map::new(),
             query_vector: self.query_vector(datasource.spec.kind, &routing.query),
             filters: filters.clone(),
+            schema_context: None,
         };
         let invoked = Instant::now();
         let adapter = self.invoker.invoke(request).await;
