@@ -63,9 +63,10 @@ async fn load() -> anyhow::Result<LocalAdapters> {
         None
     };
     let documents = load_documents(&catalog, variable, s3).await?;
+    let reranker = switchyard_rerank::from_config(&config.composite_retrieval.reranking)?;
     Ok(LocalAdapters::open(catalog, Some(&templates))
         .await?
-        .with_documents(documents, &config)?
+        .with_documents(documents, &config, reranker)?
         .with_llm(llm))
 }
 
@@ -250,7 +251,7 @@ mod tests {
         let adapters = LocalAdapters::open(catalog, Some(&root))
             .await
             .unwrap()
-            .with_documents(documents, &Config::default())
+            .with_documents(documents, &Config::default(), None)
             .unwrap();
         // Without the question's vector (a direct invocation) the search is BM25 alone.
         let answer = handle(

@@ -28,13 +28,13 @@ pub fn run(
     runtime.block_on(async move {
         let catalog = router.index().catalog.clone();
         let llm = LlmFeatures::from_config(&router.config().llm)?;
-        let invoker = LocalAdapters::open(catalog, Some(templates_dir))
-            .await?
-            .with_documents(documents, router.config())?
-            .with_llm(llm);
-        let sessions = MemorySessionStore::new(router.config().sessions.clone());
         let reranker =
             switchyard_rerank::from_config(&router.config().composite_retrieval.reranking)?;
+        let invoker = LocalAdapters::open(catalog, Some(templates_dir))
+            .await?
+            .with_documents(documents, router.config(), reranker.clone())?
+            .with_llm(llm);
+        let sessions = MemorySessionStore::new(router.config().sessions.clone());
         let ttl = router.config().rerank_cache.ttl_seconds;
         let splitter = switchyard_rerank::ChatSplitter::from_config(router.config())?;
         let mut service = Service::new(router, invoker, sessions);

@@ -5,16 +5,18 @@
 //! the filters applied; the optional chat model may phrase an answer citing them.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 use switchyard_core::config::{Config, DocumentsConfig};
 use switchyard_core::documents::{
-    check_model, filters_in_question, requested_filters, ChunkIndex, Query, Signals,
+    check_model, filters_in_question, requested_filters, ChunkIndex, Hit, Query, Signals,
 };
 use switchyard_core::invoker::AdapterRequest;
 use switchyard_core::keywords::TermExpansion;
 use switchyard_core::rerank::BoxFuture;
+use switchyard_core::rerank::{RerankCandidate, Reranker};
 use switchyard_core::template::{Datasource, Parameter, Template};
 
 use crate::adapter::{Adapter, Answer};
@@ -29,6 +31,16 @@ pub struct DocumentsAdapter {
     filters: Vec<Parameter>,
     settings: DocumentsConfig,
     expansion: TermExpansion,
+    rerank: Option<ChunkRerank>,
+}
+
+/// The optional rerank provider over an answer's chunks: its score joins the fused one
+/// with `weight`; a slow or failing provider leaves the order as it was, and says so.
+#[derive(Clone)]
+pub struct ChunkRerank {
+    pub reranker: Arc<dyn Reranker>,
+    pub weight: f32,
+    pub timeout: Duration,
 }
 
 impl DocumentsAdapter {
@@ -52,7 +64,69 @@ impl DocumentsAdapter {
             filters: datasource.spec.filters.clone(),
             settings: config.documents.clone(),
             expansion: TermExpansion::new(&config.composite_retrieval.keywords.term_expansion),
+            rerank: None,
         })
+    }
+
+    /// Rerank each answer's chunks with this provider.
+    pub fn with_rerank(mut self, rerank: Option<ChunkRerank>) -> DocumentsAdapter {
+        self.rerank = rerank;
+        self
+    }
+
+    /// The provider's scores for `hits`, blended in and re-sorted; the status says what
+    /// happened (`off`, `ok`, or why the order was kept).
+    async fn reranked(&self, query: &str, hits: &mut [Hit]) -> (String, Option<Vec<f32>>) {
+        let Some(rerank) = &self.rerank else {
+            return ("off".into(), None);
+        };
+        if hits.len() < 2 {
+            return ("skipped: fewer than two chunks".into(), None);
+        }
+        let candidates: Vec<RerankCandidate> = hits
+            .iter()
+            .map(|hit| RerankCandidate {
+                datasource: self.name.clone(),
+                template_id: self.chunks.documents[hit.document].id.clone(),
+                description: self.chunks.chunks[hit.chunk].text.clone(),
+                nl_examples: Vec::new(),
+            })
+            .collect();
+        let asked =
+            tokio::time::timeout(rerank.timeout, rerank.reranker.rerank(query, &candidates));
+        let scores = match asked.await {
+            Ok(Ok(scores)) if scores.len() == hits.len() => scores,
+            Ok(Ok(scores)) => {
+                return (
+                    format!("failed: {} scores for {} chunks", scores.len(), hits.len()),
+                    None,
+                )
+            }
+            Ok(Err(e)) => return (format!("failed: {e}"), None),
+            Err(_) => {
+                return (
+                    format!("timed out after {} ms", rerank.timeout.as_millis()),
+                    None,
+                )
+            }
+        };
+        let mut blended: Vec<(usize, f32)> = hits
+            .iter()
+            .zip(&scores)
+            .enumerate()
+            .map(|(i, (hit, s))| (i, (1.0 - rerank.weight) * hit.score + rerank.weight * s))
+            .collect();
+        blended.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        let before: Vec<Hit> = hits.to_vec();
+        let mut order = Vec::with_capacity(hits.len());
+        for (slot, (i, score)) in blended.into_iter().enumerate() {
+            hits[slot] = Hit {
+                score,
+                ..before[i].clone()
+            };
+            order.push(scores[i]);
+        }
+        ("ok".into(), Some(order))
     }
 
     fn refuse(&self, message: String) -> AdapterError {
@@ -77,7 +151,7 @@ impl DocumentsAdapter {
         Ok(filters)
     }
 
-    fn search(&self, request: &AdapterRequest) -> Result<Answer> {
+    async fn search(&self, request: &AdapterRequest) -> Result<Answer> {
         let filters = self.filters(request)?;
         let vector = match &request.query_vector {
             Some(v) => {
@@ -95,12 +169,17 @@ impl DocumentsAdapter {
             signals: Signals::ALL,
             balance: true,
         };
-        let found = self.chunks.search(&query, &self.settings, &self.expansion);
+        let mut found = self.chunks.search(&query, &self.settings, &self.expansion);
+        let (rerank, rerank_scores) = self.reranked(&request.query, &mut found.hits).await;
         let chunks: Vec<Value> = found
             .hits
             .iter()
             .enumerate()
             .map(|(rank, hit)| {
+                let mut scores = serde_json::to_value(&hit.scores).expect("serialisable");
+                if let Some(reranked) = &rerank_scores {
+                    scores["rerank"] = reranked[rank].into();
+                }
                 let chunk = &self.chunks.chunks[hit.chunk];
                 let document = &self.chunks.documents[hit.document];
                 json!({
@@ -110,7 +189,7 @@ impl DocumentsAdapter {
                     "heading": chunk.heading,
                     "text": chunk.text,
                     "score": hit.score,
-                    "scores": hit.scores,
+                    "scores": scores,
                     "metadata": document.metadata,
                 })
             })
@@ -145,6 +224,7 @@ impl DocumentsAdapter {
             "filters": filters,
             "balanced_by": found.balanced_by,
             "documents_searched": found.documents_searched,
+            "rerank": rerank,
             "search": if vector.is_some() { "hybrid" } else { "bm25 (the request had no question vector)" },
         });
         Ok((content, data))
@@ -167,9 +247,119 @@ impl Adapter for DocumentsAdapter {
         request: &'a AdapterRequest,
         _: Duration,
     ) -> BoxFuture<'a, Result<Answer>> {
-        // The search is in memory and bounded (one pass over the chunks); the deadline is
-        // the dispatcher's.
-        let answer = self.search(request);
-        Box::pin(async move { answer })
+        // The search is in memory and bounded (one pass over the chunks); the rerank
+        // provider has its own timeout.
+        Box::pin(self.search(request))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use switchyard_core::embed::HashingEmbedder;
+
+    /// Scores chunks by how late they come: a provider that disagrees with the search.
+    struct Reversing;
+    /// A provider that is down.
+    struct Failing;
+
+    impl Reranker for Reversing {
+        fn id(&self) -> &str {
+            "reversing"
+        }
+        fn rerank<'a>(
+            &'a self,
+            _: &'a str,
+            candidates: &'a [RerankCandidate],
+        ) -> BoxFuture<'a, switchyard_core::Result<Vec<f32>>> {
+            let n = candidates.len() as f32;
+            Box::pin(async move { Ok((0..candidates.len()).map(|i| i as f32 / n).collect()) })
+        }
+    }
+
+    impl Reranker for Failing {
+        fn id(&self) -> &str {
+            "failing"
+        }
+        fn rerank<'a>(
+            &'a self,
+            _: &'a str,
+            _: &'a [RerankCandidate],
+        ) -> BoxFuture<'a, switchyard_core::Result<Vec<f32>>> {
+            Box::pin(async {
+                Err(switchyard_core::Error::Rerank {
+                    reranker: "failing".into(),
+                    message: "503".into(),
+                })
+            })
+        }
+    }
+
+    fn adapter(reranker: Option<Arc<dyn Reranker>>) -> DocumentsAdapter {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../templates/demo");
+        let catalog = switchyard_core::template::Catalog::load(&root).unwrap();
+        let policies = catalog.datasource("policies").unwrap();
+        let corpus = switchyard_core::documents::corpus_path(policies, &root.join("policies"));
+        let docs = switchyard_core::documents::load_corpus(&corpus.unwrap()).unwrap();
+        let config = Config::default();
+        let chunks = ChunkIndex::build(
+            "policies",
+            &docs,
+            &HashingEmbedder::new(64),
+            &config.documents,
+            &|_, _| {},
+        )
+        .unwrap();
+        DocumentsAdapter::new(policies, chunks, "memory", &config)
+            .unwrap()
+            .with_rerank(reranker.map(|reranker| ChunkRerank {
+                reranker,
+                weight: 1.0,
+                timeout: Duration::from_secs(1),
+            }))
+    }
+
+    fn request(query: &str) -> AdapterRequest {
+        serde_json::from_value(json!({"request_id": "r", "datasource": "policies",
+            "template_id": "policy_question", "query": query, "deadline_ms": 1000}))
+        .unwrap()
+    }
+
+    fn documents(data: &Value) -> Vec<String> {
+        data["chunks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["document"].as_str().unwrap().to_owned())
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn the_rerank_provider_reorders_the_chunks_and_its_failure_keeps_them() {
+        let question = request("What is the excess on a claim?");
+        let (_, plain) = adapter(None).search(&question).await.unwrap();
+        assert_eq!(plain["rerank"], "off");
+        let order = documents(&plain);
+        assert!(order.len() >= 2, "{plain}");
+
+        let (_, reranked) = adapter(Some(Arc::new(Reversing)))
+            .search(&question)
+            .await
+            .unwrap();
+        assert_eq!(reranked["rerank"], "ok", "{reranked}");
+        let mut reversed = order.clone();
+        reversed.reverse();
+        assert_eq!(documents(&reranked), reversed);
+        assert!(reranked["chunks"][0]["scores"]["rerank"].as_f64().is_some());
+
+        let (_, kept) = adapter(Some(Arc::new(Failing)))
+            .search(&question)
+            .await
+            .unwrap();
+        assert!(
+            kept["rerank"].as_str().unwrap().starts_with("failed"),
+            "{kept}"
+        );
+        assert_eq!(documents(&kept), order);
     }
 }

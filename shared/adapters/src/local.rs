@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use switchyard_core::config::{Config, LlmConfig};
@@ -13,11 +14,12 @@ use switchyard_core::invoker::{
     find, respond, AdapterInvoker, AdapterRequest, AdapterResponse, AdapterStatus, GENERATED_SQL,
 };
 use switchyard_core::params::extract;
+use switchyard_core::rerank::Reranker;
 use switchyard_core::template::{Catalog, DatasourceKind, Template};
 use switchyard_core::Error;
 
 use crate::adapter::{self, Adapter};
-use crate::documents::DocumentsAdapter;
+use crate::documents::{ChunkRerank, DocumentsAdapter};
 use crate::llm::Assistant;
 
 pub struct LocalAdapters {
@@ -81,13 +83,22 @@ impl LocalAdapters {
     }
 
     /// Serve documents datasources from their chunk artifacts: (artifact, where it came
-    /// from). An artifact for a datasource the catalog has not, or not of kind documents,
-    /// or built for another datasource, is refused.
+    /// from), their answers' chunks reranked by `reranker` when there is one
+    /// (`composite_retrieval.reranking`: its weight and timeout). An artifact for a
+    /// datasource the catalog has not, or not of kind documents, or built for another
+    /// datasource, is refused.
     pub fn with_documents(
         mut self,
         artifacts: Vec<(ChunkIndex, String)>,
         config: &Config,
+        reranker: Option<Arc<dyn Reranker>>,
     ) -> crate::Result<LocalAdapters> {
+        let settings = &config.composite_retrieval.reranking;
+        let rerank = reranker.map(|reranker| ChunkRerank {
+            reranker,
+            weight: settings.weight,
+            timeout: Duration::from_millis(settings.timeout_ms),
+        });
         for (chunks, origin) in artifacts {
             let name = chunks.manifest.datasource.clone();
             let datasource = self
@@ -100,7 +111,8 @@ impl LocalAdapters {
                         "{origin}: no documents datasource of this name in the catalog"
                     ),
                 })?;
-            let adapter = DocumentsAdapter::new(datasource, chunks, &origin, config)?;
+            let adapter = DocumentsAdapter::new(datasource, chunks, &origin, config)?
+                .with_rerank(rerank.clone());
             self.adapters.insert(name, Box::new(adapter));
         }
         Ok(self)

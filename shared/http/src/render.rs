@@ -496,6 +496,7 @@ fn schema_context(routing: &Routing) -> Option<Vec<SchemaTableReport>> {
                 table: t.table.clone(),
                 text: t.text.clone(),
                 score: t.score,
+                similarity: t.similarity,
             })
             .collect()
     })

@@ -451,6 +451,8 @@ pub struct SchemaTableReport {
     pub table: String,
     pub text: String,
     pub score: f32,
+    /// The table's vector similarity to the question.
+    pub similarity: Option<f32>,
 }
 
 #[derive(Debug, Clone, Serialize, ToSchema)]

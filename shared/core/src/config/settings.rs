@@ -146,6 +146,9 @@ pub struct DocumentsConfig {
     /// A chunk this similar (cosine) to one already chosen is a duplicate; so is a second
     /// chunk of the same document.
     pub duplicate_similarity: f32,
+    /// A SQL table is suggested for a `no_match` only when its vector similarity to the
+    /// question reaches this.
+    pub schema_min_similarity: f32,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -287,6 +287,7 @@ fn check_documents(d: &DocumentsConfig) -> Checked {
         ("keyword_weight", d.keyword_weight),
         ("mmr_lambda", d.mmr_lambda),
         ("duplicate_similarity", d.duplicate_similarity),
+        ("schema_min_similarity", d.schema_min_similarity),
         ("b", d.b),
     ];
     for (field, value) in unit {

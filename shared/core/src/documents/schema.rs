@@ -59,6 +59,8 @@ pub struct SchemaTable {
     pub table: String,
     pub text: String,
     pub score: f32,
+    /// The table's vector similarity to the question (what the floor applies to).
+    pub similarity: Option<f32>,
 }
 
 /// The tables nearest to `query` among `allowed` datasources (`None`: every datasource),
@@ -112,7 +114,14 @@ pub fn schema_context(
                 table: field("table"),
                 text: schema.chunks[hit.chunk].text.clone(),
                 score: hit.score,
+                similarity: hit.scores.vectors,
             }
+        })
+        // BM25 alone is relative (the best match scores 1 however weak): a table is only
+        // suggested when its meaning is near the question too, or when there is no vector.
+        .filter(|t| {
+            t.similarity
+                .is_none_or(|s| s >= settings.schema_min_similarity)
         })
         .collect();
     let suggested = tables.first()?.datasource.clone();
