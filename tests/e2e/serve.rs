@@ -102,7 +102,7 @@ fn serves_query_route_stats_and_health() {
         .unwrap()
         .json()
         .unwrap();
-    assert_eq!(stats["child_adapter_count"], 3);
+    assert_eq!(stats["child_adapter_count"], 4);
 }
 
 #[test]
