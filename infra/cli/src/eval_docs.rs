@@ -10,7 +10,7 @@ use switchyard_core::eval::documents::{evaluate_retrieval, load_judged, stages, 
 use switchyard_core::keywords::TermExpansion;
 use switchyard_core::template::{Catalog, DatasourceKind};
 
-use crate::open::{load_embedder, progress_bar};
+use crate::open::{advance, load_embedder, progress_bar};
 
 pub struct Options<'a> {
     pub datasource: &'a str,
@@ -45,10 +45,7 @@ pub fn run(templates: &Path, config: &Config, options: &Options<'_>) -> Result<(
         &cache_dir(),
         embedder.as_ref(),
         &config.documents,
-        &|done, total| {
-            bar.set_length(total as u64);
-            bar.set_position(done as u64);
-        },
+        &advance(&bar),
     )
     .with_context(|| format!("the chunks of `{}`", options.datasource))?;
     bar.finish_and_clear();

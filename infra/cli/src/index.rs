@@ -10,7 +10,7 @@ use switchyard_core::embed::Embedder;
 use switchyard_core::index::Index;
 use switchyard_core::template::{Catalog, Datasource, DatasourceKind};
 
-use crate::open::{load_embedder, progress_bar, schema_tables};
+use crate::open::{advance, load_embedder, progress_bar, schema_tables};
 use switchyard_core::documents::schema::{table_documents, SCHEMA_ARTIFACT};
 
 /// `index build`: embed the catalog in `templates`, write the artifact to `out`, report.
@@ -20,10 +20,7 @@ pub fn build(templates: &Path, config: &Config, out: &Path) -> Result<()> {
     switchyard_adapters::check_catalog(&catalog)?;
     let start = Instant::now();
     let bar = progress_bar();
-    let index = Index::build(catalog, embedder.as_ref(), config, &|done, total| {
-        bar.set_length(total as u64);
-        bar.set_position(done as u64);
-    })?;
+    let index = Index::build(catalog, embedder.as_ref(), config, &advance(&bar))?;
     bar.finish_and_clear();
     index.write(out)?;
     let bytes = std::fs::metadata(out).map(|m| m.len()).unwrap_or(0);
@@ -85,10 +82,7 @@ fn build_chunks(
     let corpus = documents::corpus_path(datasource, &templates.join(name))?;
     let docs = documents::load_corpus(&corpus)?;
     let bar = progress_bar();
-    let chunks = ChunkIndex::build(name, &docs, embedder, &config.documents, &|done, total| {
-        bar.set_length(total as u64);
-        bar.set_position(done as u64);
-    })?;
+    let chunks = ChunkIndex::build(name, &docs, embedder, &config.documents, &advance(&bar))?;
     bar.finish_and_clear();
     let path = documents::artifact_beside(out, name);
     chunks.write(&path)?;

@@ -31,6 +31,14 @@ pub fn progress_bar() -> ProgressBar {
     bar
 }
 
+/// What a build reports its progress to: `bar`'s length and position.
+pub fn advance(bar: &ProgressBar) -> impl Fn(usize, usize) + Sync + '_ {
+    move |done, total| {
+        bar.set_length(total as u64);
+        bar.set_position(done as u64);
+    }
+}
+
 /// The router for the CLI's catalog: `--index`, or the cached index of `--templates`.
 pub fn open_router(templates: &Path, index: Option<&Path>, config: Config) -> Result<Router> {
     let embedder = load_embedder(&config)?;
@@ -43,10 +51,7 @@ pub fn open_router(templates: &Path, index: Option<&Path>, config: Config) -> Re
                 &cache_dir(),
                 embedder.as_ref(),
                 &config,
-                &|done, total| {
-                    bar.set_length(total as u64);
-                    bar.set_position(done as u64);
-                },
+                &advance(&bar),
             )
             .with_context(|| format!("loading the catalog {}", templates.display()))?;
             bar.finish_and_clear();
@@ -95,10 +100,7 @@ pub fn open_documents(
                     &cache_dir(),
                     router.embedder(),
                     &config.documents,
-                    &|done, total| {
-                        bar.set_length(total as u64);
-                        bar.set_position(done as u64);
-                    },
+                    &advance(&bar),
                 )
                 .with_context(|| format!("the chunks of `{name}`"))?;
                 bar.finish_and_clear();

@@ -100,7 +100,8 @@ fn from_named_values(parameter: &Parameter, query: &str) -> Option<String> {
         .max_by_key(|name| name.len())
 }
 
-fn value_text(value: &Value) -> Option<String> {
+/// A scalar value as text (strings, numbers, booleans); `None` for anything else.
+pub(crate) fn value_text(value: &Value) -> Option<String> {
     match value {
         Value::String(s) => Some(s.clone()),
         Value::Number(n) => Some(n.to_string()),

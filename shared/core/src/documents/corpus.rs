@@ -9,6 +9,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::error::{Error, Result};
+use crate::params::value_text;
 use crate::template::Datasource;
 
 /// One document, before chunking.
@@ -219,11 +220,11 @@ fn document(
         let values = match value {
             Value::Array(items) => items
                 .iter()
-                .map(scalar_text)
+                .map(value_text)
                 .collect::<Option<Vec<_>>>()
                 .ok_or_else(|| (field.clone(), "must be a value or a list of values".into()))?,
             Value::Null => continue,
-            other => vec![scalar_text(&other)
+            other => vec![value_text(&other)
                 .ok_or_else(|| (field.clone(), "must be a value or a list of values".into()))?],
         };
         metadata.insert(field, values);
@@ -236,15 +237,6 @@ fn document(
         questions,
         metadata,
     })
-}
-
-fn scalar_text(value: &Value) -> Option<String> {
-    match value {
-        Value::String(s) => Some(s.clone()),
-        Value::Number(n) => Some(n.to_string()),
-        Value::Bool(b) => Some(b.to_string()),
-        _ => None,
-    }
 }
 
 /// (front matter, body): front matter is a `---` line, YAML, and a closing `---` line.

@@ -29,6 +29,7 @@ pub use search::{ChunkScores, Found, Fusion, Hit, Query, Signals};
 use crate::config::DocumentsConfig;
 use crate::embed::Embedder;
 use crate::error::{Error, Result};
+use crate::params::value_text;
 use crate::similarity::normalize_text;
 use crate::template::{Datasource, Parameter};
 
@@ -112,15 +113,6 @@ pub fn requested_filters(
         }
     }
     Ok(out)
-}
-
-fn value_text(value: &Value) -> Option<String> {
-    match value {
-        Value::String(s) => Some(s.clone()),
-        Value::Number(n) => Some(n.to_string()),
-        Value::Bool(b) => Some(b.to_string()),
-        _ => None,
-    }
 }
 
 /// Where a chunk artifact is cached: the key covers the documents, the model, the chunk
