@@ -4,16 +4,7 @@
 //! artifact beside the index and `eval-docs` scores a judged set.
 
 use serde_json::{json, Value};
-use switchyard_e2e::{run, run_ok, serve, switchyard, Server};
-
-fn post(server: &Server, body: Value) -> (u16, Value) {
-    let response = reqwest::blocking::Client::new()
-        .post(format!("{}/v1/query", server.base))
-        .json(&body)
-        .send()
-        .unwrap();
-    (response.status().as_u16(), response.json().unwrap())
-}
+use switchyard_e2e::{run, run_ok, serve, switchyard};
 
 fn documents(answer: &Value) -> Vec<String> {
     answer["data"]["chunks"]
@@ -29,8 +20,8 @@ fn policy_questions_are_answered_from_the_right_documents() {
     let cache = tempfile::tempdir().unwrap();
     let server = serve(cache.path(), &["--templates", "templates/demo"]);
 
-    let (status, answer) = post(
-        &server,
+    let (status, answer) = server.post(
+        "/v1/query",
         json!({"query": "What is the excess on the travel policy?"}),
     );
     assert_eq!(status, 200, "{answer}");
@@ -57,8 +48,8 @@ fn policy_questions_are_answered_from_the_right_documents() {
     }
 
     // Two products named: both answer, each with its share.
-    let (_, answer) = post(
-        &server,
+    let (_, answer) = server.post(
+        "/v1/query",
         json!({"query": "Compare the no-claim discount of car and home cover"}),
     );
     let mut found = documents(&answer);
@@ -68,16 +59,12 @@ fn policy_questions_are_answered_from_the_right_documents() {
     assert_eq!(answer["data"]["filters"]["product"], json!(["car", "home"]));
 
     // An alias narrows like its value; request filters join the question's.
-    let (_, answer) = post(
-        &server,
-        json!({"query": "How do I make a claim on my insurance?", "filters": {"product": "house"}, "datasources": ["policies"]}),
+    let (_, answer) = server.post("/v1/query", json!({"query": "How do I make a claim on my insurance?", "filters": {"product": "house"}, "datasources": ["policies"]}),
     );
     assert_eq!(documents(&answer), ["home"], "{answer}");
 
     // A filter value the datasource does not know is named.
-    let (status, answer) = post(
-        &server,
-        json!({"query": "What is the excess on the boat policy?", "filters": {"product": "boat"}, "datasources": ["policies"]}),
+    let (status, answer) = server.post("/v1/query", json!({"query": "What is the excess on the boat policy?", "filters": {"product": "boat"}, "datasources": ["policies"]}),
     );
     assert_eq!(status, 200, "{answer}");
     assert_eq!(answer["status"], "error", "{answer}");
@@ -110,8 +97,8 @@ fn index_build_writes_the_chunks_beside_the_index_and_eval_docs_scores_them() {
             out.to_str().unwrap(),
         ],
     );
-    let (_, answer) = post(
-        &server,
+    let (_, answer) = server.post(
+        "/v1/query",
         json!({"query": "Is windscreen damage covered by my car insurance?"}),
     );
     assert_eq!(documents(&answer)[0], "car", "{answer}");
@@ -222,7 +209,7 @@ fn questions_no_template_fits_are_pointed_at_the_tables_that_could_answer() {
         ],
     );
     let question = "In which currency are the salaries paid?";
-    let (_, answer) = post(&server, json!({"query": question}));
+    let (_, answer) = server.post("/v1/query", json!({"query": question}));
     assert_eq!(answer["status"], "no_match", "{answer}");
     assert_eq!(answer["suggested_datasource"], "hr", "{answer}");
     let context = answer["schema_context"].as_array().unwrap();
@@ -233,18 +220,12 @@ fn questions_no_template_fits_are_pointed_at_the_tables_that_could_answer() {
         .starts_with("Table: salaries (Alias: salary)."));
 
     // /v1/route shows the same.
-    let report: Value = reqwest::blocking::Client::new()
-        .post(format!("{}/v1/route", server.base))
-        .json(&json!({"query": question}))
-        .send()
-        .unwrap()
-        .json()
-        .unwrap();
+    let (_, report) = server.post("/v1/route", json!({"query": question}));
     assert_eq!(report["suggested_datasource"], "hr", "{report}");
 
     // A caller without hr never sees its tables.
-    let (_, answer) = post(
-        &server,
+    let (_, answer) = server.post(
+        "/v1/query",
         json!({"query": question, "datasources": ["ev", "policies"]}),
     );
     assert_eq!(answer["status"], "no_match", "{answer}");
@@ -307,8 +288,8 @@ fn text_to_sql_answers_over_the_schema_context_and_refuses_writes() {
         ],
     );
 
-    let (_, answer) = post(
-        &server,
+    let (_, answer) = server.post(
+        "/v1/query",
         json!({"query": "In which currency are the salaries paid?"}),
     );
     assert_eq!(answer["status"], "no_match", "{answer}");
@@ -322,8 +303,8 @@ fn text_to_sql_answers_over_the_schema_context_and_refuses_writes() {
         "{content}"
     );
 
-    let (_, answer) = post(
-        &server,
+    let (_, answer) = server.post(
+        "/v1/query",
         json!({"query": "Remove every salary record of the staff"}),
     );
     let generated = &answer["generated"];

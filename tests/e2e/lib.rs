@@ -75,6 +75,18 @@ pub struct Server {
     pub base: String,
 }
 
+impl Server {
+    /// POST `body` as JSON to `path`: the status and the JSON answer.
+    pub fn post(&self, path: &str, body: serde_json::Value) -> (u16, serde_json::Value) {
+        let response = reqwest::blocking::Client::new()
+            .post(format!("{}{path}", self.base))
+            .json(&body)
+            .send()
+            .unwrap();
+        (response.status().as_u16(), response.json().unwrap())
+    }
+}
+
 impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();

@@ -12,15 +12,6 @@ fn demo() -> (tempfile::TempDir, Server) {
     (cache, server)
 }
 
-fn post(server: &Server, path: &str, body: Value) -> (u16, Value) {
-    let response = reqwest::blocking::Client::new()
-        .post(format!("{}{path}", server.base))
-        .json(&body)
-        .send()
-        .unwrap();
-    (response.status().as_u16(), response.json().unwrap())
-}
-
 fn templates(answer: &Value) -> Vec<String> {
     answer["metadata"]["orchestration"]["sub_questions"]
         .as_array()
@@ -33,8 +24,7 @@ fn templates(answer: &Value) -> Vec<String> {
 #[test]
 fn two_requests_joined_by_and_run_together_and_are_fused() {
     let (_cache, server) = demo();
-    let (status, answer) = post(
-        &server,
+    let (status, answer) = server.post(
         "/v1/query",
         json!({"query": "How many employees work in Sales and what is 15% of 200?"}),
     );
@@ -68,9 +58,7 @@ fn two_requests_joined_by_and_run_together_and_are_fused() {
 #[test]
 fn then_and_their_make_a_later_phase_that_gets_the_earlier_answer() {
     let (_cache, server) = demo();
-    let (status, answer) = post(
-        &server,
-        "/v1/query",
+    let (status, answer) = server.post("/v1/query",
         json!({"query": "How many employees work in Engineering and what is their average salary?"}),
     );
     assert_eq!(status, 200, "{answer}");
@@ -85,9 +73,7 @@ fn then_and_their_make_a_later_phase_that_gets_the_earlier_answer() {
     );
     assert_eq!(second["status"], "ok");
 
-    let (status, answer) = post(
-        &server,
-        "/v1/query",
+    let (status, answer) = server.post("/v1/query",
         json!({"query": "Find the five highest paid people in Sales, then count the Teslas registered in King County"}),
     );
     assert_eq!(status, 200, "{answer}");
@@ -111,8 +97,7 @@ fn then_and_their_make_a_later_phase_that_gets_the_earlier_answer() {
 #[test]
 fn route_shows_the_plan_and_single_questions_stay_whole() {
     let (_cache, server) = demo();
-    let (status, report) = post(
-        &server,
+    let (status, report) = server.post(
         "/v1/route",
         json!({"query": "How many employees work in Sales and what is 15% of 200?"}),
     );
@@ -128,9 +113,9 @@ fn route_shows_the_plan_and_single_questions_stay_whole() {
         "List all employees in the Sales department and the HR department",
         "What is 15% of 200?",
     ] {
-        let (_, report) = post(&server, "/v1/route", json!({"query": single}));
+        let (_, report) = server.post("/v1/route", json!({"query": single}));
         assert!(report.get("orchestration").is_none(), "{single}: {report}");
-        let (status, answer) = post(&server, "/v1/query", json!({"query": single}));
+        let (status, answer) = server.post("/v1/query", json!({"query": single}));
         assert_eq!(status, 200);
         assert_ne!(answer["metadata"]["source"], "orchestration", "{single}");
         assert!(answer["metadata"].get("orchestration").is_none());
@@ -141,8 +126,7 @@ fn route_shows_the_plan_and_single_questions_stay_whole() {
 fn fusion_can_be_chosen_and_a_finished_workflow_is_not_run_again() {
     let (_cache, server) = demo();
     let question = "How many employees work in Sales and what is 15% of 200?";
-    let (status, answer) = post(
-        &server,
+    let (status, answer) = server.post(
         "/v1/query",
         json!({"query": question, "fusion": "simple", "workflow_id": "wf-e2e-1"}),
     );
@@ -157,8 +141,7 @@ fn fusion_can_be_chosen_and_a_finished_workflow_is_not_run_again() {
         .starts_with("12 employees work in Sales."));
 
     // Again with the same workflow id: resumed after its last phase, nothing re-run.
-    let (status, again) = post(
-        &server,
+    let (status, again) = server.post(
         "/v1/query",
         json!({"query": question, "workflow_id": "wf-e2e-1"}),
     );
@@ -169,15 +152,13 @@ fn fusion_can_be_chosen_and_a_finished_workflow_is_not_run_again() {
     assert_eq!(orchestration["checkpoints"], json!([]));
 
     // Another question under that id is refused; so is a malformed id.
-    let (status, refused) = post(
-        &server,
+    let (status, refused) = server.post(
         "/v1/query",
         json!({"query": "What is 2 plus 2 and who works in HR?", "workflow_id": "wf-e2e-1"}),
     );
     assert_eq!(status, 400, "{refused}");
     assert_eq!(refused["error"]["field"], "workflow_id");
-    let (status, refused) = post(
-        &server,
+    let (status, refused) = server.post(
         "/v1/query",
         json!({"query": question, "workflow_id": "no spaces/please"}),
     );
@@ -253,7 +234,7 @@ fn the_chat_decomposer_splits_what_the_rules_cannot_and_is_checked_like_them() {
         "What is fifteen percent of 200?",
     ]);
     let server = serve_with_chat_decomposer(cache.path(), &endpoint);
-    let (status, answer) = post(&server, "/v1/query", json!({"query": UNCUT}));
+    let (status, answer) = server.post("/v1/query", json!({"query": UNCUT}));
     assert_eq!(status, 200, "{answer}");
     assert_eq!(
         answer["metadata"]["orchestration"]["split_by"], "chat:test-model",
@@ -269,8 +250,7 @@ fn the_chat_decomposer_splits_what_the_rules_cannot_and_is_checked_like_them() {
         .contains("12 employees work in Sales."));
     assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 1);
     // Questions the rules split, or that are single, never reach the model.
-    let (_, split) = post(
-        &server,
+    let (_, split) = server.post(
         "/v1/query",
         json!({"query": "How many employees work in Sales and what is 15% of 200?"}),
     );
@@ -279,11 +259,7 @@ fn the_chat_decomposer_splits_what_the_rules_cannot_and_is_checked_like_them() {
         "{split}"
     );
     assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 1);
-    let (_, single) = post(
-        &server,
-        "/v1/query",
-        json!({"query": "Who works in Marketing?"}),
-    );
+    let (_, single) = server.post("/v1/query", json!({"query": "Who works in Marketing?"}));
     assert_eq!(
         calls.load(std::sync::atomic::Ordering::SeqCst),
         1,
@@ -314,7 +290,7 @@ fn a_chat_split_that_fails_the_checks_or_a_failing_model_leaves_the_question_who
         let cache = tempfile::tempdir().unwrap();
         let (endpoint, calls) = fake_chat_model(parts);
         let server = serve_with_chat_decomposer(cache.path(), &endpoint);
-        let (status, answer) = post(&server, "/v1/query", json!({"query": UNCUT}));
+        let (status, answer) = server.post("/v1/query", json!({"query": UNCUT}));
         assert_eq!(status, 200, "{case}: {answer}");
         assert!(
             answer["metadata"].get("orchestration").is_none(),
