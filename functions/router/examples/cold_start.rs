@@ -39,7 +39,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         Some("publish") => {
             let templates = args.get(1).ok_or("publish needs a catalog folder")?;
             let config = Config::default();
-            let embedder = MiniLmEmbedder::load(&config.embedding.resolved_model_dir(), 32)?;
+            let embedder = MiniLmEmbedder::from_config(&config.embedding)?;
             let catalog = Catalog::load(Path::new(templates))?;
             let mut index = Index::build(catalog, &embedder, &config, &|_, _| {})?;
             if let Some(count) = args.get(2) {

@@ -15,7 +15,7 @@ use switchyard_aws::{
 use switchyard_core::config::Config;
 use switchyard_core::documents::schema::SCHEMA_ARTIFACT;
 use switchyard_core::documents::{artifact_beside, ChunkIndex};
-use switchyard_core::embed::Embedder;
+use switchyard_core::embed::{CachedEmbedder, Embedder};
 use switchyard_core::feedback::FeedbackStore;
 use switchyard_core::index::{FileIndexSource, Index, IndexSource};
 use switchyard_core::orchestration::WorkflowStore;
@@ -153,11 +153,10 @@ pub async fn cold_start(
     let index = Index::from_bytes(&bytes, &origin)?;
     let load_ms = ms_since(loading);
     let model = Instant::now();
-    let model_dir = config.embedding.resolved_model_dir();
-    let embedder: Arc<dyn Embedder> = Arc::new(MiniLmEmbedder::load(
-        &model_dir,
-        config.embedding.batch_size,
-    )?);
+    let embedder = CachedEmbedder::new(
+        Arc::new(MiniLmEmbedder::from_config(&config.embedding)?),
+        config.embedding.cache_size,
+    );
     let model_ms = ms_since(model);
     let reranker = switchyard_rerank::from_config(&config.composite_retrieval.reranking)?;
     let rerank = reranker.map(|reranker| {

@@ -76,7 +76,7 @@ fn embedder() -> Arc<MiniLmEmbedder> {
         .get_or_init(|| {
             let config = Config::default();
             Arc::new(
-                MiniLmEmbedder::load(&config.embedding.resolved_model_dir(), 32)
+                MiniLmEmbedder::from_config(&config.embedding)
                     .expect("the model"),
             )
         })

@@ -20,7 +20,7 @@ async fn a_request_flushes_emf_with_stage_latencies_and_the_datasource() {
 
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let config = Config::default();
-    let embedder = MiniLmEmbedder::load(&config.embedding.resolved_model_dir(), 32).unwrap();
+    let embedder = MiniLmEmbedder::from_config(&config.embedding).unwrap();
     let catalog = Catalog::load(&root.join("templates/demo")).unwrap();
     let index = Index::build(catalog, &embedder, &config, &|_, _| {}).unwrap();
     let file = tempfile::NamedTempFile::new().unwrap();

@@ -3,6 +3,7 @@
 //! Each subcommand lives in its own module; `main` parses the command line, reads the
 //! configuration and dispatches.
 
+mod bench;
 mod eval;
 mod eval_docs;
 mod index;
@@ -75,6 +76,21 @@ enum Command {
         /// Replay conversations (lines with `session_id`) without the session only.
         #[arg(long)]
         no_session: bool,
+    },
+    /// Cold start and per-query latency on one thread: model and index load, the first
+    /// query, then p50/p95/p99 of the embedding alone and of the whole route.
+    Bench {
+        /// Labelled JSON lines whose texts are the queries (default: the catalog's examples).
+        #[arg(long)]
+        dataset: Option<PathBuf>,
+        /// Queries measured one at a time, after the first.
+        #[arg(long, default_value_t = 600)]
+        queries: usize,
+        /// Also route the same queries over a synthetic catalog of this many templates.
+        #[arg(long)]
+        synthetic: Option<usize>,
+        #[arg(long)]
+        json: bool,
     },
     /// Measure a documents datasource's retrieval on judged queries (JSON lines
     /// `{"query_id", "text", "relevant": [doc ids]}`): nDCG@10, recall@10 and @100, MRR,
@@ -156,7 +172,15 @@ fn main() -> Result<()> {
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
-    let config = Config::from_env(cli.config.as_deref())?;
+    let mut config = Config::from_env(cli.config.as_deref())?;
+    if matches!(cli.command, Command::Bench { .. } | Command::Eval { .. }) {
+        // Measurements embed every query: a remembered vector would time nothing.
+        config.embedding.cache_size = 0;
+    }
+    if matches!(cli.command, Command::Bench { .. }) {
+        // One Lambda vCPU: one encoder session, one rayon thread.
+        config.embedding.threads = 1;
+    }
     config.embedding.apply_threads();
 
     let (templates, index_file) = (cli.templates.as_path(), cli.index.as_deref());
@@ -190,6 +214,22 @@ fn main() -> Result<()> {
             };
             eval::run(&router, dataset, &options)
         }
+        Command::Bench {
+            dataset,
+            queries,
+            synthetic,
+            json,
+        } => bench::run(
+            templates,
+            index_file,
+            config,
+            &bench::Options {
+                dataset: dataset.clone(),
+                queries: *queries,
+                synthetic: *synthetic,
+                json: *json,
+            },
+        ),
         Command::EvalDocs {
             datasource,
             dataset,

@@ -10,16 +10,18 @@ use switchyard_adapters::schema;
 use switchyard_core::config::{cache_dir, Config};
 use switchyard_core::documents::schema::{table_documents, TableText, SCHEMA_ARTIFACT};
 use switchyard_core::documents::{self, ChunkIndex};
-use switchyard_core::embed::Embedder;
+use switchyard_core::embed::{CachedEmbedder, Embedder};
 use switchyard_core::index::{load_or_build, Index};
 use switchyard_core::router::Router;
 use switchyard_core::template::{Catalog, DatasourceKind};
 use switchyard_embed::MiniLmEmbedder;
 
 pub fn load_embedder(config: &Config) -> Result<Arc<dyn Embedder>> {
-    let dir = config.embedding.resolved_model_dir();
-    let embedder = MiniLmEmbedder::load(&dir, config.embedding.batch_size)?;
-    Ok(Arc::new(embedder))
+    let embedder = MiniLmEmbedder::from_config(&config.embedding)?;
+    Ok(CachedEmbedder::new(
+        Arc::new(embedder),
+        config.embedding.cache_size,
+    ))
 }
 
 pub fn progress_bar() -> ProgressBar {

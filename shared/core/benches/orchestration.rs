@@ -45,7 +45,7 @@ fn benches(c: &mut Criterion) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let config = Config::default();
     let embedder: Arc<dyn Embedder> = Arc::new(
-        MiniLmEmbedder::load(&config.embedding.resolved_model_dir(), 32)
+        MiniLmEmbedder::from_config(&config.embedding)
             .unwrap_or_else(|e| panic!("{e}")),
     );
     let catalog = Catalog::load(&root.join("templates/demo")).unwrap();

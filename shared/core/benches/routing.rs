@@ -27,12 +27,12 @@ struct Fixture {
 }
 
 fn fixture() -> Fixture {
-    // Before any rayon or candle pool exists.
+    // Before any rayon pool exists.
     std::env::set_var("RAYON_NUM_THREADS", "1");
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let config = Config::default();
     let embedder: Arc<dyn Embedder> = Arc::new(
-        MiniLmEmbedder::load(&config.embedding.resolved_model_dir(), 32)
+        MiniLmEmbedder::from_config(&config.embedding)
             .unwrap_or_else(|e| panic!("{e}")),
     );
     let catalog = Catalog::load(&root.join("templates/clinc150")).unwrap();

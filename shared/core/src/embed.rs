@@ -2,9 +2,15 @@
 //! same embedder that built the index; the index's manifest names the model so a
 //! mismatch is refused at start-up.
 //!
-//! The production embedder (all-MiniLM-L6-v2 on candle) lives in the `switchyard-embed`
-//! crate, so this crate stays model-free; [`HashingEmbedder`] is a deterministic stand-in
-//! for tests.
+//! The production embedder (all-MiniLM-L6-v2 int8 on ONNX Runtime) lives in the
+//! `switchyard-embed` crate, so this crate stays model-free; [`HashingEmbedder`] is a
+//! deterministic stand-in for tests. [`CachedEmbedder`] keeps the vectors of recent
+//! questions.
+
+use std::num::NonZeroUsize;
+use std::sync::{Arc, Mutex};
+
+use lru::LruCache;
 
 use crate::error::{Error, Result};
 
@@ -103,6 +109,71 @@ impl Embedder for HashingEmbedder {
     }
 }
 
+/// An embedder that remembers the vectors of the last `capacity` texts (least recently used
+/// first out), keyed by the text lower-cased with its whitespace collapsed: the tokenizer
+/// is uncased and splits on whitespace, so equal keys give equal vectors. Hits and misses
+/// are counted in the `EmbedCacheHits` and `EmbedCacheMisses` metrics.
+pub struct CachedEmbedder {
+    inner: Arc<dyn Embedder>,
+    cache: Mutex<LruCache<String, Vec<f32>>>,
+}
+
+impl CachedEmbedder {
+    /// `capacity` 0 keeps nothing (every call reaches `inner`).
+    pub fn new(inner: Arc<dyn Embedder>, capacity: usize) -> Arc<dyn Embedder> {
+        match NonZeroUsize::new(capacity) {
+            None => inner,
+            Some(capacity) => Arc::new(CachedEmbedder {
+                inner,
+                cache: Mutex::new(LruCache::new(capacity)),
+            }),
+        }
+    }
+
+    fn key(text: &str) -> String {
+        text.split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+            .to_lowercase()
+    }
+
+    fn cache(&self) -> std::sync::MutexGuard<'_, LruCache<String, Vec<f32>>> {
+        self.cache.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl Embedder for CachedEmbedder {
+    fn model_id(&self) -> &str {
+        self.inner.model_id()
+    }
+
+    fn dimension(&self) -> usize {
+        self.inner.dimension()
+    }
+
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+        let keys: Vec<String> = texts.iter().map(|t| Self::key(t)).collect();
+        let mut vectors: Vec<Option<Vec<f32>>> = {
+            let mut cache = self.cache();
+            keys.iter().map(|k| cache.get(k).cloned()).collect()
+        };
+        let missing: Vec<usize> = (0..texts.len()).filter(|&i| vectors[i].is_none()).collect();
+        metrics::counter!("EmbedCacheHits").increment((texts.len() - missing.len()) as u64);
+        metrics::counter!("EmbedCacheMisses").increment(missing.len() as u64);
+        if !missing.is_empty() {
+            let fresh = self
+                .inner
+                .embed(&missing.iter().map(|&i| texts[i]).collect::<Vec<_>>())?;
+            let mut cache = self.cache();
+            for (&i, vector) in missing.iter().zip(fresh) {
+                cache.put(keys[i].clone(), vector.clone());
+                vectors[i] = Some(vector);
+            }
+        }
+        Ok(vectors.into_iter().map(|v| v.unwrap_or_default()).collect())
+    }
+}
+
 /// Dot product of two unit vectors: their cosine similarity.
 #[inline]
 pub fn dot(a: &[f32], b: &[f32]) -> f32 {
@@ -136,6 +207,66 @@ pub fn normalize(v: &mut [f32]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Counts the texts that reach the model.
+    struct Counting(HashingEmbedder, std::sync::atomic::AtomicUsize);
+
+    impl Embedder for Counting {
+        fn model_id(&self) -> &str {
+            self.0.model_id()
+        }
+        fn dimension(&self) -> usize {
+            self.0.dimension()
+        }
+        fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+            self.1
+                .fetch_add(texts.len(), std::sync::atomic::Ordering::Relaxed);
+            self.0.embed(texts)
+        }
+    }
+
+    #[test]
+    fn the_cache_answers_a_repeated_question_and_forgets_the_least_recent() {
+        let counting = Arc::new(Counting(
+            HashingEmbedder::new(64),
+            std::sync::atomic::AtomicUsize::new(0),
+        ));
+        let cached = CachedEmbedder::new(counting.clone(), 2);
+        let reached = || counting.1.load(std::sync::atomic::Ordering::Relaxed);
+
+        let first = cached.embed_one("What is my balance?").unwrap();
+        // Same words, other case and spacing: the same key, no model call.
+        let again = cached.embed_one("  what is   MY balance? ").unwrap();
+        assert_eq!(first, again);
+        assert_eq!(reached(), 1);
+
+        // A batch mixing a known text and new ones embeds only the new ones, in order.
+        let batch = cached
+            .embed(&["transfer money", "What is my balance?", "pay a bill"])
+            .unwrap();
+        assert_eq!(reached(), 3);
+        assert_eq!(batch[1], first);
+        assert_eq!(batch[0], counting.0.embed_one("transfer money").unwrap());
+
+        // Capacity 2: the two new texts pushed the balance question out; the newest stay.
+        cached.embed_one("What is my balance?").unwrap();
+        assert_eq!(reached(), 4, "the least recently used text was evicted");
+        cached.embed_one("pay a bill").unwrap();
+        assert_eq!(reached(), 4, "the most recent texts stay");
+        assert_eq!(cached.model_id(), "hashing-64");
+    }
+
+    #[test]
+    fn capacity_zero_is_no_cache() {
+        let counting = Arc::new(Counting(
+            HashingEmbedder::new(8),
+            std::sync::atomic::AtomicUsize::new(0),
+        ));
+        let cached = CachedEmbedder::new(counting.clone(), 0);
+        cached.embed_one("a").unwrap();
+        cached.embed_one("a").unwrap();
+        assert_eq!(counting.1.load(std::sync::atomic::Ordering::Relaxed), 2);
+    }
 
     #[test]
     fn hashing_vectors_are_unit_deterministic_and_alike_by_spelling() {

@@ -34,7 +34,7 @@ pub enum Error {
 
     #[error(
         "embedding model not found in {}: {missing}. Fetch it with `./infra/scripts/fetch-model.sh` \
-         (or set SWITCHYARD_MODEL_DIR to a folder holding model.safetensors, tokenizer.json and config.json)",
+         (or set SWITCHYARD_MODEL_DIR to a folder holding model.onnx, tokenizer.json and libonnxruntime.so)",
         dir.display()
     )]
     ModelMissing { dir: PathBuf, missing: String },

@@ -127,7 +127,7 @@ pub fn cache_dir() -> PathBuf {
 }
 
 impl EmbeddingConfig {
-    /// Candle and rayon size their pools from RAYON_NUM_THREADS: set it from `threads`
+    /// Rayon sizes its pool from RAYON_NUM_THREADS: set it from `threads`
     /// unless the environment already does. Call at process start, before any pool exists.
     pub fn apply_threads(&self) {
         if self.threads > 0 && std::env::var_os("RAYON_NUM_THREADS").is_none() {

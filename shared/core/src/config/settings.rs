@@ -380,6 +380,8 @@ pub struct EmbeddingConfig {
     pub model_dir: Option<PathBuf>,
     pub threads: usize,
     pub batch_size: usize,
+    /// Questions whose vectors are kept (least recently used out); 0 keeps none.
+    pub cache_size: usize,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Instant;
 
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::config::{Config, Fusion};
@@ -272,8 +273,12 @@ pub fn embed_queries(router: &Router, queries: &[LabeledQuery]) -> Result<Embedd
         .iter()
         .map(|q| router.embedding_text(&q.text))
         .collect();
-    let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
-    let vectors = router.embedder().embed(&texts)?;
+    // Each alone, as the router embeds a question (int8 activations are scaled per call,
+    // so a batch would give slightly different vectors); in parallel over the sessions.
+    let vectors = texts
+        .par_iter()
+        .map(|text| router.embedder().embed_one(text))
+        .collect::<Result<Vec<_>>>()?;
     Ok(Embedded {
         vectors,
         batch_ms: start.elapsed().as_secs_f64() * 1000.0,

@@ -19,8 +19,8 @@ pub fn embedder() -> Arc<dyn Embedder> {
     static EMBEDDER: OnceLock<Arc<MiniLmEmbedder>> = OnceLock::new();
     EMBEDDER
         .get_or_init(|| {
-            let dir = Config::default().embedding.resolved_model_dir();
-            Arc::new(MiniLmEmbedder::load(&dir, 32).unwrap_or_else(|e| panic!("{e}")))
+            let config = Config::default().embedding;
+            Arc::new(MiniLmEmbedder::from_config(&config).unwrap_or_else(|e| panic!("{e}")))
         })
         .clone()
 }

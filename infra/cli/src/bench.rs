@@ -1,0 +1,198 @@
+//! `switchyard bench`: cold start and per-query latency on one thread, the way a 1-vCPU
+//! Lambda pays them: model load, index load, the first query, then p50/p95/p99 of the
+//! embedding alone and of the whole route (embedding, search, scoring), each query alone.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use serde::Serialize;
+use switchyard_core::config::{cache_dir, Config};
+use switchyard_core::embed::Embedder;
+use switchyard_core::eval::{load_dataset, percentiles, Percentiles};
+use switchyard_core::index::{load_or_build, Index};
+use switchyard_core::router::{Access, Router};
+use switchyard_core::synthetic::synthetic_index;
+
+use crate::open::{advance, load_embedder, progress_bar};
+
+pub struct Options {
+    /// Labelled JSON lines; without it, the catalog's own examples.
+    pub dataset: Option<PathBuf>,
+    /// Queries measured (after the first).
+    pub queries: usize,
+    /// Also measure routing over a synthetic catalog of this many templates.
+    pub synthetic: Option<usize>,
+    pub json: bool,
+}
+
+#[derive(Serialize)]
+struct Report {
+    model: String,
+    templates: usize,
+    queries: usize,
+    threads: usize,
+    /// Model load + index load + router set-up, index from a local file.
+    cold_start_ms: f64,
+    model_load_ms: f64,
+    index_load_ms: f64,
+    first_query_ms: f64,
+    embedding_ms: Percentiles,
+    route_ms: Percentiles,
+    /// Routing on the synthetic catalog, when asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    synthetic: Option<SyntheticReport>,
+}
+
+#[derive(Serialize)]
+struct SyntheticReport {
+    templates: usize,
+    route_ms: Percentiles,
+}
+
+/// `config` must already say one thread and no embedding cache (main sees to it).
+pub fn run(templates: &Path, index_file: Option<&Path>, config: Config, options: &Options) -> Result<()> {
+    if options.queries == 0 {
+        bail!("--queries must be at least 1");
+    }
+    // Build the cached index first, untimed: the cold start reads an artifact, it does not
+    // embed a catalog.
+    if index_file.is_none() {
+        let embedder = load_embedder(&config)?;
+        let bar = progress_bar();
+        load_or_build(templates, &cache_dir(), embedder.as_ref(), &config, &advance(&bar))
+            .with_context(|| format!("loading the catalog {}", templates.display()))?;
+        bar.finish_and_clear();
+    }
+
+    let started = Instant::now();
+    let embedder = load_embedder(&config)?;
+    let model_load_ms = ms(started);
+    let loading = Instant::now();
+    let (index, origin) = match index_file {
+        Some(path) => (Index::read(path)?, path.display().to_string()),
+        None => {
+            let (index, _) =
+                load_or_build(templates, &cache_dir(), embedder.as_ref(), &config, &|_, _| {})?;
+            (index, templates.display().to_string())
+        }
+    };
+    let index_load_ms = ms(loading);
+    let router = Router::new(index, config.clone(), embedder.clone(), &origin)?;
+    let cold_start_ms = ms(started);
+
+    let texts = query_texts(&router, options)?;
+    let first = Instant::now();
+    router.route(&texts[0], &Access::All)?;
+    let first_query_ms = ms(first);
+
+    let measured = &texts[1.min(texts.len() - 1)..];
+    let embedding_ms = time_each(measured, |text| {
+        embedder.embed_one(&router.embedding_text(text)).map(drop)
+    })?;
+    let route_ms = time_each(measured, |text| router.route(text, &Access::All).map(drop))?;
+
+    let synthetic = match options.synthetic {
+        Some(count) => Some(synthetic_report(&router, embedder, &config, count, measured)?),
+        None => None,
+    };
+    let report = Report {
+        model: embedder_model(&router),
+        templates: router.index().catalog.template_count(),
+        queries: measured.len(),
+        threads: config.embedding.threads,
+        cold_start_ms,
+        model_load_ms,
+        index_load_ms,
+        first_query_ms,
+        embedding_ms,
+        route_ms,
+        synthetic,
+    };
+    if options.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print(&report);
+    }
+    Ok(())
+}
+
+fn embedder_model(router: &Router) -> String {
+    router.embedder().model_id().to_owned()
+}
+
+/// The dataset's texts, else every example of the catalog, cycled up to `queries` + 1.
+fn query_texts(router: &Router, options: &Options) -> Result<Vec<String>> {
+    let pool: Vec<String> = match &options.dataset {
+        Some(path) => load_dataset(path)?.into_iter().map(|q| q.text).collect(),
+        None => router
+            .index()
+            .catalog
+            .datasources
+            .iter()
+            .flat_map(|d| &d.templates)
+            .flat_map(|t| t.nl_examples.iter().cloned())
+            .collect(),
+    };
+    if pool.is_empty() {
+        bail!("no queries to measure: the dataset or the catalog's examples are empty");
+    }
+    Ok(pool.iter().cycle().take(options.queries + 1).cloned().collect())
+}
+
+fn synthetic_report(
+    router: &Router,
+    embedder: Arc<dyn Embedder>,
+    config: &Config,
+    count: usize,
+    texts: &[String],
+) -> Result<SyntheticReport> {
+    let index = synthetic_index(router.index(), count, 10, 4, config, 42);
+    let templates = index.catalog.template_count();
+    let synthetic = Router::new(index, config.clone(), embedder, "synthetic")?;
+    let route_ms = time_each(texts, |text| synthetic.route(text, &Access::All).map(drop))?;
+    Ok(SyntheticReport {
+        templates,
+        route_ms,
+    })
+}
+
+fn time_each(
+    texts: &[String],
+    mut f: impl FnMut(&str) -> switchyard_core::Result<()>,
+) -> Result<Percentiles> {
+    let mut samples = Vec::with_capacity(texts.len());
+    for text in texts {
+        let start = Instant::now();
+        f(text)?;
+        samples.push(ms(start));
+    }
+    Ok(percentiles(samples))
+}
+
+fn ms(start: Instant) -> f64 {
+    start.elapsed().as_secs_f64() * 1000.0
+}
+
+fn print(r: &Report) {
+    println!(
+        "{} templates, {} queries, {} thread(s), model {}",
+        r.templates, r.queries, r.threads, r.model
+    );
+    println!(
+        "cold start {:.1} ms (model {:.1} ms, index {:.1} ms); first query {:.2} ms",
+        r.cold_start_ms, r.model_load_ms, r.index_load_ms, r.first_query_ms
+    );
+    let row = |name: &str, p: &Percentiles| {
+        println!(
+            "{name:<22} p50 {:>6.2} ms  p95 {:>6.2} ms  p99 {:>6.2} ms",
+            p.p50, p.p95, p.p99
+        )
+    };
+    row("embedding", &r.embedding_ms);
+    row("route (whole)", &r.route_ms);
+    if let Some(s) = &r.synthetic {
+        row(&format!("route, {} templates", s.templates), &s.route_ms);
+    }
+}
