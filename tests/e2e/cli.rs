@@ -133,6 +133,45 @@ fn eval_on_the_demo_questions_routes_and_refuses() {
 }
 
 #[test]
+fn bench_reports_cold_start_and_percentiles_on_one_thread() {
+    let cache = tempfile::tempdir().unwrap();
+    let dataset = repo_root().join("tests/data/demo/queries.jsonl");
+    let report = json(&run_ok(
+        switchyard(cache.path())
+            .args([
+                "bench",
+                "--json",
+                "--queries",
+                "20",
+                "--synthetic",
+                "500",
+                "--dataset",
+            ])
+            .arg(&dataset),
+    ));
+    assert_eq!(report["threads"], 1, "{report:#}");
+    assert_eq!(report["queries"], 20);
+    assert!(report["model"].as_str().unwrap().contains("int8"));
+    let ms = |key: &str| report[key].as_f64().unwrap_or_else(|| panic!("{key}"));
+    assert!(ms("model_load_ms") > 0.0 && ms("first_query_ms") > 0.0);
+    assert!(ms("cold_start_ms") >= ms("model_load_ms") + ms("index_load_ms"));
+    for stage in ["embedding_ms", "route_ms"] {
+        let p = |q: &str| report[stage][q].as_f64().unwrap();
+        assert!(
+            0.0 < p("p50") && p("p50") <= p("p95") && p("p95") <= p("p99"),
+            "{stage}: {report:#}"
+        );
+        assert_eq!(report[stage]["samples"], 20);
+    }
+    assert_eq!(report["synthetic"]["templates"], 500);
+
+    let refused = run(switchyard(cache.path()).args(["bench", "--queries", "0"]));
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("--queries"), "{stderr}");
+}
+
+#[test]
 fn index_build_inspect_and_corruption() {
     let cache = tempfile::tempdir().unwrap();
     let artifact = cache.path().join("demo.idx");
@@ -148,7 +187,7 @@ fn index_build_inspect_and_corruption() {
     ));
     assert_eq!(
         manifest["model_id"],
-        "sentence-transformers/all-MiniLM-L6-v2"
+        "sentence-transformers/all-MiniLM-L6-v2@onnx-int8-per-channel"
     );
     assert_eq!(manifest["dimension"], 384);
     assert_eq!(manifest["datasources"].as_array().unwrap().len(), 4);

@@ -15,7 +15,7 @@ use switchyard_aws::{
 use switchyard_core::config::Config;
 use switchyard_core::documents::schema::SCHEMA_ARTIFACT;
 use switchyard_core::documents::{artifact_beside, ChunkIndex};
-use switchyard_core::embed::{CachedEmbedder, Embedder};
+use switchyard_core::embed::CachedEmbedder;
 use switchyard_core::feedback::FeedbackStore;
 use switchyard_core::index::{FileIndexSource, Index, IndexSource};
 use switchyard_core::orchestration::WorkflowStore;
@@ -153,7 +153,7 @@ pub async fn cold_start(
     let index = Index::from_bytes(&bytes, &origin)?;
     let load_ms = ms_since(loading);
     let model = Instant::now();
-    let embedder = CachedEmbedder::new(
+    let embedder = CachedEmbedder::wrap(
         Arc::new(MiniLmEmbedder::from_config(&config.embedding)?),
         config.embedding.cache_size,
     );

@@ -75,10 +75,7 @@ fn embedder() -> Arc<MiniLmEmbedder> {
     MODEL
         .get_or_init(|| {
             let config = Config::default();
-            Arc::new(
-                MiniLmEmbedder::from_config(&config.embedding)
-                    .expect("the model"),
-            )
+            Arc::new(MiniLmEmbedder::from_config(&config.embedding).expect("the model"))
         })
         .clone()
 }

@@ -52,7 +52,12 @@ struct SyntheticReport {
 }
 
 /// `config` must already say one thread and no embedding cache (main sees to it).
-pub fn run(templates: &Path, index_file: Option<&Path>, config: Config, options: &Options) -> Result<()> {
+pub fn run(
+    templates: &Path,
+    index_file: Option<&Path>,
+    config: Config,
+    options: &Options,
+) -> Result<()> {
     if options.queries == 0 {
         bail!("--queries must be at least 1");
     }
@@ -61,8 +66,14 @@ pub fn run(templates: &Path, index_file: Option<&Path>, config: Config, options:
     if index_file.is_none() {
         let embedder = load_embedder(&config)?;
         let bar = progress_bar();
-        load_or_build(templates, &cache_dir(), embedder.as_ref(), &config, &advance(&bar))
-            .with_context(|| format!("loading the catalog {}", templates.display()))?;
+        load_or_build(
+            templates,
+            &cache_dir(),
+            embedder.as_ref(),
+            &config,
+            &advance(&bar),
+        )
+        .with_context(|| format!("loading the catalog {}", templates.display()))?;
         bar.finish_and_clear();
     }
 
@@ -73,8 +84,13 @@ pub fn run(templates: &Path, index_file: Option<&Path>, config: Config, options:
     let (index, origin) = match index_file {
         Some(path) => (Index::read(path)?, path.display().to_string()),
         None => {
-            let (index, _) =
-                load_or_build(templates, &cache_dir(), embedder.as_ref(), &config, &|_, _| {})?;
+            let (index, _) = load_or_build(
+                templates,
+                &cache_dir(),
+                embedder.as_ref(),
+                &config,
+                &|_, _| {},
+            )?;
             (index, templates.display().to_string())
         }
     };
@@ -94,7 +110,9 @@ pub fn run(templates: &Path, index_file: Option<&Path>, config: Config, options:
     let route_ms = time_each(measured, |text| router.route(text, &Access::All).map(drop))?;
 
     let synthetic = match options.synthetic {
-        Some(count) => Some(synthetic_report(&router, embedder, &config, count, measured)?),
+        Some(count) => Some(synthetic_report(
+            &router, embedder, &config, count, measured,
+        )?),
         None => None,
     };
     let report = Report {
@@ -138,7 +156,12 @@ fn query_texts(router: &Router, options: &Options) -> Result<Vec<String>> {
     if pool.is_empty() {
         bail!("no queries to measure: the dataset or the catalog's examples are empty");
     }
-    Ok(pool.iter().cycle().take(options.queries + 1).cloned().collect())
+    Ok(pool
+        .iter()
+        .cycle()
+        .take(options.queries + 1)
+        .cloned()
+        .collect())
 }
 
 fn synthetic_report(

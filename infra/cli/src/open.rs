@@ -18,7 +18,7 @@ use switchyard_embed::MiniLmEmbedder;
 
 pub fn load_embedder(config: &Config) -> Result<Arc<dyn Embedder>> {
     let embedder = MiniLmEmbedder::from_config(&config.embedding)?;
-    Ok(CachedEmbedder::new(
+    Ok(CachedEmbedder::wrap(
         Arc::new(embedder),
         config.embedding.cache_size,
     ))

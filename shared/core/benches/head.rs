@@ -19,8 +19,7 @@ use switchyard_embed::MiniLmEmbedder;
 fn clinc() -> Index {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let config = Config::default();
-    let embedder = MiniLmEmbedder::from_config(&config.embedding)
-        .unwrap_or_else(|e| panic!("{e}"));
+    let embedder = MiniLmEmbedder::from_config(&config.embedding).unwrap_or_else(|e| panic!("{e}"));
     let catalog = Catalog::load(&root.join("templates/clinc150")).unwrap();
     Index::build(catalog, &embedder, &config, &|_, _| {}).unwrap()
 }

@@ -44,10 +44,8 @@ fn benches(c: &mut Criterion) {
     std::env::set_var("RAYON_NUM_THREADS", "1");
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let config = Config::default();
-    let embedder: Arc<dyn Embedder> = Arc::new(
-        MiniLmEmbedder::from_config(&config.embedding)
-            .unwrap_or_else(|e| panic!("{e}")),
-    );
+    let embedder: Arc<dyn Embedder> =
+        Arc::new(MiniLmEmbedder::from_config(&config.embedding).unwrap_or_else(|e| panic!("{e}")));
     let catalog = Catalog::load(&root.join("templates/demo")).unwrap();
     let index = Index::build(catalog, embedder.as_ref(), &config, &|_, _| {}).unwrap();
     let router = Router::new(index, config.clone(), embedder, "bench").unwrap();

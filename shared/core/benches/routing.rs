@@ -31,10 +31,8 @@ fn fixture() -> Fixture {
     std::env::set_var("RAYON_NUM_THREADS", "1");
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let config = Config::default();
-    let embedder: Arc<dyn Embedder> = Arc::new(
-        MiniLmEmbedder::from_config(&config.embedding)
-            .unwrap_or_else(|e| panic!("{e}")),
-    );
+    let embedder: Arc<dyn Embedder> =
+        Arc::new(MiniLmEmbedder::from_config(&config.embedding).unwrap_or_else(|e| panic!("{e}")));
     let catalog = Catalog::load(&root.join("templates/clinc150")).unwrap();
     let clinc = Index::build(catalog, embedder.as_ref(), &config, &|_, _| {}).unwrap();
     let dataset = load_dataset(&root.join("tests/data/clinc150/val.jsonl")).unwrap();

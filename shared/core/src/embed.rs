@@ -120,7 +120,7 @@ pub struct CachedEmbedder {
 
 impl CachedEmbedder {
     /// `capacity` 0 keeps nothing (every call reaches `inner`).
-    pub fn new(inner: Arc<dyn Embedder>, capacity: usize) -> Arc<dyn Embedder> {
+    pub fn wrap(inner: Arc<dyn Embedder>, capacity: usize) -> Arc<dyn Embedder> {
         match NonZeroUsize::new(capacity) {
             None => inner,
             Some(capacity) => Arc::new(CachedEmbedder {
@@ -231,7 +231,7 @@ mod tests {
             HashingEmbedder::new(64),
             std::sync::atomic::AtomicUsize::new(0),
         ));
-        let cached = CachedEmbedder::new(counting.clone(), 2);
+        let cached = CachedEmbedder::wrap(counting.clone(), 2);
         let reached = || counting.1.load(std::sync::atomic::Ordering::Relaxed);
 
         let first = cached.embed_one("What is my balance?").unwrap();
@@ -262,7 +262,7 @@ mod tests {
             HashingEmbedder::new(8),
             std::sync::atomic::AtomicUsize::new(0),
         ));
-        let cached = CachedEmbedder::new(counting.clone(), 0);
+        let cached = CachedEmbedder::wrap(counting.clone(), 0);
         cached.embed_one("a").unwrap();
         cached.embed_one("a").unwrap();
         assert_eq!(counting.1.load(std::sync::atomic::Ordering::Relaxed), 2);

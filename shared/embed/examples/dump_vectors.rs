@@ -65,11 +65,7 @@ fn stem(path: &Path) -> String {
         .map_or_else(|| "out".to_owned(), |s| s.to_string_lossy().into_owned())
 }
 
-fn dump_catalog(
-    embedder: &dyn Embedder,
-    dir: &Path,
-    out: &Path,
-) -> Result<(), BoxError> {
+fn dump_catalog(embedder: &dyn Embedder, dir: &Path, out: &Path) -> Result<(), BoxError> {
     let catalog = Catalog::load(dir)?;
     let mut rows = Vec::new();
     let mut entries = Vec::new();

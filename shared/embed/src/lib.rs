@@ -52,7 +52,11 @@ pub struct MiniLmEmbedder {
 impl MiniLmEmbedder {
     /// The model of the configuration's `embedding` section (folder, batch size, threads).
     pub fn from_config(config: &EmbeddingConfig) -> Result<Self> {
-        Self::load(&config.resolved_model_dir(), config.batch_size, config.threads)
+        Self::load(
+            &config.resolved_model_dir(),
+            config.batch_size,
+            config.threads,
+        )
     }
 
     /// Load the model from `dir` with one session per thread (`threads`, 0 = one per
@@ -86,9 +90,11 @@ impl MiniLmEmbedder {
         check_interface(&sessions[0], &model_path)?;
 
         let tokenizer_path = dir.join(TOKENIZER_FILE);
-        let tokenizer_error =
-            |e: &dyn std::fmt::Display| Error::Embedding(format!("{}: {e}", tokenizer_path.display()));
-        let mut tokenizer = Tokenizer::from_file(&tokenizer_path).map_err(|e| tokenizer_error(&e))?;
+        let tokenizer_error = |e: &dyn std::fmt::Display| {
+            Error::Embedding(format!("{}: {e}", tokenizer_path.display()))
+        };
+        let mut tokenizer =
+            Tokenizer::from_file(&tokenizer_path).map_err(|e| tokenizer_error(&e))?;
         // The shipped tokenizer.json pads every input to 128 tokens: a single question is
         // not padded at all, a batch only to its longest text.
         tokenizer.with_padding(None);
@@ -211,19 +217,22 @@ fn environment(runtime: &Path) -> Result<&'static Environment> {
 }
 
 fn open_session(environment: &Environment, model: &[u8], path: &Path) -> Result<Session> {
-    let error = |e: &dyn std::fmt::Display| Error::Embedding(format!("{}: {e}", path.display()));
-    Session::builder(environment)
-        .map_err(|e| error(&e))?
-        .with_intra_threads(1)
-        .and_then(|b| b.with_inter_threads(1))
-        .and_then(|b| b.with_intra_op_spinning(false))
-        .and_then(|b| b.with_inter_op_spinning(false))
-        .and_then(|b| b.with_optimization_level(GraphOptimizationLevel::All))
-        // Sequence lengths vary with every question: a memory plan for one shape is waste.
-        .and_then(|b| b.with_memory_pattern(false))
-        .map_err(|e| error(&e))?
-        .commit_from_memory(model)
-        .map_err(|e| error(&e))
+    let fail = |e: &dyn std::fmt::Display| Error::Embedding(format!("{}: {e}", path.display()));
+    let builder = Session::builder(environment).map_err(|e| fail(&e))?;
+    let builder = builder.with_intra_threads(1).map_err(|e| fail(&e))?;
+    let builder = builder.with_inter_threads(1).map_err(|e| fail(&e))?;
+    let builder = builder
+        .with_intra_op_spinning(false)
+        .map_err(|e| fail(&e))?;
+    let builder = builder
+        .with_inter_op_spinning(false)
+        .map_err(|e| fail(&e))?;
+    let builder = builder
+        .with_optimization_level(GraphOptimizationLevel::All)
+        .map_err(|e| fail(&e))?;
+    // Sequence lengths vary with every question: a memory plan for one shape is waste.
+    let mut builder = builder.with_memory_pattern(false).map_err(|e| fail(&e))?;
+    builder.commit_from_memory(model).map_err(|e| fail(&e))
 }
 
 /// The graph must take the three BERT inputs and give `last_hidden_state`.
@@ -268,7 +277,10 @@ impl Embedder for MiniLmEmbedder {
             .map_err(|e| Error::Embedding(format!("tokenizing: {e}")))?;
         let mut order: Vec<usize> = (0..texts.len()).collect();
         order.sort_by_key(|&i| encodings[i].len());
-        let batches: Vec<Vec<usize>> = order.chunks(self.batch_size).map(<[usize]>::to_vec).collect();
+        let batches: Vec<Vec<usize>> = order
+            .chunks(self.batch_size)
+            .map(<[usize]>::to_vec)
+            .collect();
         let embed_batch = |batch: &Vec<usize>| {
             let members: Vec<&Encoding> = batch.iter().map(|&i| &encodings[i]).collect();
             self.run(&members)

@@ -44,7 +44,11 @@ fn vectors_stay_within_int8_rounding_of_sentence_transformers() {
         let single = embedder.embed_one(&item.text).unwrap();
         for v in [vector, &single] {
             let cosine = dot(v, &item.embedding);
-            assert!(cosine > 0.95, "{:?}: cosine {cosine} to the f32 reference", item.text);
+            assert!(
+                cosine > 0.95,
+                "{:?}: cosine {cosine} to the f32 reference",
+                item.text
+            );
             cosines.push(cosine);
         }
         assert_eq!(&single, vector, "{:?}: one call or many", item.text);
@@ -53,7 +57,10 @@ fn vectors_stay_within_int8_rounding_of_sentence_transformers() {
     assert!(mean > 0.98, "mean cosine to the f32 reference {mean}");
 
     // Unrelated sentences stay apart: the vectors are not all alike.
-    let far = dot(&batched[0], &embedder.embed_one("The stock market fell sharply").unwrap());
+    let far = dot(
+        &batched[0],
+        &embedder.embed_one("The stock market fell sharply").unwrap(),
+    );
     assert!(far < 0.5, "unrelated cosine {far}");
 }
 
@@ -74,7 +81,10 @@ fn batches_keep_the_texts_order_whatever_their_lengths() {
     for (text, vector) in texts.iter().zip(&batched) {
         let alone = embedder.embed_one(text).unwrap();
         let cosine = dot(&alone, vector);
-        assert!(cosine > 0.97, "{text:?} came back in another place ({cosine})");
+        assert!(
+            cosine > 0.97,
+            "{text:?} came back in another place ({cosine})"
+        );
     }
     assert!(embedder.embed(&[]).unwrap().is_empty());
 }
@@ -96,8 +106,16 @@ fn a_corrupt_model_file_is_named() {
     let good = Config::default().embedding.resolved_model_dir();
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("model.onnx"), b"not a model").unwrap();
-    std::fs::copy(good.join("tokenizer.json"), dir.path().join("tokenizer.json")).unwrap();
-    std::fs::copy(good.join("libonnxruntime.so"), dir.path().join("libonnxruntime.so")).unwrap();
+    std::fs::copy(
+        good.join("tokenizer.json"),
+        dir.path().join("tokenizer.json"),
+    )
+    .unwrap();
+    std::fs::copy(
+        good.join("libonnxruntime.so"),
+        dir.path().join("libonnxruntime.so"),
+    )
+    .unwrap();
     let error = MiniLmEmbedder::load(dir.path(), 8, 1)
         .err()
         .expect("garbage is no model")
