@@ -27,7 +27,7 @@ be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037  tokenizer.json
 # reproducible, so its checksum is pinned like the downloaded files'. tokenizers goes in
 # with --no-deps: its one dependency, huggingface-hub, only downloads from the hub.
 ORT_VERSION="1.31.1"
-BUILD_PACKAGES="onnx==1.23.2 onnxruntime==$ORT_VERSION numpy==2.4.6 safetensors==0.8.0 protobuf==7.36.2 ml_dtypes==0.6.0"
+BUILD_PACKAGES="onnx==1.23.2 onnxruntime==$ORT_VERSION numpy==2.4.6 safetensors==0.8.0 protobuf==7.36.2 ml_dtypes==0.6.0 sympy==1.14.0 mpmath==1.3.0"
 BUILD_PACKAGES_NO_DEPS="tokenizers==0.23.3"
 # model.onnx as built on x86_64 with the packages above.
 MODEL_ONNX_SHA256="87d57ce72ba36ef7187835adf1f873b90564ddbfcf41b86c1ef84b19a535ae48"
