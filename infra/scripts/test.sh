@@ -42,3 +42,7 @@ curl -fsS --max-time 600 -o /dev/null \
   "$SWITCHYARD_TEST_LAMBDA_URL/2015-03-31/functions/switchyard-adapter/invocations"
 
 cargo test --workspace
+
+# API conformance: schemathesis against the served OpenAPI document (bounded, ~1 minute;
+# a fixed seed here, so a failure replays: the script alone draws a new one each run).
+SCHEMATHESIS_SEED="${SCHEMATHESIS_SEED:-20261124}" ./infra/scripts/schemathesis.sh

@@ -97,10 +97,22 @@ impl Drop for Server {
 /// Start `switchyard <options> serve --port 0` (options such as `--templates DIR`,
 /// `--config FILE`) and wait for the line saying where it listens.
 pub fn serve<S: AsRef<OsStr>>(cache: &Path, options: &[S]) -> Server {
+    serve_with_logs(cache, options, Stdio::inherit(), "warn")
+}
+
+/// [`serve`], logging at `level` (a RUST_LOG filter) to `logs` (its stderr).
+pub fn serve_with_logs<S: AsRef<OsStr>>(
+    cache: &Path,
+    options: &[S],
+    logs: Stdio,
+    level: &str,
+) -> Server {
     let mut child = switchyard(cache)
+        .env("RUST_LOG", level)
         .args(options)
         .args(["serve", "--port", "0"])
         .stdout(Stdio::piped())
+        .stderr(logs)
         .spawn()
         .expect("serve starts");
     let mut line = String::new();

@@ -1,6 +1,7 @@
 //! `switchyard serve`: the local HTTP API over a real socket on 127.0.0.1.
 
 use serde_json::{json, Value};
+use sha2::Digest;
 use switchyard_e2e::serve;
 
 #[test]
@@ -122,4 +123,82 @@ fn intent_catalog_answers_in_process() {
         answer["metadata"]["composite_routing"]["selected_adapter"],
         "banking"
     );
+}
+
+#[test]
+fn logs_hold_neither_question_texts_nor_api_keys() {
+    let cache = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let key = "sk-live-7f3a9c1e-never-log-me";
+    let key_hash = hex::encode(sha2::Sha256::digest(key.as_bytes()));
+    let config = dir.path().join("config.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "auth:\n  required: true\n  api_keys: {{\"{key_hash}\": team}}\n  principals: {{team: [\"*\"]}}\n"
+        ),
+    )
+    .unwrap();
+    let log_path = dir.path().join("serve.log");
+    let log = std::fs::File::create(&log_path).unwrap();
+    let server = switchyard_e2e::serve_with_logs(
+        cache.path(),
+        &[
+            "--templates".as_ref(),
+            "templates/demo".as_ref(),
+            "--config".as_ref(),
+            config.as_os_str(),
+        ],
+        log.into(),
+        "debug",
+    );
+    let client = reqwest::blocking::Client::new();
+    let marker = "zanzibar-quokka-4471";
+    let questions = [
+        format!("How many employees work in Engineering, {marker}?"),
+        format!("what is 15% of 200 {marker}"),
+        format!("{marker} tell me something off topic"),
+        format!("How many employees work in Sales and what is 15% of 200 {marker}?"),
+    ];
+    for (i, question) in questions.iter().enumerate() {
+        for path in ["/v1/query", "/v1/route"] {
+            let status = client
+                .post(format!("{}{path}", server.base))
+                .header("x-api-key", key)
+                .json(&json!({"query": question, "session_id": format!("s{i}")}))
+                .send()
+                .unwrap()
+                .status();
+            assert!(status.is_success(), "{path} {question}: {status}");
+        }
+    }
+    // A wrong key and a malformed body: refused, and neither echoed into the log.
+    let wrong = client
+        .post(format!("{}/v1/query", server.base))
+        .header("x-api-key", format!("{key}-wrong"))
+        .json(&json!({"query": marker}))
+        .send()
+        .unwrap();
+    assert_eq!(wrong.status().as_u16(), 401);
+    let bad = client
+        .post(format!("{}/v1/query", server.base))
+        .header("x-api-key", key)
+        .header("content-type", "application/json")
+        .body(format!("{{\"query\": \"{marker}\""))
+        .send()
+        .unwrap();
+    assert_eq!(bad.status().as_u16(), 400);
+    drop(server);
+
+    let logs = std::fs::read_to_string(&log_path).unwrap();
+    assert!(
+        logs.contains("routed"),
+        "the run logged its requests:\n{logs}"
+    );
+    assert!(
+        !logs.contains(marker),
+        "a question's text is in the log:\n{logs}"
+    );
+    assert!(!logs.contains(key), "the API key is in the log:\n{logs}");
+    assert!(!logs.contains(&key_hash), "the key's hash is in the log");
 }

@@ -13,9 +13,10 @@ use std::time::{Duration, Instant};
 use rusqlite::types::{Value as SqlValue, ValueRef};
 use rusqlite::{Connection, OpenFlags};
 use serde_json::{json, Map, Value};
-use sqlparser::ast::{visit_statements, SetExpr, Statement};
-use sqlparser::dialect::{PostgreSqlDialect, SQLiteDialect};
-use sqlparser::parser::Parser;
+use sqlparser::ast::{Query, SetExpr, Statement, Visit, Visitor};
+use sqlparser::dialect::{Dialect, PostgreSqlDialect, SQLiteDialect};
+use sqlparser::parser::{Parser, ParserError};
+use sqlparser::tokenizer::{Token, Tokenizer};
 use switchyard_core::rerank::BoxFuture;
 use switchyard_core::template::{Datasource, Template};
 
@@ -46,6 +47,19 @@ impl Engine {
     }
 }
 
+/// How deeply the checked SQL may nest (sqlparser's recursion limit). sqlparser 0.55
+/// backtracks on some nested constructs (function arguments, `CAST`, parenthesised
+/// subqueries, arrays), doubling its work per level: at its default limit of 50, a few
+/// hundred bytes of SQL take hours to parse. 20 still allows about 17 levels of
+/// parentheses and calls (8 of nested subqueries) and keeps every parse under a second.
+const MAX_NESTING: usize = 20;
+
+/// The most tokens (words, literals, operators) the checked SQL may have. A flat chain
+/// (`1 + 1 + …`, `… UNION SELECT …`) parses into a tree as deep as it is long, and walking
+/// or dropping a tree some thousands deep overflows a thread's stack, which aborts the
+/// process; templates and generated queries are far shorter.
+const MAX_TOKENS: usize = 4096;
+
 /// Refuse anything but exactly one read-only query: no writes anywhere in the syntax tree
 /// (data-modifying CTEs included), no `SELECT … INTO`, no row locks.
 pub fn check_read_only(template_id: &str, sql: &str, engine: Engine) -> Result<()> {
@@ -54,10 +68,15 @@ pub fn check_read_only(template_id: &str, sql: &str, engine: Engine) -> Result<(
         message,
     };
     let statements = match engine {
-        Engine::Sqlite => Parser::parse_sql(&SQLiteDialect {}, sql),
-        Engine::Postgres => Parser::parse_sql(&PostgreSqlDialect {}, sql),
+        Engine::Sqlite => parse(&SQLiteDialect {}, sql),
+        Engine::Postgres => parse(&PostgreSqlDialect {}, sql),
     }
-    .map_err(|e| refuse(format!("sql_template does not parse: {e}")))?;
+    .map_err(|e| match e {
+        ParserError::RecursionLimitExceeded => refuse(format!(
+            "sql_template nests deeper than the {MAX_NESTING} levels the read-only check reads"
+        )),
+        e => refuse(format!("sql_template does not parse: {e}")),
+    })?;
     if statements.len() != 1 {
         return Err(refuse(format!(
             "sql_template must be exactly one statement, found {}",
@@ -74,31 +93,75 @@ pub fn check_read_only(template_id: &str, sql: &str, engine: Engine) -> Result<(
             "sql_template must not lock rows (FOR UPDATE/SHARE)".into(),
         ));
     }
-    let mut problem = None;
-    let _ = visit_statements(&statements, |statement| {
-        match statement {
-            Statement::Query(query) => {
-                if let SetExpr::Select(select) = query.body.as_ref() {
-                    if select.into.is_some() {
-                        problem = Some("SELECT … INTO writes a table".to_owned());
-                    }
-                }
-            }
-            other => {
-                let text = other.to_string();
-                let verb = text.split_whitespace().next().unwrap_or("a statement");
-                problem = Some(format!("{verb} inside the query writes or changes state"));
-            }
+    let mut check = ReadOnly(None);
+    let _ = statements.visit(&mut check);
+    match check.0 {
+        Some(problem) => Err(refuse(format!("sql_template must be read-only: {problem}"))),
+        None => Ok(()),
+    }
+}
+
+fn parse(dialect: &dyn Dialect, sql: &str) -> std::result::Result<Vec<Statement>, ParserError> {
+    let tokens = Tokenizer::new(dialect, sql).tokenize_with_location()?;
+    let words = tokens
+        .iter()
+        .filter(|t| !matches!(t.token, Token::Whitespace(_)))
+        .count();
+    if words > MAX_TOKENS {
+        return Err(ParserError::ParserError(format!(
+            "longer than the {MAX_TOKENS} tokens the read-only check reads ({words})"
+        )));
+    }
+    Parser::new(dialect)
+        .with_recursion_limit(MAX_NESTING)
+        .with_tokens_with_locations(tokens)
+        .parse_statements()
+}
+
+/// Finds the first write in a syntax tree: a statement other than a query anywhere in it,
+/// and in every query (subqueries, CTEs and set operations included) a row lock or a
+/// `SELECT … INTO` (PostgreSQL creates the table even from `SELECT … INTO t UNION …`).
+struct ReadOnly(Option<String>);
+
+impl Visitor for ReadOnly {
+    type Break = ();
+
+    fn pre_visit_query(&mut self, query: &Query) -> ControlFlow<()> {
+        if !query.locks.is_empty() {
+            self.0 = Some("FOR UPDATE/SHARE inside the query locks rows".to_owned());
+        } else if selects_into(&query.body) {
+            self.0 = Some("SELECT … INTO writes a table".to_owned());
         }
-        if problem.is_some() {
+        self.verdict()
+    }
+
+    fn pre_visit_statement(&mut self, statement: &Statement) -> ControlFlow<()> {
+        if !matches!(statement, Statement::Query(_)) {
+            let text = statement.to_string();
+            let verb = text.split_whitespace().next().unwrap_or("a statement");
+            self.0 = Some(format!("{verb} inside the query writes or changes state"));
+        }
+        self.verdict()
+    }
+}
+
+impl ReadOnly {
+    fn verdict(&self) -> ControlFlow<()> {
+        if self.0.is_some() {
             ControlFlow::Break(())
         } else {
             ControlFlow::Continue(())
         }
-    });
-    match problem {
-        Some(problem) => Err(refuse(format!("sql_template must be read-only: {problem}"))),
-        None => Ok(()),
+    }
+}
+
+/// Whether a query body (through its set operations) has a `SELECT … INTO`; a
+/// parenthesised query is a query of its own, which the visitor checks.
+fn selects_into(body: &SetExpr) -> bool {
+    match body {
+        SetExpr::Select(select) => select.into.is_some(),
+        SetExpr::SetOperation { left, right, .. } => selects_into(left) || selects_into(right),
+        _ => false,
     }
 }
 

@@ -71,15 +71,29 @@ pub fn authorize(config: &AuthConfig, identity: &Identity) -> Result<Access> {
     }
     if let Some(key) = &identity.api_key {
         let hash = hex::encode(Sha256::digest(key.as_bytes()));
+        // Every configured hash is compared, each in constant time: how long this takes
+        // says nothing about which key, or how much of one, was guessed.
         let principal = config
             .api_keys
-            .get(&hash)
+            .iter()
+            .fold(None, |found, (known, principal)| {
+                if constant_time_eq(known.as_bytes(), hash.as_bytes()) {
+                    Some(principal)
+                } else {
+                    found
+                }
+            })
             .ok_or_else(|| Error::Unauthenticated("unknown API key".into()))?;
         return principal_access(config, principal);
     }
     Err(Error::Unauthenticated(
         "send a bearer token or an x-api-key header".into(),
     ))
+}
+
+/// Equal bytes, found without stopping at the first difference.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |diff, (x, y)| diff | (x ^ y)) == 0
 }
 
 fn principal_access(config: &AuthConfig, principal: &str) -> Result<Access> {
@@ -122,6 +136,16 @@ fn claim_names(value: &Value) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn constant_time_eq_is_equality() {
+        assert!(constant_time_eq(b"abc", b"abc"));
+        assert!(!constant_time_eq(b"abc", b"abd"));
+        assert!(!constant_time_eq(b"xbc", b"abc"));
+        assert!(!constant_time_eq(b"abc", b"abcd"));
+        assert!(constant_time_eq(b"", b""));
+    }
+
     use super::*;
     use serde_json::json;
 

@@ -123,6 +123,15 @@ impl TermIndex {
         self.length_norm.is_empty()
     }
 
+    /// Whether every posting names an indexed document (a loaded artifact's check).
+    pub(crate) fn is_well_formed(&self) -> bool {
+        let documents = self.length_norm.len();
+        self.postings
+            .values()
+            .flatten()
+            .all(|&(d, _)| (d as usize) < documents)
+    }
+
     /// Raw BM25 scores of every document for the query `terms` (each counted once).
     pub fn scores<T: AsRef<str>>(&self, terms: &[T]) -> Vec<f32> {
         let mut distinct: Vec<&str> = terms.iter().map(AsRef::as_ref).collect();

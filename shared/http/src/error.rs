@@ -18,6 +18,10 @@ pub enum ApiError {
     NotFound(String),
     #[error("{method} is not allowed on {path}")]
     MethodNotAllowed { method: String, path: String },
+    #[error("the server is busy; retry in {retry_after_seconds} s")]
+    Overloaded { retry_after_seconds: u64 },
+    #[error("{0}")]
+    Internal(String),
     #[error(transparent)]
     Domain(#[from] DomainError),
 }
@@ -47,6 +51,8 @@ impl ApiError {
             ApiError::MethodNotAllowed { .. } => {
                 (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed", None)
             }
+            ApiError::Overloaded { .. } => (StatusCode::SERVICE_UNAVAILABLE, "overloaded", None),
+            ApiError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal", None),
             ApiError::Domain(e) => domain_parts(e),
         }
     }
@@ -88,7 +94,13 @@ pub(crate) fn domain_parts(e: &DomainError) -> (StatusCode, &'static str, Option
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let (status, code, field) = self.parts();
-        if status.is_server_error() {
+        let retry_after = match &self {
+            ApiError::Overloaded {
+                retry_after_seconds,
+            } => Some(*retry_after_seconds),
+            _ => None,
+        };
+        if status.is_server_error() && retry_after.is_none() {
             tracing::error!(error = %self, "request failed");
         }
         let body = ErrorBody {
@@ -98,6 +110,12 @@ impl IntoResponse for ApiError {
                 message: self.to_string(),
             },
         };
-        (status, Json(body)).into_response()
+        let mut response = (status, Json(body)).into_response();
+        if let Some(seconds) = retry_after {
+            response
+                .headers_mut()
+                .insert(axum::http::header::RETRY_AFTER, seconds.into());
+        }
+        response
     }
 }

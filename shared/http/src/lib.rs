@@ -4,6 +4,7 @@
 //! caller comes from [`extract::Caller`]; the OpenAPI document is generated from the same
 //! types ([`openapi`]).
 
+pub mod admission;
 pub mod error;
 pub mod extract;
 pub mod openapi;
@@ -14,6 +15,7 @@ pub mod wire;
 use std::sync::Arc;
 use std::time::Instant;
 
+use axum::extract::rejection::PathRejection;
 use axum::extract::Path;
 use axum::extract::{FromRequestParts, Request, State};
 use axum::http::request::Parts;
@@ -45,6 +47,7 @@ where
     I: AdapterInvoker + 'static,
     S: SessionStore + 'static,
 {
+    let admission = admission::Admission::new(&service.router().config().server);
     axum::Router::new()
         .route("/v1/health", get(health::<I, S>))
         .route("/v1/stats", get(stats::<I, S>))
@@ -56,6 +59,10 @@ where
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(axum::middleware::from_fn(record_latency))
+        .layer(axum::middleware::from_fn_with_state(
+            admission,
+            admission::admit,
+        ))
         .with_state(service)
 }
 
@@ -96,7 +103,10 @@ fn question(body: QueryRequest) -> Question {
 }
 
 /// Open to everyone (load balancers): it tells nothing about templates.
-#[utoipa::path(get, path = "/v1/health", responses((status = 200, body = Health)))]
+#[utoipa::path(get, path = "/v1/health", responses(
+    (status = 200, body = Health),
+    (status = 503, body = wire::ErrorBody, description = "overloaded: retry after the Retry-After header's seconds"),
+))]
 async fn health<I: AdapterInvoker, S: SessionStore>(
     State(service): State<Shared<I, S>>,
 ) -> Json<Health> {
@@ -108,6 +118,7 @@ async fn health<I: AdapterInvoker, S: SessionStore>(
     (status = 200, body = Stats),
     (status = 401, body = wire::ErrorBody),
     (status = 403, body = wire::ErrorBody),
+    (status = 503, body = wire::ErrorBody, description = "overloaded: retry after the Retry-After header's seconds"),
 ))]
 async fn stats<I: AdapterInvoker, S: SessionStore>(
     State(service): State<Shared<I, S>>,
@@ -123,6 +134,7 @@ async fn stats<I: AdapterInvoker, S: SessionStore>(
     (status = 401, body = wire::ErrorBody),
     (status = 403, body = wire::ErrorBody),
     (status = 413, body = wire::ErrorBody),
+    (status = 503, body = wire::ErrorBody, description = "overloaded: retry after the Retry-After header's seconds"),
 ))]
 async fn route<I: AdapterInvoker + 'static, S: SessionStore + 'static>(
     State(service): State<Shared<I, S>>,
@@ -146,6 +158,7 @@ async fn route<I: AdapterInvoker + 'static, S: SessionStore + 'static>(
     (status = 501, description = "The datasource's kind has no adapter here", body = QueryAnswer),
     (status = 502, description = "The adapter failed", body = QueryAnswer),
     (status = 504, description = "The adapter timed out", body = QueryAnswer),
+    (status = 503, body = wire::ErrorBody, description = "overloaded: retry after the Retry-After header's seconds"),
 ))]
 async fn query<I: AdapterInvoker + 'static, S: SessionStore + 'static>(
     State(service): State<Shared<I, S>>,
@@ -168,7 +181,7 @@ async fn query<I: AdapterInvoker + 'static, S: SessionStore + 'static>(
     (status = 403, body = wire::ErrorBody),
     (status = 404, description = "No answer with that request_id is kept", body = wire::ErrorBody),
     (status = 413, body = wire::ErrorBody),
-    (status = 503, description = "The feedback store failed", body = wire::ErrorBody),
+    (status = 503, description = "The feedback store failed, or overloaded (with Retry-After)", body = wire::ErrorBody),
 ))]
 async fn feedback<I: AdapterInvoker + 'static, S: SessionStore + 'static>(
     State(service): State<Shared<I, S>>,
@@ -194,19 +207,22 @@ async fn feedback<I: AdapterInvoker + 'static, S: SessionStore + 'static>(
 
 /// Forget a session: its turns, parameters and question texts.
 #[utoipa::path(delete, path = "/v1/sessions/{session_id}",
-    params(("session_id" = String, Path, description = "The conversation id, 1 to 128 characters")),
+    params(("session_id" = String, Path, description = "The conversation id, 1 to 128 characters", min_length = 1, max_length = 128)),
     responses(
         (status = 200, body = SessionDeleted),
         (status = 400, body = wire::ErrorBody),
         (status = 401, body = wire::ErrorBody),
         (status = 403, body = wire::ErrorBody),
-        (status = 503, description = "The session store failed", body = wire::ErrorBody),
+        (status = 503, description = "The session store failed, or overloaded (with Retry-After)", body = wire::ErrorBody),
 ))]
 async fn forget_session<I: AdapterInvoker + 'static, S: SessionStore + 'static>(
     State(service): State<Shared<I, S>>,
     Authorized(_): Authorized,
-    Path(session_id): Path<String>,
+    session_id: Result<Path<String>, PathRejection>,
 ) -> Result<Json<SessionDeleted>, ApiError> {
+    // axum's own rejection is plain text; the API's errors are JSON naming the field.
+    let Path(session_id) =
+        session_id.map_err(|_| ApiError::invalid("session_id", "must be percent-encoded UTF-8"))?;
     let deleted = service.forget_session(&session_id).await?;
     Ok(Json(SessionDeleted {
         session_id,

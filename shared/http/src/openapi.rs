@@ -25,6 +25,7 @@ use crate::wire;
     ),
     components(schemas(
         wire::QueryRequest,
+        wire::Fusion,
         wire::ErrorBody,
         wire::Health,
         wire::Stats,

@@ -36,13 +36,27 @@ pub struct QueryRequest {
     /// How a split question's answers are fused: `auto` (default), `simple`, `score`,
     /// `hierarchical`, `temporal` or `semantic`.
     #[serde(default)]
-    #[schema(value_type = Option<String>)]
+    #[schema(value_type = Option<Fusion>)]
     pub fusion: Option<switchyard_core::orchestration::FusionStrategy>,
     /// A documents search's metadata filters, by filter name: one value or a list
     /// (`{"product": ["car", "home"]}`); a value the filter does not allow is an error.
     #[serde(default)]
     #[schema(value_type = Option<Object>)]
     pub filters: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+/// How a split question's answers are fused.
+// For the document only: the names of `switchyard_core::orchestration::FusionStrategy`
+// (tests/openapi.rs checks that each parses as one).
+#[derive(Debug, Clone, Copy, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Fusion {
+    Auto,
+    Simple,
+    Score,
+    Hierarchical,
+    Temporal,
+    Semantic,
 }
 
 /// Every error: a stable code, the request field at fault when there is one, a message.

@@ -45,3 +45,21 @@ fn the_document_describes_every_endpoint_and_answer() {
     // Unknown request fields are refused, and the document says so.
     assert_eq!(schemas["QueryRequest"]["additionalProperties"], false);
 }
+
+/// The document lists the fusion strategies a request may name (schemathesis sent an
+/// empty string the document allowed and the API refused), and each one parses.
+#[test]
+fn the_fusion_names_are_the_strategies() {
+    let document = switchyard_http::openapi::document();
+    let names = document["components"]["schemas"]["Fusion"]["enum"]
+        .as_array()
+        .expect("Fusion is an enum");
+    assert_eq!(names.len(), 6, "{names:?}");
+    for name in names {
+        serde_json::from_value::<switchyard_core::orchestration::FusionStrategy>(name.clone())
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+    }
+    let fusion =
+        document["components"]["schemas"]["QueryRequest"]["properties"]["fusion"].to_string();
+    assert!(fusion.contains("#/components/schemas/Fusion"), "{fusion}");
+}

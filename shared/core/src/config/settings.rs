@@ -17,6 +17,18 @@ pub struct Config {
     pub documents: DocumentsConfig,
     pub rerank_cache: RerankCacheConfig,
     pub auth: AuthConfig,
+    pub server: ServerConfig,
+}
+
+/// Admission to the HTTP app: requests beyond `max_in_flight` wait, at most `max_queued`
+/// of them; the rest are answered 503 with `Retry-After` at once, so latency stays
+/// bounded under overload.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerConfig {
+    pub max_in_flight: usize,
+    pub max_queued: usize,
+    pub retry_after_seconds: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -4,8 +4,8 @@
 
 use super::{
     AuthConfig, CompositeRetrieval, Config, DocumentsConfig, EmbeddingConfig, FeedbackConfig,
-    IndexConfig, LlmConfig, OrchestrationConfig, Reranking, SessionsConfig, StringSimilarity,
-    Threshold,
+    IndexConfig, LlmConfig, OrchestrationConfig, Reranking, ServerConfig, SessionsConfig,
+    StringSimilarity, Threshold,
 };
 use crate::error::{Error, Result};
 
@@ -40,6 +40,7 @@ impl Config {
             .and_then(|()| check_keywords_and_clarify(c))
             .and_then(|()| check_learned_head(&self.index))
             .and_then(|()| check_embedding(&self.embedding))
+            .and_then(|()| check_server(&self.server))
             .and_then(|()| check_index_search(&self.index))
             .map_err(|Invalid { field, message }| Error::Config {
                 origin: origin.to_owned(),
@@ -360,6 +361,16 @@ fn check_learned_head(index: &IndexConfig) -> Checked {
 fn check_embedding(embedding: &EmbeddingConfig) -> Checked {
     if embedding.batch_size == 0 {
         return invalid("embedding.batch_size", "must be at least 1");
+    }
+    Ok(())
+}
+
+fn check_server(server: &ServerConfig) -> Checked {
+    if server.max_in_flight == 0 {
+        return invalid("server.max_in_flight", "must be at least 1");
+    }
+    if server.retry_after_seconds == 0 {
+        return invalid("server.retry_after_seconds", "must be at least 1");
     }
     Ok(())
 }

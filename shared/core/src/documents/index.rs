@@ -224,10 +224,11 @@ impl ChunkIndex {
         let consistent = m.documents == self.documents.len()
             && m.chunks == self.chunks.len()
             && m.questions == self.question_owner.len()
-            && self.content.len() == m.chunks * d
-            && self.summaries.len() == m.documents * d
-            && self.questions.len() == m.questions * d
+            && m.chunks.checked_mul(d) == Some(self.content.len())
+            && m.documents.checked_mul(d) == Some(self.summaries.len())
+            && m.questions.checked_mul(d) == Some(self.questions.len())
             && self.terms.len() == m.chunks
+            && self.terms.is_well_formed()
             && self
                 .chunks
                 .iter()

@@ -213,6 +213,8 @@ fn check_consistency(
     if catalog.content_hash() != manifest.templates_hash {
         return Err("the catalog does not match the manifest's templates_hash".into());
     }
+    // Row counts times the dimension, as lengths of the flat vectors (`None` on overflow).
+    let rows = |n: usize| n.checked_mul(manifest.dimension);
     let counts_match = manifest.datasources.len() == body.partitions.len()
         && catalog.datasources.len() == body.partitions.len()
         && manifest
@@ -221,15 +223,16 @@ fn check_consistency(
             .zip(&body.partitions)
             .zip(&catalog.datasources)
             .all(|((m, p), d)| {
-                m.name == p.datasource
+                p.is_well_formed()
+                    && m.name == p.datasource
                     && m.name == d.spec.name
                     && m.templates == p.template_count()
                     && m.templates == d.templates.len()
                     && m.vectors == p.vector_count()
                     && p.dimension == manifest.dimension
                     && p.vectors.len() % manifest.dimension.max(1) == 0
-                    && p.centroids.len() == p.template_count() * manifest.dimension
-                    && p.negatives.len() == d.spec.negative_examples.len() * manifest.dimension
+                    && rows(p.template_count()) == Some(p.centroids.len())
+                    && rows(d.spec.negative_examples.len()) == Some(p.negatives.len())
                     && p.offsets
                         .last()
                         .is_some_and(|&n| n as usize == p.vector_count())
@@ -244,7 +247,7 @@ fn check_consistency(
             head.dimension == manifest.dimension
                 && head.templates() == templates
                 && summary.templates == templates
-                && head.weights.len() == templates * manifest.dimension
+                && rows(templates) == Some(head.weights.len())
         }
         _ => false,
     };

@@ -142,6 +142,31 @@ impl Partition {
         self.graph.is_some()
     }
 
+    /// Whether a loaded partition can be searched without indexing out of bounds: a
+    /// positive dimension, whole rows, offsets from 0 that never decrease and end at the
+    /// last row, a centroid and a graph point per template. (The checksum only proves the
+    /// bytes are those written, not that the writer was this code.)
+    pub(super) fn is_well_formed(&self) -> bool {
+        let d = self.dimension;
+        let Some(templates) = self.offsets.len().checked_sub(1) else {
+            return false;
+        };
+        let graph_ok = self.graph.as_ref().is_none_or(|graph| {
+            graph.values.len() == templates
+                && graph.values.iter().all(|&t| (t as usize) < templates)
+                && graph.iter().count() == templates
+                && graph.iter().all(|(_, point)| point.0.len() == d)
+        });
+        d > 0
+            && self.vectors.len().is_multiple_of(d)
+            && self.negatives.len().is_multiple_of(d)
+            && self.offsets[0] == 0
+            && self.offsets.windows(2).all(|w| w[0] <= w[1])
+            && self.offsets[templates] as usize == self.vectors.len() / d
+            && templates.checked_mul(d) == Some(self.centroids.len())
+            && graph_ok
+    }
+
     /// The vectors of one template: its examples, then its description.
     pub fn template_rows(&self, template: usize) -> impl Iterator<Item = &[f32]> {
         let start = self.offsets[template] as usize * self.dimension;

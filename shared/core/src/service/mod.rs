@@ -57,7 +57,7 @@ impl Question {
     pub fn validate(&self) -> Result<()> {
         Router::validate_query(&self.query)?;
         if let Some(id) = &self.session_id {
-            if id.is_empty() || id.len() > MAX_SESSION_ID_CHARS {
+            if id.is_empty() || id.chars().count() > MAX_SESSION_ID_CHARS {
                 return Err(Error::invalid_request(
                     "session_id",
                     format!("must be a string of 1 to {MAX_SESSION_ID_CHARS} characters"),
@@ -343,7 +343,7 @@ impl<I: AdapterInvoker, S: SessionStore> Service<I, S> {
 
     /// Judge an earlier answer (`POST /v1/feedback`): the record with its reward.
     pub async fn feedback(&self, request_id: &str, feedback: Feedback) -> Result<FeedbackRecord> {
-        if request_id.is_empty() || request_id.len() > MAX_SESSION_ID_CHARS {
+        if request_id.is_empty() || request_id.chars().count() > MAX_SESSION_ID_CHARS {
             return Err(Error::invalid_request(
                 "request_id",
                 format!("must be a string of 1 to {MAX_SESSION_ID_CHARS} characters"),
