@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use serde::Serialize;
 use switchyard_core::config::{cache_dir, Config};
 use switchyard_core::embed::Embedder;
@@ -15,7 +15,7 @@ use switchyard_core::index::{load_or_build, Index};
 use switchyard_core::router::{Access, Router};
 use switchyard_core::synthetic::synthetic_index;
 
-use crate::open::{advance, load_embedder, progress_bar};
+use crate::open::{cached_index, load_embedder};
 
 pub struct Options {
     /// Labelled JSON lines; without it, the catalog's own examples.
@@ -64,17 +64,7 @@ pub fn run(
     // Build the cached index first, untimed: the cold start reads an artifact, it does not
     // embed a catalog.
     if index_file.is_none() {
-        let embedder = load_embedder(&config)?;
-        let bar = progress_bar();
-        load_or_build(
-            templates,
-            &cache_dir(),
-            embedder.as_ref(),
-            &config,
-            &advance(&bar),
-        )
-        .with_context(|| format!("loading the catalog {}", templates.display()))?;
-        bar.finish_and_clear();
+        cached_index(templates, load_embedder(&config)?.as_ref(), &config)?;
     }
 
     let started = Instant::now();

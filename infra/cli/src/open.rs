@@ -46,29 +46,29 @@ pub fn open_router(templates: &Path, index: Option<&Path>, config: Config) -> Re
     let embedder = load_embedder(&config)?;
     let (index, origin) = match index {
         Some(path) => (Index::read(path)?, path.display().to_string()),
-        None => {
-            let bar = progress_bar();
-            let (index, built) = load_or_build(
-                templates,
-                &cache_dir(),
-                embedder.as_ref(),
-                &config,
-                &advance(&bar),
-            )
-            .with_context(|| format!("loading the catalog {}", templates.display()))?;
-            bar.finish_and_clear();
-            if built {
-                // The target the log line had when this was in main.rs.
-                tracing::info!(
-                    target: "switchyard",
-                    templates = %templates.display(),
-                    "built and cached the index"
-                );
-            }
-            (index, templates.display().to_string())
-        }
+        None => (
+            cached_index(templates, embedder.as_ref(), &config)?,
+            templates.display().to_string(),
+        ),
     };
     Ok(Router::new(index, config, embedder, &origin)?)
+}
+
+/// The cached index of `templates`, built (with a progress bar) and cached when missing.
+pub fn cached_index(templates: &Path, embedder: &dyn Embedder, config: &Config) -> Result<Index> {
+    let bar = progress_bar();
+    let (index, built) = load_or_build(templates, &cache_dir(), embedder, config, &advance(&bar))
+        .with_context(|| format!("loading the catalog {}", templates.display()))?;
+    bar.finish_and_clear();
+    if built {
+        // The target the log line had when this was in main.rs.
+        tracing::info!(
+            target: "switchyard",
+            templates = %templates.display(),
+            "built and cached the index"
+        );
+    }
+    Ok(index)
 }
 
 /// The chunk artifacts of the catalog's documents datasources, with where each came from:
