@@ -803,12 +803,30 @@ async fn a_failed_phase_resumes_from_its_checkpoint_without_rerunning_phase_one(
         0,
         "nothing ran for the refused question"
     );
+    // ... and to its caller: the same question from someone else is refused the same way
+    // (neither its results nor whether it exists are told).
+    let stranger = Question {
+        owner: "sub:someone-else".into(),
+        ..question.clone()
+    };
+    let refused = service.query(&stranger, &Access::All).await;
+    assert!(
+        matches!(&refused, Err(Error::InvalidRequest { field, .. }) if field == "workflow_id"),
+        "{:?}",
+        refused.map(|a| a.request_id)
+    );
+    assert_eq!(
+        calls_of("employees_top_paid_in_department"),
+        1,
+        "nothing re-ran"
+    );
 }
 
 fn checkpoint(workflow_id: &str, updated_at: i64, expires_at: i64) -> Checkpoint {
     Checkpoint {
         workflow_id: workflow_id.into(),
         question: TWO_PART_QUESTION.into(),
+        owner: String::new(),
         tasks: Vec::new(),
         phases: Vec::new(),
         completed_phases: 0,

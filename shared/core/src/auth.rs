@@ -70,25 +70,54 @@ pub fn authorize(config: &AuthConfig, identity: &Identity) -> Result<Access> {
         )));
     }
     if let Some(key) = &identity.api_key {
-        let hash = hex::encode(Sha256::digest(key.as_bytes()));
-        // Every configured hash is compared, each in constant time: how long this takes
-        // says nothing about which key, or how much of one, was guessed.
-        let principal = config
-            .api_keys
-            .iter()
-            .fold(None, |found, (known, principal)| {
-                if constant_time_eq(known.as_bytes(), hash.as_bytes()) {
-                    Some(principal)
-                } else {
-                    found
-                }
-            })
+        let principal = key_principal(config, key)
             .ok_or_else(|| Error::Unauthenticated("unknown API key".into()))?;
         return principal_access(config, principal);
     }
     Err(Error::Unauthenticated(
         "send a bearer token or an x-api-key header".into(),
     ))
+}
+
+/// Whose session and workflow ids these are: the token's subject (else its principal
+/// claim), or the API key's principal; empty when `auth.required` is off (one tenant).
+/// Ids are scoped by it, so one caller can neither read nor forget another's session.
+/// Call after [`authorize`] accepted the identity.
+pub fn owner(config: &AuthConfig, identity: &Identity) -> String {
+    if !config.required {
+        return String::new();
+    }
+    if let Some(claims) = &identity.claims {
+        let claim = |name: &str| claims.get(name).and_then(Value::as_str).map(str::to_owned);
+        return match (claim("sub"), claim(&config.principal_claim)) {
+            (Some(subject), _) => format!("sub:{subject}"),
+            (None, Some(principal)) => format!("principal:{principal}"),
+            (None, None) => String::new(),
+        };
+    }
+    identity
+        .api_key
+        .as_deref()
+        .and_then(|key| key_principal(config, key))
+        .map(|principal| format!("principal:{principal}"))
+        .unwrap_or_default()
+}
+
+/// The principal of an API key, by its SHA-256. Every configured hash is compared, each in
+/// constant time: how long this takes says nothing about which key, or how much of one,
+/// was guessed.
+fn key_principal<'a>(config: &'a AuthConfig, key: &str) -> Option<&'a str> {
+    let hash = hex::encode(Sha256::digest(key.as_bytes()));
+    config
+        .api_keys
+        .iter()
+        .fold(None, |found, (known, principal)| {
+            if constant_time_eq(known.as_bytes(), hash.as_bytes()) {
+                Some(principal.as_str())
+            } else {
+                found
+            }
+        })
 }
 
 /// Equal bytes, found without stopping at the first difference.
@@ -205,6 +234,28 @@ mod tests {
         assert!(forbidden(&claims(json!({"sub": "nobody"}))));
         assert!(forbidden(&claims(json!({"switchyard_datasources": ""}))));
         assert!(forbidden(&claims(json!({"email": "a@b"}))));
+    }
+
+    #[test]
+    fn owners_tell_callers_apart() {
+        let config = config();
+        let key = |k: &str| Identity {
+            api_key: Some(k.into()),
+            claims: None,
+        };
+        assert_eq!(owner(&config, &key("k-hr")), "principal:hr-team");
+        assert_eq!(owner(&config, &claims(json!({"sub": "ann"}))), "sub:ann");
+        let mut by_group = config.clone();
+        by_group.principal_claim = "group".into();
+        let member = claims(json!({"group": "hr-team", "switchyard_datasources": ["hr"]}));
+        assert_eq!(owner(&by_group, &member), "principal:hr-team");
+        assert_ne!(
+            owner(&config, &claims(json!({"sub": "bob"}))),
+            owner(&config, &claims(json!({"sub": "ann"})))
+        );
+        let mut open = config;
+        open.required = false;
+        assert_eq!(owner(&open, &key("k-hr")), "");
     }
 
     #[test]

@@ -24,7 +24,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
 use axum::Json;
-use switchyard_core::auth::{authorize, Access};
+use switchyard_core::auth::{authorize, owner, Access};
 use switchyard_core::invoker::AdapterInvoker;
 use switchyard_core::service::{Question, Service};
 use switchyard_core::session::SessionStore;
@@ -67,8 +67,12 @@ where
 }
 
 /// What the caller may use, from its identity and the `auth` configuration: 401 for an
-/// unknown caller, 403 for one without datasources. Runs before the body is read.
-pub struct Authorized(pub Access);
+/// unknown caller, 403 for one without datasources. Runs before the body is read. The
+/// owner scopes the caller's session and workflow ids (`auth::owner`).
+pub struct Authorized {
+    pub access: Access,
+    pub owner: String,
+}
 
 impl<I, S> FromRequestParts<Shared<I, S>> for Authorized
 where
@@ -84,15 +88,17 @@ where
         let Caller(identity) = Caller::from_request_parts(parts, service)
             .await
             .unwrap_or_else(|never| match never {});
-        Ok(Authorized(authorize(
-            &service.router().config().auth,
-            &identity,
-        )?))
+        let config = &service.router().config().auth;
+        Ok(Authorized {
+            access: authorize(config, &identity)?,
+            owner: owner(config, &identity),
+        })
     }
 }
 
-fn question(body: QueryRequest) -> Question {
+fn question(body: QueryRequest, owner: String) -> Question {
     Question {
+        owner,
         query: body.query,
         session_id: body.session_id,
         datasources: body.datasources,
@@ -122,7 +128,7 @@ async fn health<I: AdapterInvoker, S: SessionStore>(
 ))]
 async fn stats<I: AdapterInvoker, S: SessionStore>(
     State(service): State<Shared<I, S>>,
-    Authorized(access): Authorized,
+    Authorized { access, .. }: Authorized,
 ) -> Json<Stats> {
     Json(Render(service.router()).stats(&access))
 }
@@ -138,10 +144,10 @@ async fn stats<I: AdapterInvoker, S: SessionStore>(
 ))]
 async fn route<I: AdapterInvoker + 'static, S: SessionStore + 'static>(
     State(service): State<Shared<I, S>>,
-    Authorized(access): Authorized,
+    Authorized { access, owner }: Authorized,
     CheckedJson(body): CheckedJson<QueryRequest>,
 ) -> Result<Json<RouteReport>, ApiError> {
-    let routed = service.route(&question(body), &access).await?;
+    let routed = service.route(&question(body, owner), &access).await?;
     let render = Render(service.router());
     let mut report = render.route_report(&routed.routing);
     report.orchestration = render.plan_report(&routed);
@@ -162,10 +168,10 @@ async fn route<I: AdapterInvoker + 'static, S: SessionStore + 'static>(
 ))]
 async fn query<I: AdapterInvoker + 'static, S: SessionStore + 'static>(
     State(service): State<Shared<I, S>>,
-    Authorized(access): Authorized,
+    Authorized { access, owner }: Authorized,
     CheckedJson(body): CheckedJson<QueryRequest>,
 ) -> Result<(StatusCode, Json<QueryAnswer>), ApiError> {
-    let question = question(body);
+    let question = question(body, owner);
     let answer = service.query(&question, &access).await?;
     let (status, answer) = Render(service.router()).answer(question.session_id, answer);
     let status = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY);
@@ -185,7 +191,7 @@ async fn query<I: AdapterInvoker + 'static, S: SessionStore + 'static>(
 ))]
 async fn feedback<I: AdapterInvoker + 'static, S: SessionStore + 'static>(
     State(service): State<Shared<I, S>>,
-    Authorized(_): Authorized,
+    Authorized { .. }: Authorized,
     CheckedJson(body): CheckedJson<FeedbackRequest>,
 ) -> Result<Json<FeedbackRecorded>, ApiError> {
     let feedback = switchyard_core::feedback::Feedback {
@@ -217,13 +223,13 @@ async fn feedback<I: AdapterInvoker + 'static, S: SessionStore + 'static>(
 ))]
 async fn forget_session<I: AdapterInvoker + 'static, S: SessionStore + 'static>(
     State(service): State<Shared<I, S>>,
-    Authorized(_): Authorized,
+    Authorized { owner, .. }: Authorized,
     session_id: Result<Path<String>, PathRejection>,
 ) -> Result<Json<SessionDeleted>, ApiError> {
     // axum's own rejection is plain text; the API's errors are JSON naming the field.
     let Path(session_id) =
         session_id.map_err(|_| ApiError::invalid("session_id", "must be percent-encoded UTF-8"))?;
-    let deleted = service.forget_session(&session_id).await?;
+    let deleted = service.forget_session(&owner, &session_id).await?;
     Ok(Json(SessionDeleted {
         session_id,
         deleted,

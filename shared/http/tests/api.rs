@@ -276,6 +276,41 @@ fn a_caller_sees_only_its_datasources() {
         .contains("employees_by_department"));
 }
 
+/// Two callers using the same session id have two sessions: neither reads the other's
+/// turns, and forgetting one leaves the other.
+#[test]
+fn session_ids_are_scoped_by_caller() {
+    let hash = |key: &[u8]| hex::encode(Sha256::digest(key));
+    let api = api(config_with(&[
+        ("SWITCHYARD__AUTH__REQUIRED", "true"),
+        ("SWITCHYARD__AUTH__PRINCIPALS", "{ann: ['*'], bob: ['*']}"),
+        (
+            "SWITCHYARD__AUTH__API_KEYS",
+            &format!("{{{}: ann, {}: bob}}", hash(b"k-ann"), hash(b"k-bob")),
+        ),
+    ]));
+    let ask = |key: &str| {
+        call_as(
+            &api,
+            "POST",
+            "/v1/query",
+            r#"{"query": "remind me to feed the cat", "session_id": "shared-id"}"#,
+            with_key(key),
+        )
+    };
+    let turns = |response: &ApiResponse| response.body["metadata"]["session"]["turns"].clone();
+    assert_eq!(turns(&ask("k-ann")), 0);
+    assert_eq!(turns(&ask("k-ann")), 1);
+    assert_eq!(turns(&ask("k-bob")), 0, "bob does not see ann's turns");
+    let forget = |key: &str| call_as(&api, "DELETE", "/v1/sessions/shared-id", "", with_key(key));
+    assert_eq!(forget("k-bob").body["deleted"], true, "bob's own session");
+    assert_eq!(forget("k-bob").body["deleted"], false);
+    assert_eq!(turns(&ask("k-ann")), 2, "ann's session is untouched");
+    // The same key twice is the same caller.
+    assert_eq!(turns(&ask("k-bob")), 0);
+    assert_eq!(turns(&ask("k-bob")), 1);
+}
+
 #[test]
 fn unknown_callers_get_401_and_callers_without_datasources_403() {
     let api = guarded_api();

@@ -83,7 +83,7 @@ fn routed(template: &str, confidence: f32) -> SpanRouting {
             template_id: template.into(),
         }),
         confidence,
-        probability: Some(0.5),
+        probability: Some(0.2),
         selected: confidence >= 0.4,
     }
 }

@@ -66,6 +66,9 @@ pub struct TaskState {
 pub struct Checkpoint {
     pub workflow_id: String,
     pub question: String,
+    /// Whose workflow it is (`Question::owner`): another caller cannot resume it.
+    #[serde(default)]
+    pub owner: String,
     pub tasks: Vec<TaskState>,
     /// Positions in `tasks`, phase by phase.
     pub phases: Vec<Vec<usize>>,
@@ -97,6 +100,7 @@ impl Checkpoint {
         Checkpoint {
             workflow_id,
             question,
+            owner: String::new(),
             tasks: tasks.into_iter().map(pending).collect(),
             phases,
             completed_phases: 0,

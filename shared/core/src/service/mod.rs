@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::Map;
+use sha2::{Digest, Sha256};
 
 use crate::auth::Access;
 use crate::conversation::{contextualize, joint_question, turn_of, unexecuted_outcome};
@@ -50,9 +51,17 @@ pub struct Question {
     pub fusion: Option<FusionStrategy>,
     /// A documents search's metadata filters (checked by its adapter).
     pub filters: Map<String, serde_json::Value>,
+    /// Whose ids `session_id` and `workflow_id` are (`auth::owner`; set by the transport
+    /// from the caller's identity, never from the body). Empty: one tenant.
+    pub owner: String,
 }
 
 impl Question {
+    /// The session store's key for this caller's `session_id`.
+    fn session_key(&self) -> Option<String> {
+        self.session_id.as_deref().map(|id| scoped(&self.owner, id))
+    }
+
     /// Check every field; errors name the field.
     pub fn validate(&self) -> Result<()> {
         Router::validate_query(&self.query)?;
@@ -250,7 +259,7 @@ impl<I: AdapterInvoker, S: SessionStore> Service<I, S> {
                 Outcome::Clarify | Outcome::NoMatch => (None, None),
             },
         };
-        let session = match (&question.session_id, turns) {
+        let session = match (question.session_key(), turns) {
             (None, _) | (_, Ok(None)) => SessionUse::None,
             (Some(_), Err(error)) => SessionUse::Unavailable { error },
             (Some(id), Ok(Some(turns))) => {
@@ -262,7 +271,7 @@ impl<I: AdapterInvoker, S: SessionStore> Service<I, S> {
                     &self.router.config().sessions,
                     now,
                 );
-                let saved = self.sessions.append(id, turn).await;
+                let saved = self.sessions.append(&id, turn).await;
                 if let Err(e) = &saved {
                     metrics::counter!("SessionStoreErrors").increment(1);
                     tracing::warn!(session_id = %id, error = %e, "turn not saved");
@@ -361,15 +370,15 @@ impl<I: AdapterInvoker, S: SessionStore> Service<I, S> {
         Ok(record)
     }
 
-    /// Forget a session (`DELETE /v1/sessions/{id}`); true when there was one.
-    pub async fn forget_session(&self, session_id: &str) -> Result<bool> {
+    /// Forget a session of `owner`'s (`DELETE /v1/sessions/{id}`); true when there was one.
+    pub async fn forget_session(&self, owner: &str, session_id: &str) -> Result<bool> {
         Question {
             query: "-".into(),
             session_id: Some(session_id.to_owned()),
             ..Question::default()
         }
         .validate()?;
-        self.sessions.delete(session_id).await
+        self.sessions.delete(&scoped(owner, session_id)).await
     }
 
     /// The session's turns within the window: `Ok(None)` without a session id, `Err` with
@@ -379,11 +388,12 @@ impl<I: AdapterInvoker, S: SessionStore> Service<I, S> {
         question: &Question,
         now: i64,
     ) -> std::result::Result<Option<Vec<Turn>>, String> {
-        let Some(id) = &question.session_id else {
+        let Some(key) = question.session_key() else {
             return Ok(None);
         };
+        let id = question.session_id.as_deref().unwrap_or_default();
         let window = self.router.config().sessions.window_seconds;
-        match self.sessions.recent(id, now).await {
+        match self.sessions.recent(&key, now).await {
             Ok(turns) => Ok(Some(within_window(&turns, now, window).to_vec())),
             Err(e) => {
                 metrics::counter!("SessionStoreErrors").increment(1);
@@ -587,14 +597,28 @@ pub fn unix_now() -> i64 {
         .unwrap_or(0)
 }
 
+/// A caller's id as stored: prefixed by a digest of its owner (fixed length, so two
+/// owners' keys never meet), or unchanged when there is one tenant.
+fn scoped(owner: &str, id: &str) -> String {
+    if owner.is_empty() {
+        return id.to_owned();
+    }
+    let digest = hex::encode(Sha256::digest(owner.as_bytes()));
+    format!("{}/{id}", &digest[..16])
+}
+
+/// Time first (ids sort by time), then 64 random bits: a request id is what
+/// `POST /v1/feedback` needs to judge an answer, so it must not be guessable.
 fn new_request_id() -> String {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_nanos() as u64)
         .unwrap_or(0);
-    format!(
-        "{nanos:016x}-{:04x}",
-        COUNTER.fetch_add(1, Ordering::Relaxed) & 0xffff
-    )
+    let mut random = [0u8; 8];
+    if getrandom::fill(&mut random).is_err() {
+        // No entropy source: distinct still, by a process-wide counter.
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        random = COUNTER.fetch_add(1, Ordering::Relaxed).to_be_bytes();
+    }
+    format!("{nanos:016x}-{}", hex::encode(random))
 }

@@ -110,7 +110,9 @@ impl<I: AdapterInvoker, S: SessionStore> Service<I, S> {
                 return Ok(None);
             }
         };
-        if checkpoint.question != question.query {
+        // Another caller's workflow is refused exactly like another question's: the
+        // answer tells nothing about whether it exists.
+        if checkpoint.question != question.query || checkpoint.owner != question.owner {
             return Err(Error::invalid_request(
                 "workflow_id",
                 format!("workflow `{id}` belongs to another question"),
@@ -127,7 +129,7 @@ impl<I: AdapterInvoker, S: SessionStore> Service<I, S> {
         now: i64,
     ) -> Checkpoint {
         let ttl = self.router.config().orchestration.checkpoint_ttl_seconds as i64;
-        Checkpoint::new(
+        let mut checkpoint = Checkpoint::new(
             question
                 .workflow_id
                 .clone()
@@ -137,7 +139,9 @@ impl<I: AdapterInvoker, S: SessionStore> Service<I, S> {
             plan.phases,
             now,
             now + ttl,
-        )
+        );
+        checkpoint.owner = question.owner.clone();
+        checkpoint
     }
 
     /// Run (or resume) a workflow's phases and fuse what its tasks answered.
