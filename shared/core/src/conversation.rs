@@ -258,14 +258,22 @@ fn evidence_power(config: &ContextConfig, confidence: f32) -> f32 {
 }
 
 /// Each open template's probability in this turn: the question's own, blended with the
-/// joint routing's at `previous_question_weight`.
+/// joint routing's at up to `previous_question_weight`. The joint text leans toward the
+/// previous template, which the filter's prior already favours: it weighs in full for a
+/// turn that says little alone ("What's their address?") and fades to nothing for one
+/// that is sure of itself ("Could you schedule a visit there on the 4th?").
 fn evidence(
     router: &Router,
     own: &Routing,
     joint: Option<&Routing>,
     config: &ContextConfig,
 ) -> Vec<Evidence> {
-    let w = joint.map_or(0.0, |_| config.previous_question_weight);
+    let confidence = own.best().map_or(0.0, |m| m.combined_score);
+    let span = config.informative_above - config.uninformative_below;
+    let informative = ((confidence - config.uninformative_below) / span).clamp(0.0, 1.0);
+    let w = joint.map_or(0.0, |_| {
+        config.previous_question_weight * (1.0 - informative)
+    });
     let mut by_template: Vec<(&Match, f32)> = Vec::new();
     let open = |r: &Routing| {
         r.matches

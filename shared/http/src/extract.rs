@@ -32,9 +32,16 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for CheckedJson<T> {
 
 fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
+        // Name the operation's own first required field: what `{}` would be missing.
+        let hint = match parse::<T>(b"{}") {
+            Err(ApiError::InvalidRequest { field, .. }) if field != "body" => {
+                format!(" with `{field}`")
+            }
+            _ => String::new(),
+        };
         return Err(ApiError::invalid(
             "body",
-            "is empty; send a JSON object with a `query`",
+            format!("is empty; send a JSON object{hint}"),
         ));
     }
     let value: Value = serde_json::from_slice(bytes)
@@ -120,6 +127,24 @@ mod tests {
         assert_eq!(
             field_of(r#"{"query": "hi", "datasources": ["a", 3]}"#),
             "datasources"
+        );
+    }
+
+    #[test]
+    fn an_empty_body_names_the_operations_own_field() {
+        let message = |result: Result<(), ApiError>| match result {
+            Err(ApiError::InvalidRequest { field, message }) => format!("{field} {message}"),
+            other => panic!("{other:?}"),
+        };
+        let query = parse::<QueryRequest>(b" ").map(|_| ());
+        assert_eq!(
+            message(query),
+            "body is empty; send a JSON object with `query`"
+        );
+        let feedback = parse::<crate::wire::FeedbackRequest>(b"").map(|_| ());
+        assert_eq!(
+            message(feedback),
+            "body is empty; send a JSON object with `request_id`"
         );
     }
 
