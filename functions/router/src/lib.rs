@@ -5,8 +5,9 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
+use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
 use lambda_http::{Body, Request, Response};
 use switchyard_aws::{
     chunks_prefix, DynamoFeedbackStore, DynamoRerankCache, DynamoSessionStore, DynamoWorkflowStore,
@@ -109,6 +110,35 @@ impl SessionStore for Sessions {
 
 pub type RouterService = Service<LambdaInvoker, Sessions>;
 
+/// The bound on one attempt at a DynamoDB call of the stores (sessions, feedback,
+/// workflow checkpoints, rerank cache), and on the call with its retries. The SDK sets
+/// neither: without them a table that stalls instead of refusing (a paused or overloaded
+/// endpoint, a half-open connection) held every answer until it came back. Sessions and
+/// feedback are a help, never a precondition; DynamoDB answers in milliseconds. A client
+/// configured with its own operation timeouts keeps them.
+pub const STORE_ATTEMPT_TIMEOUT: Duration = Duration::from_millis(500);
+pub const STORE_CALL_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// `client` with [`STORE_ATTEMPT_TIMEOUT`] and [`STORE_CALL_TIMEOUT`], unless it has
+/// operation timeouts of its own.
+fn bounded(client: aws_sdk_dynamodb::Client) -> aws_sdk_dynamodb::Client {
+    let config = client.config();
+    let given = config.timeout_config();
+    if given
+        .is_some_and(|t| t.operation_timeout().is_some() || t.operation_attempt_timeout().is_some())
+    {
+        return client;
+    }
+    let mut timeouts = TimeoutConfig::builder()
+        .operation_attempt_timeout(STORE_ATTEMPT_TIMEOUT)
+        .operation_timeout(STORE_CALL_TIMEOUT)
+        .build();
+    if let Some(given) = given {
+        timeouts.take_defaults_from(given);
+    }
+    aws_sdk_dynamodb::Client::from_conf(config.to_builder().timeout_config(timeouts).build())
+}
+
 /// How long each part of the cold start took, in milliseconds.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct ColdStart {
@@ -138,19 +168,26 @@ pub async fn cold_start(
     variable: impl Fn(&str) -> Option<String>,
 ) -> Result<(RouterService, ColdStart)> {
     let started = Instant::now();
-    let (origin, bytes) = match &settings.index {
+    // `artifact` names the object loaded: a refusal says which one to replace.
+    let (origin, artifact, bytes) = match &settings.index {
         IndexLocation::S3 { bucket, prefix } => {
             let store = S3IndexStore::new(clients.s3.clone(), bucket, prefix);
-            (store.origin(), store.fetch().await?)
+            let (pointer, bytes) = store.fetch_current().await?;
+            let artifact = format!(
+                "s3://{bucket}/{} (named by {})",
+                pointer.key,
+                store.origin()
+            );
+            (store.origin(), artifact, bytes)
         }
         IndexLocation::File(path) => {
             let source = FileIndexSource(path.clone());
-            (source.origin(), source.fetch().await?)
+            (source.origin(), source.origin(), source.fetch().await?)
         }
     };
     let fetch_ms = ms_since(started);
     let loading = Instant::now();
-    let index = Index::from_bytes(&bytes, &origin)?;
+    let index = Index::from_bytes(&bytes, &artifact)?;
     let load_ms = ms_since(loading);
     let model = Instant::now();
     let embedder = CachedEmbedder::wrap(
@@ -159,27 +196,27 @@ pub async fn cold_start(
     );
     let model_ms = ms_since(model);
     let reranker = switchyard_rerank::from_config(&config.composite_retrieval.reranking)?;
+    let dynamodb = bounded(clients.dynamodb);
     let rerank = reranker.map(|reranker| {
         let cache: Arc<dyn RerankCache> = match &settings.rerank_cache_table {
-            Some(table) => Arc::new(DynamoRerankCache::new(clients.dynamodb.clone(), table)),
+            Some(table) => Arc::new(DynamoRerankCache::new(dynamodb.clone(), table)),
             None => Arc::new(MemoryRerankCache::default()),
         };
         RerankStage::new(reranker, cache, config.rerank_cache.ttl_seconds)
     });
     let feedback: Option<Arc<dyn FeedbackStore>> = settings.feedback_table.as_ref().map(|table| {
         Arc::new(DynamoFeedbackStore::new(
-            clients.dynamodb.clone(),
+            dynamodb.clone(),
             table,
             config.feedback.ttl_seconds,
         )) as Arc<dyn FeedbackStore>
     });
     let workflows: Option<Arc<dyn WorkflowStore>> = settings.workflow_table.as_ref().map(|table| {
-        Arc::new(DynamoWorkflowStore::new(clients.dynamodb.clone(), table))
-            as Arc<dyn WorkflowStore>
+        Arc::new(DynamoWorkflowStore::new(dynamodb.clone(), table)) as Arc<dyn WorkflowStore>
     });
     let sessions = match &settings.sessions_table {
         Some(table) => Sessions::Dynamo(DynamoSessionStore::new(
-            clients.dynamodb,
+            dynamodb,
             table,
             config.sessions.clone(),
         )),
@@ -187,7 +224,7 @@ pub async fn cold_start(
     };
     let schema = load_schema(&settings.index, &clients.s3).await?;
     let invoker = LambdaInvoker::new(clients.lambda, index.catalog.clone(), variable);
-    let router = Router::new(index, config, embedder, &origin)?;
+    let router = Router::new(index, config, embedder, &artifact)?;
     let report = ColdStart {
         index_origin: origin,
         index_bytes: bytes.len(),
