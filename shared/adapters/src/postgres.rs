@@ -1,6 +1,7 @@
 //! The SQL adapter on PostgreSQL: the same templates as SQLite (`:name` parameters),
-//! rewritten to `$n` through the syntax tree, each value bound with the type the server
-//! infers for it, run in a READ ONLY transaction with a statement timeout and a row cap.
+//! rewritten to `$n` where the parser reads them (the rest of the SQL is sent as written),
+//! each value bound with the type the server infers for it, run in a READ ONLY transaction
+//! with a statement timeout and a row cap.
 //!
 //! The connection string comes from the environment variable named by
 //! `connection.url_env`, never from the template files.
@@ -10,9 +11,10 @@ use std::time::Duration;
 
 use chrono::NaiveDate;
 use serde_json::{Map, Value};
-use sqlparser::ast::{visit_expressions_mut, Expr, Value as SqlLiteral};
+use sqlparser::ast::{visit_expressions, Expr, Value as SqlLiteral};
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
+use sqlparser::tokenizer::{Location, Token, TokenWithSpan, Tokenizer};
 use switchyard_core::rerank::BoxFuture;
 use switchyard_core::template::{Datasource, Template};
 use tokio::sync::Mutex;
@@ -24,37 +26,93 @@ use crate::error::{AdapterError, Result};
 use crate::sql::{self, check_read_only, Engine, SqlRows};
 
 /// Rewrite `:name` placeholders to `$1, $2, …`; returns the SQL and the names in order.
+///
+/// Only the placeholders' own text changes: everything else reaches the server exactly as
+/// written, so the server reads the statement the read-only check read. (Printing the
+/// syntax tree back is not faithful: sqlparser prints a quote that follows a backslash in a
+/// string without doubling it, and the server, for which `\` is an ordinary character,
+/// ends the string there: the one string `'\'' OR 1=1 --'` went out as `'\' OR 1=1 --'`.)
 pub fn to_positional(template_id: &str, sql: &str) -> Result<(String, Vec<String>)> {
     let fail = |message: String| AdapterError::Sql {
         template: template_id.to_owned(),
         message,
     };
-    let mut statements = Parser::parse_sql(&PostgreSqlDialect {}, sql)
+    let dialect = PostgreSqlDialect {};
+    let tokens = Tokenizer::new(&dialect, sql)
+        .tokenize_with_location()
         .map_err(|e| fail(format!("sql_template does not parse: {e}")))?;
-    let mut names: Vec<String> = Vec::new();
-    let _ = visit_expressions_mut(&mut statements, |expr| {
+    let statements = Parser::new(&dialect)
+        .with_tokens_with_locations(tokens.clone())
+        .parse_statements()
+        .map_err(|e| fail(format!("sql_template does not parse: {e}")))?;
+    // Where the parser read a `:name` placeholder: the location of its colon.
+    let mut colons: Vec<Location> = Vec::new();
+    let _ = visit_expressions(&statements, |expr| {
         if let Expr::Value(literal) = expr {
             if let SqlLiteral::Placeholder(placeholder) = &literal.value {
-                if let Some(name) = placeholder.strip_prefix(':') {
-                    let position = match names.iter().position(|n| n == name) {
-                        Some(i) => i + 1,
-                        None => {
-                            names.push(name.to_owned());
-                            names.len()
-                        }
-                    };
-                    literal.value = SqlLiteral::Placeholder(format!("${position}"));
+                if placeholder.starts_with(':') {
+                    colons.push(literal.span.start);
                 }
             }
         }
         ControlFlow::<()>::Continue(())
     });
-    let rewritten = statements
-        .iter()
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join("; ");
+    let mut names: Vec<String> = Vec::new();
+    let mut rewritten = String::with_capacity(sql.len());
+    let mut copied = 0;
+    let mut found = 0;
+    for (i, token) in tokens.iter().enumerate() {
+        if token.token != Token::Colon || !colons.contains(&token.span.start) {
+            continue;
+        }
+        let word = tokens[i + 1..]
+            .iter()
+            .find(|t| !matches!(t.token, Token::Whitespace(_)));
+        let (
+            Some(TokenWithSpan {
+                token: Token::Word(word),
+                span,
+            }),
+            Some(from),
+        ) = (word, byte_offset(sql, token.span.start))
+        else {
+            return Err(fail("a placeholder could not be located in the SQL".into()));
+        };
+        let to = byte_offset(sql, span.end)
+            .ok_or_else(|| fail("a placeholder could not be located in the SQL".into()))?;
+        let position = match names.iter().position(|n| *n == word.value) {
+            Some(i) => i + 1,
+            None => {
+                names.push(word.value.clone());
+                names.len()
+            }
+        };
+        rewritten.push_str(&sql[copied..from]);
+        rewritten.push_str(&format!("${position}"));
+        copied = to;
+        found += 1;
+    }
+    if found != colons.len() {
+        return Err(fail("a placeholder could not be located in the SQL".into()));
+    }
+    rewritten.push_str(&sql[copied..]);
     Ok((rewritten, names))
+}
+
+/// The byte offset of a tokenizer location (1-based line and column, in characters).
+fn byte_offset(sql: &str, at: Location) -> Option<usize> {
+    let (mut line, mut column) = (1, 1);
+    for (offset, ch) in sql.char_indices() {
+        if (line, column) == (at.line, at.column) {
+            return Some(offset);
+        }
+        if ch == '\n' {
+            (line, column) = (line + 1, 1);
+        } else {
+            column += 1;
+        }
+    }
+    ((line, column) == (at.line, at.column)).then_some(sql.len())
 }
 
 pub struct PostgresDatasource {
@@ -135,9 +193,11 @@ impl PostgresDatasource {
             .start()
             .await
             .map_err(|e| sql_error(e.to_string()))?;
+        // The read-only check reads a backslash in a '…' string as an ordinary character,
+        // as the server does with standard_conforming_strings on (its default).
         transaction
             .batch_execute(&format!(
-                "SET LOCAL statement_timeout = {}",
+                "SET LOCAL statement_timeout = {}; SET LOCAL standard_conforming_strings = on",
                 deadline.as_millis().max(1)
             ))
             .await
@@ -210,6 +270,13 @@ fn bind(name: &str, value: &Value, ty: &Type) -> Result<Box<dyn ToSql + Sync + S
         Value::String(s) => Some(s.clone()),
         other => Some(other.to_string()),
     };
+    // The server refuses the whole statement with a bare "db error" otherwise.
+    if text.as_deref().is_some_and(|t| t.contains('\0')) {
+        return Err(AdapterError::Parameter {
+            name: name.to_owned(),
+            message: "contains a NUL character, which PostgreSQL text cannot hold".into(),
+        });
+    }
     Ok(match *ty {
         Type::INT2 => Box::new(
             text.map(|t| t.parse::<i16>())

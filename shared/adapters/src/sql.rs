@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use rusqlite::types::{Value as SqlValue, ValueRef};
 use rusqlite::{Connection, OpenFlags};
 use serde_json::{json, Map, Value};
-use sqlparser::ast::{Query, SetExpr, Statement, Visit, Visitor};
+use sqlparser::ast::{Expr, ObjectName, Query, SetExpr, Statement, TableFactor, Visit, Visitor};
 use sqlparser::dialect::{Dialect, PostgreSqlDialect, SQLiteDialect};
 use sqlparser::parser::{Parser, ParserError};
 use sqlparser::tokenizer::{Token, Tokenizer};
@@ -60,8 +60,70 @@ const MAX_NESTING: usize = 20;
 /// process; templates and generated queries are far shorter.
 const MAX_TOKENS: usize = 4096;
 
+/// Functions a read-only query must not call: they sleep, change settings or sequences,
+/// read or write server files and large objects, take advisory locks, signal other
+/// sessions, or run SQL of their own (on this connection or another, where the read-only
+/// transaction does not reach). Matched on the last part of the name, in any case; a
+/// trailing `*` matches a prefix.
+const SIDE_EFFECT_FUNCTIONS: &[&str] = &[
+    // PostgreSQL
+    "pg_sleep*",
+    "set_config",
+    "nextval",
+    "setval",
+    "lo_*",
+    "lowrite",
+    "loread",
+    "pg_read_file",
+    "pg_read_binary_file",
+    "pg_ls_*",
+    "pg_stat_file",
+    "pg_file_*",
+    "pg_advisory_*",
+    "pg_try_advisory_*",
+    "pg_notify",
+    "pg_terminate_backend",
+    "pg_cancel_backend",
+    "pg_reload_conf",
+    "pg_rotate_logfile",
+    "pg_stat_reset*",
+    "pg_logical_*",
+    "pg_replication_*",
+    "pg_create_*",
+    "pg_drop_replication_slot",
+    "pg_switch_wal",
+    "pg_promote",
+    "pg_backup_*",
+    "pg_start_backup",
+    "pg_stop_backup",
+    "dblink*",
+    "query_to_xml*",
+    "cursor_to_xml*",
+    "ts_stat",
+    "ts_rewrite",
+    // SQLite
+    "load_extension",
+    "readfile",
+    "writefile",
+    "edit",
+    "fts3_tokenizer",
+];
+
+/// The name of a function with side effects, as called.
+fn side_effect(name: &ObjectName) -> Option<String> {
+    let last = name.0.last()?.as_ident()?.value.to_ascii_lowercase();
+    SIDE_EFFECT_FUNCTIONS
+        .iter()
+        .any(|entry| match entry.strip_suffix('*') {
+            Some(prefix) => last.starts_with(prefix),
+            None => last == *entry,
+        })
+        .then(|| name.to_string())
+}
+
 /// Refuse anything but exactly one read-only query: no writes anywhere in the syntax tree
-/// (data-modifying CTEs included), no `SELECT … INTO`, no row locks.
+/// (data-modifying CTEs included), no `SELECT … INTO`, no row locks, no calls of
+/// [`SIDE_EFFECT_FUNCTIONS`].
 pub fn check_read_only(template_id: &str, sql: &str, engine: Engine) -> Result<()> {
     let refuse = |message: String| AdapterError::Sql {
         template: template_id.to_owned(),
@@ -143,9 +205,38 @@ impl Visitor for ReadOnly {
         }
         self.verdict()
     }
+
+    fn pre_visit_expr(&mut self, expr: &Expr) -> ControlFlow<()> {
+        if let Expr::Function(function) = expr {
+            self.refuse_call(&function.name);
+        }
+        self.verdict()
+    }
+
+    /// Table functions: `FROM pg_sleep(1)`, `FROM dblink(…) AS t(…)`.
+    fn pre_visit_table_factor(&mut self, factor: &TableFactor) -> ControlFlow<()> {
+        match factor {
+            TableFactor::Table {
+                name,
+                args: Some(_),
+                ..
+            }
+            | TableFactor::Function { name, .. } => self.refuse_call(name),
+            _ => {}
+        }
+        self.verdict()
+    }
 }
 
 impl ReadOnly {
+    fn refuse_call(&mut self, name: &ObjectName) {
+        if let Some(name) = side_effect(name) {
+            self.0 = Some(format!(
+                "{name}() has side effects (sleeps, settings, files, locks or SQL of its own)"
+            ));
+        }
+    }
+
     fn verdict(&self) -> ControlFlow<()> {
         if self.0.is_some() {
             ControlFlow::Break(())

@@ -207,3 +207,95 @@ fn missing_seed_file_is_named() {
         "{message}"
     );
 }
+
+#[test]
+fn side_effect_functions_are_refused_wherever_they_are_called() {
+    let postgres = [
+        "SELECT pg_sleep(5)",
+        "SELECT pg_sleep_for('5 seconds')",
+        "SELECT 1 FROM employees WHERE pg_sleep(1) IS NOT NULL",
+        "SELECT * FROM pg_sleep(1)",
+        "SELECT PG_CATALOG.PG_SLEEP(1)",
+        "SELECT \"pg_sleep\"(1)",
+        "SELECT set_config('default_transaction_read_only', 'off', false)",
+        "SELECT nextval('employees_id_seq')",
+        "SELECT setval('employees_id_seq', 1)",
+        "SELECT lo_import('/etc/passwd')",
+        "SELECT lo_export(16384, '/tmp/x')",
+        "SELECT pg_read_file('/etc/passwd')",
+        "SELECT * FROM pg_ls_dir('.')",
+        "SELECT pg_advisory_lock(1)",
+        "SELECT pg_try_advisory_xact_lock(1)",
+        "SELECT pg_notify('channel', 'x')",
+        "SELECT pg_terminate_backend(1)",
+        "SELECT pg_reload_conf()",
+        "SELECT pg_stat_reset()",
+        "SELECT * FROM dblink('dbname=ev', 'SELECT 1') AS t(n int)",
+        "SELECT dblink_exec('dbname=ev', 'DROP TABLE vehicles')",
+        "SELECT query_to_xml('SELECT pg_sleep(5)', true, true, '')",
+        "SELECT * FROM ts_stat('SELECT to_tsvector(name) FROM departments')",
+        "SELECT * FROM employees e, LATERAL pg_sleep(1)",
+        "SELECT name FROM departments ORDER BY pg_sleep(1)",
+        "SELECT COALESCE(NULL, LOWER(CAST(pg_sleep(1) AS text)))",
+        "SELECT (SELECT max(id) FROM employees WHERE pg_sleep(1) IS NULL)",
+        "WITH t AS (SELECT set_config('x.y', 'z', false) AS v) SELECT * FROM t",
+        "SELECT 1 UNION SELECT count(*) FROM employees WHERE lo_unlink(1) = 1",
+    ];
+    let sqlite = [
+        "SELECT load_extension('/tmp/evil.so')",
+        "SELECT writefile('/tmp/x', 'y')",
+        "SELECT readfile('/etc/passwd')",
+        "SELECT * FROM employees WHERE id IN (SELECT LOAD_EXTENSION('x'))",
+    ];
+    let cases = postgres
+        .iter()
+        .map(|sql| (*sql, Engine::Postgres))
+        .chain(sqlite.iter().map(|sql| (*sql, Engine::Sqlite)));
+    for (sql, engine) in cases {
+        let message = check_read_only("bad_template", sql, engine)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            message.contains("bad_template") && message.contains("has side effects"),
+            "{sql}: {message}"
+        );
+    }
+    // Named in the refusal.
+    let message = check_read_only("t", "SELECT pg_catalog.pg_sleep(1)", Engine::Postgres)
+        .unwrap_err()
+        .to_string();
+    assert!(message.contains("pg_catalog.pg_sleep()"), "{message}");
+}
+
+#[test]
+fn ordinary_functions_still_pass_the_check() {
+    for (sql, engine) in [
+        (
+            "SELECT LOWER(name), UPPER(location), LENGTH(name), COUNT(*), MAX(budget) \
+             FROM departments GROUP BY name, location",
+            Engine::Postgres,
+        ),
+        (
+            "SELECT CAST(ROUND(AVG(amount)) AS INTEGER), COALESCE(MIN(currency), 'x') FROM salaries",
+            Engine::Sqlite,
+        ),
+        (
+            "SELECT string_agg(name, ', ' ORDER BY name), current_setting('TimeZone'), now() \
+             FROM departments",
+            Engine::Postgres,
+        ),
+        ("SELECT * FROM generate_series(1, 10) AS g(n)", Engine::Postgres),
+        (
+            "SELECT date_trunc('month', hire_date::date), lower(e.email) AS lo_email, \
+             log(10, 100), substr(last_name, 1, 1) FROM employees e",
+            Engine::Postgres,
+        ),
+        (
+            "SELECT strftime('%Y', hire_date), substr(email, 1, 3), ifnull(manager_id, 0) \
+             FROM employees",
+            Engine::Sqlite,
+        ),
+    ] {
+        check_read_only("ok", sql, engine).unwrap_or_else(|e| panic!("{sql}: {e}"));
+    }
+}
