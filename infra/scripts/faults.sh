@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Faults during load, on the real emulators: functions/router/tests/faults.rs with more
+# Faults during load, on the real emulators: functions/router/tests/faults/ with more
 # requests, its table printed (docs/reliability.md, "Faults during load").
 # The test runs the router Lambda's app in process against a moto_server of its own (a
 # free port of 127.0.0.1; it pauses, kills and restarts that one, never the shared one)

@@ -9,7 +9,10 @@
 #   SWITCHYARD_BIN       the binary (default target/release/switchyard; build it first:
 #                        cargo build --release --bin switchyard)
 #   LOAD_SECONDS         seconds per concurrency run (default 10)
-#   LOAD_LONG_REQUESTS   requests of the memory run (default 100000)
+#   LOAD_LONG_REQUESTS   requests of each round of the memory run (default 100000)
+#   LOAD_LONG_ROUNDS     rounds of the memory run, RSS read after each (default 1; 3 show
+#                        the plateau once the feedback store holds its 100,000 decisions)
+#   LOAD_PARTS           which parts run (default "throughput memory overload")
 #   LOAD_OUT             where the JSON lines go (default target/load/results.jsonl)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -17,6 +20,9 @@ ROOT="$(pwd)"
 BIN="${SWITCHYARD_BIN:-$ROOT/target/release/switchyard}"
 SECONDS_PER_RUN="${LOAD_SECONDS:-10}"
 LONG_REQUESTS="${LOAD_LONG_REQUESTS:-100000}"
+LONG_ROUNDS="${LOAD_LONG_ROUNDS:-1}"
+PARTS="${LOAD_PARTS:-throughput memory overload}"
+part() { [[ " $PARTS " == *" $1 "* ]]; }
 OUT="${LOAD_OUT:-$ROOT/target/load/results.jsonl}"
 PORT=18090
 WORK="$(mktemp -d)"
@@ -98,6 +104,7 @@ mkdir -p "$(dirname "$OUT")"
 # The throughput table: the embedding cache off, so every request embeds its question (the
 # demo's 65 questions would otherwise all be cache hits after the first round).
 for catalog in demo clinc150; do
+  part throughput || break
   case "$catalog" in
     demo) bodies tests/data/demo/queries.jsonl ;;
     clinc150) bodies tests/data/clinc150/val.jsonl ;;
@@ -111,28 +118,37 @@ for catalog in demo clinc150; do
   stop_server
 done
 
-# Memory: RSS after start-up and a 10-second warm-up, then after LONG_REQUESTS more
-# (at most 120 ten-second runs), sessions on so the session store grows too.
-python3 -c '
+# Memory: RSS after start-up and a 10-second warm-up, then after each round of
+# LONG_REQUESTS more (each at most 120 ten-second runs), sessions on so the session store
+# grows too.
+if part memory; then
+  bodies tests/data/clinc150/val.jsonl
+  python3 -c '
 import json, sys
 for i, line in enumerate(open(sys.argv[1])):
     body = json.loads(line)
     body["session_id"] = "load-%d" % (i % 500)
     print(json.dumps(body))' "$WORK/bodies.jsonl" >"$WORK/sessions.jsonl"
-mv "$WORK/sessions.jsonl" "$WORK/bodies.jsonl"
-start_server templates/clinc150
-wrk_json /v1/query 8 10 >/dev/null
-before=$(rss_kb)
-read -r answered failed < <(run_count /v1/query 8 "$LONG_REQUESTS")
-after=$(rss_kb)
-echo "{\"run\": \"rss\", \"requests\": $answered, \"failed\": $failed, \"rss_before_kb\": $before, \"rss_after_kb\": $after}" | tee -a "$OUT"
-stop_server
+  mv "$WORK/sessions.jsonl" "$WORK/bodies.jsonl"
+  start_server templates/clinc150
+  wrk_json /v1/query 8 10 >/dev/null
+  before=$(rss_kb)
+  total=0
+  for round in $(seq 1 "$LONG_ROUNDS"); do
+    read -r answered failed < <(run_count /v1/query 8 "$LONG_REQUESTS")
+    total=$((total + answered))
+    echo "{\"run\": \"rss\", \"round\": $round, \"requests\": $total, \"failed\": $failed, \"rss_before_kb\": $before, \"rss_after_kb\": $(rss_kb)}" | tee -a "$OUT"
+  done
+  stop_server
+fi
 
 # Overload: 2 in flight, 4 waiting, 64 connections: the rest must be refused at once.
-bodies tests/data/clinc150/val.jsonl
-start_server templates/clinc150 SWITCHYARD__SERVER__MAX_IN_FLIGHT=2 SWITCHYARD__SERVER__MAX_QUEUED=4
-run overload /v1/query 64 "$SECONDS_PER_RUN"
-status=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/v1/health")
-echo "{\"run\": \"overload-after\", \"health_status\": $status}" | tee -a "$OUT"
-stop_server
+if part overload; then
+  bodies tests/data/clinc150/val.jsonl
+  start_server templates/clinc150 SWITCHYARD__SERVER__MAX_IN_FLIGHT=2 SWITCHYARD__SERVER__MAX_QUEUED=4
+  run overload /v1/query 64 "$SECONDS_PER_RUN"
+  status=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/v1/health")
+  echo "{\"run\": \"overload-after\", \"health_status\": $status}" | tee -a "$OUT"
+  stop_server
+fi
 echo "load: figures in $OUT"

@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
 use lambda_http::{Body, Request, Response};
 use switchyard_aws::{
-    chunks_prefix, DynamoFeedbackStore, DynamoRerankCache, DynamoSessionStore, DynamoWorkflowStore,
-    LambdaInvoker, S3IndexStore,
+    chunks_prefix, DynamoFeedbackStore, DynamoRerankCache, DynamoSessionStore, DynamoTopicStore,
+    DynamoWorkflowStore, LambdaInvoker, S3IndexStore,
 };
 use switchyard_core::config::Config;
 use switchyard_core::documents::schema::SCHEMA_ARTIFACT;
@@ -25,6 +25,7 @@ use switchyard_core::rerank_cache::{MemoryRerankCache, RerankCache};
 use switchyard_core::router::Router;
 use switchyard_core::service::Service;
 use switchyard_core::session::{MemorySessionStore, SessionStore, Turn};
+use switchyard_core::topics::TopicStore;
 use switchyard_core::{Error, Result};
 use switchyard_embed::MiniLmEmbedder;
 use tower::ServiceExt;
@@ -42,6 +43,9 @@ pub struct Settings {
     /// `SWITCHYARD_WORKFLOW_TABLE`; without it split questions' checkpoints are kept in
     /// this instance's memory (a retry on another instance starts the workflow afresh).
     pub workflow_table: Option<String>,
+    /// `SWITCHYARD_TOPICS_TABLE`; without it callers' topic words are kept in this
+    /// instance's memory.
+    pub topics_table: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -75,6 +79,7 @@ impl Settings {
             rerank_cache_table: variable("SWITCHYARD_RERANK_CACHE_TABLE"),
             feedback_table: variable("SWITCHYARD_FEEDBACK_TABLE"),
             workflow_table: variable("SWITCHYARD_WORKFLOW_TABLE"),
+            topics_table: variable("SWITCHYARD_TOPICS_TABLE"),
         })
     }
 }
@@ -214,6 +219,13 @@ pub async fn cold_start(
     let workflows: Option<Arc<dyn WorkflowStore>> = settings.workflow_table.as_ref().map(|table| {
         Arc::new(DynamoWorkflowStore::new(dynamodb.clone(), table)) as Arc<dyn WorkflowStore>
     });
+    let topics: Option<Arc<dyn TopicStore>> = settings.topics_table.as_ref().map(|table| {
+        Arc::new(DynamoTopicStore::new(
+            dynamodb.clone(),
+            table,
+            config.sessions.topics.ttl_seconds,
+        )) as Arc<dyn TopicStore>
+    });
     let sessions = match &settings.sessions_table {
         Some(table) => Sessions::Dynamo(DynamoSessionStore::new(
             dynamodb,
@@ -246,6 +258,9 @@ pub async fn cold_start(
     }
     if let Some(store) = workflows {
         service = service.with_workflows(store);
+    }
+    if let Some(store) = topics {
+        service = service.with_topics(store);
     }
     if let Some(schema) = schema {
         service = service.with_schema(schema);

@@ -20,8 +20,8 @@ use lambda_http::Body;
 use serde_json::{json, Value};
 use switchyard_adapters::LocalAdapters;
 use switchyard_aws::{
-    DynamoFeedbackStore, DynamoRerankCache, DynamoSessionStore, DynamoWorkflowStore, LambdaInvoker,
-    S3IndexStore,
+    DynamoFeedbackStore, DynamoRerankCache, DynamoSessionStore, DynamoTopicStore,
+    DynamoWorkflowStore, LambdaInvoker, S3IndexStore,
 };
 use switchyard_core::auth::Access;
 use switchyard_core::config::{Config, SessionsConfig};
@@ -35,6 +35,7 @@ use switchyard_core::router::{Outcome, Router};
 use switchyard_core::service::{unix_now, Answer, Question, Service};
 use switchyard_core::session::{MemorySessionStore, SessionStore, Turn, TurnOutcome};
 use switchyard_core::template::Catalog;
+use switchyard_core::topics::{TopicStore, Topics};
 use switchyard_core::Error;
 use switchyard_embed::MiniLmEmbedder;
 use switchyard_router::{app, cold_start, handle, Clients, IndexLocation, Settings};
@@ -197,6 +198,7 @@ async fn end_to_end_from_s3_through_lambda_to_the_session_table() {
         rerank_cache_table: None,
         feedback_table: None,
         workflow_table: None,
+        topics_table: None,
     };
     let (service, report) = cold_start(&settings, Config::default(), clients, adapter_functions)
         .await
@@ -331,6 +333,7 @@ async fn a_missing_or_corrupt_index_names_the_bucket_and_key() {
         rerank_cache_table: None,
         feedback_table: None,
         workflow_table: None,
+        topics_table: None,
     };
     let error = match cold_start(&settings, Config::default(), clients, adapter_functions).await {
         Ok(_) => panic!("a corrupt index must not load"),
@@ -369,6 +372,7 @@ async fn an_unreachable_session_table_still_answers() {
         rerank_cache_table: None,
         feedback_table: None,
         workflow_table: None,
+        topics_table: None,
     };
     let (service, _) = cold_start(&settings, Config::default(), clients, adapter_functions)
         .await
@@ -386,6 +390,39 @@ async fn an_unreachable_session_table_still_answers() {
         .as_str()
         .unwrap()
         .contains("sessions table `sessions`"));
+}
+
+#[tokio::test]
+async fn topics_are_kept_per_owner_and_expire() {
+    let moto = endpoint("SWITCHYARD_TEST_MOTO_URL");
+    let client = aws_sdk_dynamodb::Client::new(&sdk(&moto).await);
+    let table = create_table(&client, "owner").await;
+    let config = Config::default().sessions.topics;
+    let store = DynamoTopicStore::new(client.clone(), &table, config.ttl_seconds);
+    let now = unix_now();
+    let mut topics = Topics::default();
+    topics.add(
+        "How many Teslas are registered in King County?",
+        now,
+        &config,
+    );
+    store.save("principal:ann", &topics, now).await.unwrap();
+    assert_eq!(store.load("principal:ann", now + 1).await.unwrap(), topics);
+    assert!(store.load("principal:bob", now).await.unwrap().is_empty());
+    let later = now + config.ttl_seconds as i64;
+    assert!(store.load("principal:ann", later).await.unwrap().is_empty());
+    // The table holds a digest of the owner, not the principal's name.
+    let items = client.scan().table_name(&table).send().await.unwrap();
+    let owners: Vec<&str> = items
+        .items()
+        .iter()
+        .filter_map(|item| item.get("owner")?.as_s().ok().map(String::as_str))
+        .collect();
+    assert_eq!(owners.len(), 1);
+    assert!(
+        !owners[0].contains("ann") && owners[0].len() == 64,
+        "{owners:?}"
+    );
 }
 
 #[tokio::test]
@@ -1000,6 +1037,7 @@ async fn the_schema_published_beside_the_index_answers_no_match() {
         rerank_cache_table: None,
         feedback_table: None,
         workflow_table: None,
+        topics_table: None,
     };
     let mut strict = config;
     strict.composite_retrieval.confidence_threshold =

@@ -1,7 +1,8 @@
 //! The AWS edges of Switchyard, each implementing one trait of `switchyard-core`:
 //! [`S3IndexStore`] (`IndexSource`, plus publishing), [`DynamoSessionStore`]
 //! (`SessionStore`), [`DynamoRerankCache`] (`RerankCache`), [`DynamoFeedbackStore`]
-//! (`FeedbackStore`), [`DynamoWorkflowStore`] (`WorkflowStore`) and [`LambdaInvoker`]
+//! (`FeedbackStore`), [`DynamoWorkflowStore`] (`WorkflowStore`),
+//! [`DynamoTopicStore`] (`TopicStore`) and [`LambdaInvoker`]
 //! (`AdapterInvoker`). Failures are reported in the domain's error vocabulary
 //! (`switchyard_core::Error`), naming the bucket, key, table or function.
 //!
@@ -13,6 +14,7 @@ pub mod index_store;
 pub mod invoker;
 pub mod rerank_cache;
 pub mod sessions;
+pub mod topics;
 pub mod workflow;
 
 pub use feedback::DynamoFeedbackStore;
@@ -20,6 +22,7 @@ pub use index_store::{chunks_prefix, IndexPointer, S3IndexStore};
 pub use invoker::LambdaInvoker;
 pub use rerank_cache::DynamoRerankCache;
 pub use sessions::DynamoSessionStore;
+pub use topics::DynamoTopicStore;
 pub use workflow::DynamoWorkflowStore;
 
 /// The SDK configuration from the environment (region, credentials, `AWS_ENDPOINT_URL`).

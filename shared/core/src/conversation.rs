@@ -24,6 +24,7 @@ use serde_json::{Map, Value};
 use crate::config::{ContextConfig, SessionsConfig};
 use crate::router::{Match, Outcome, Router, Routing};
 use crate::session::{ContextReport, ContextUsed, TemplateRef, Turn, TurnOutcome, Weighted};
+use crate::topics::Topics;
 
 /// One template's evidence in this turn.
 struct Evidence {
@@ -56,10 +57,27 @@ pub fn contextualize(
     mut own: Routing,
     joint: Option<&Routing>,
     turns: &[Turn],
+    topics: Option<&Topics>,
     now: i64,
 ) -> Routing {
     let config = &router.config().sessions.context;
     let evidence = evidence(router, &own, joint, config);
+    let topics = topics.filter(|t| !t.is_empty());
+    let tilts: Vec<f32> = evidence
+        .iter()
+        .map(|e| {
+            topics.map_or(1.0, |t| {
+                router
+                    .index()
+                    .catalog
+                    .datasource(&e.template.datasource)
+                    .and_then(|d| d.templates.iter().find(|x| x.id == e.template.template_id))
+                    .map_or(1.0, |template| {
+                        t.factor(template, &router.config().sessions.topics)
+                    })
+            })
+        })
+        .collect();
     let previous = turns.last();
     let seconds_since = previous.map(|t| (now - t.at).max(0));
     let weight = seconds_since.map_or(0.0, |s| {
@@ -75,7 +93,14 @@ pub fn contextualize(
         preferred.as_deref(),
         &evidence,
         power,
+        &tilts,
     );
+    let topic_boost = belief.first().and_then(|top| {
+        let i = evidence.iter().position(|e| {
+            e.template.datasource == top.datasource && e.template.template_id == top.template_id
+        })?;
+        topics.map(|_| tilts[i])
+    });
     let turn_best = own.best().map(|m| weighted(m, probability_of(m)));
     let mut report = ContextReport {
         used: ContextUsed::Turn,
@@ -87,15 +112,18 @@ pub fn contextualize(
         previous_question: joint.is_some(),
         turn: turn_best,
         context: belief.first().cloned(),
+        topic_words: topics.map_or(0, |t| t.words.len()),
+        topic_boost,
     };
     own.belief = belief.iter().take(config.belief_size).cloned().collect();
-    if !config.enabled || previous.is_none() {
+    // A first turn has only the caller's topics for context.
+    if !config.enabled || (previous.is_none() && topics.is_none()) {
         report.context = None;
         own.context = Some(report);
         return own;
     }
-    let previous = previous.expect("checked above");
-    if previous.outcome == TurnOutcome::Clarify {
+    let previous_clarified = previous.filter(|p| p.outcome == TurnOutcome::Clarify);
+    if let Some(previous) = previous_clarified {
         if let Some(choice) = pick_choice(&own.query, &previous.choices, &own) {
             report.used = ContextUsed::ClarifyChoice;
             select(&mut own, joint, &choice);
@@ -114,8 +142,9 @@ pub fn contextualize(
         };
         let is_top = |m: &Match| m.datasource == top.datasource && m.template_id == top.template_id;
         let agrees = own.selected_match().is_some_and(is_top) && own.outcome == Outcome::Execute;
-        let pending = previous.outcome == TurnOutcome::NeedsClarification
-            && template_of(previous).as_ref() == Some(&chosen);
+        let pending = previous.is_some_and(|p| {
+            p.outcome == TurnOutcome::NeedsClarification && template_of(p).as_ref() == Some(&chosen)
+        });
         if !agrees {
             if top.probability >= config.min_probability {
                 report.used = if pending {
@@ -178,8 +207,9 @@ pub fn unexecuted_outcome(routing: &Routing) -> TurnOutcome {
 }
 
 /// The forward filter's step: `previous` belief (may hold only its likeliest templates),
-/// its `weight`, a preferred datasource, and this turn's evidence at `power` → the new
-/// belief over the evidence's templates, likeliest first.
+/// its `weight`, a preferred datasource, each template's topic `tilts` (a prior factor;
+/// missing ones are 1), and this turn's evidence at `power` → the new belief over the
+/// evidence's templates, likeliest first.
 fn follow(
     config: &ContextConfig,
     previous: &[Weighted],
@@ -187,6 +217,7 @@ fn follow(
     preferred: Option<&str>,
     evidence: &[Evidence],
     power: f32,
+    tilts: &[f32],
 ) -> Vec<Weighted> {
     let n = evidence.len().max(1) as f32;
     let kept: f32 = previous.iter().map(|b| b.probability).sum::<f32>().min(1.0);
@@ -204,7 +235,8 @@ fn follow(
         .collect();
     let mut posterior: Vec<Weighted> = evidence
         .iter()
-        .map(|e| {
+        .enumerate()
+        .map(|(i, e)| {
             let to = &e.template;
             let moved: f32 = previous
                 .iter()
@@ -232,6 +264,7 @@ fn follow(
             if preferred == Some(to.datasource.as_str()) {
                 prior *= config.preference_weight;
             }
+            prior *= tilts.get(i).copied().unwrap_or(1.0);
             let likelihood = (e.probability.max(0.0) + config.evidence_floor).powf(power);
             Weighted {
                 datasource: to.datasource.clone(),

@@ -25,6 +25,7 @@ pub mod session;
 pub mod similarity;
 pub mod synthetic;
 pub mod template;
+pub mod topics;
 pub mod tune;
 
 pub use error::{Error, Result};

@@ -94,6 +94,10 @@ pub struct ContextReport {
     pub turn: Option<Weighted>,
     /// The context hypothesis: the likeliest template after the filter.
     pub context: Option<Weighted>,
+    /// The caller's topic words known (`crate::topics`; 0 without).
+    pub topic_words: usize,
+    /// The topic prior factor on the context's template (1 = none), with topics.
+    pub topic_boost: Option<f32>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -459,6 +459,8 @@ fn session_context(report: &ContextReport) -> SessionContext {
         previous_question: report.previous_question,
         turn: report.turn.as_ref().map(hypothesis),
         context: report.context.as_ref().map(hypothesis),
+        topic_words: report.topic_words,
+        topic_boost: report.topic_boost,
     }
 }
 

@@ -272,6 +272,11 @@ pub struct SessionContext {
     pub turn: Option<Hypothesis>,
     /// The conversation's likeliest template and its probability.
     pub context: Option<Hypothesis>,
+    /// The caller's topic words known (kept across its sessions; 0 without).
+    pub topic_words: usize,
+    /// The topics' prior factor on the conversation's template (1 = none); absent
+    /// without topics.
+    pub topic_boost: Option<f32>,
 }
 
 #[derive(Debug, Clone, Serialize, ToSchema)]

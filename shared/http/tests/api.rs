@@ -311,6 +311,46 @@ fn session_ids_are_scoped_by_caller() {
     assert_eq!(turns(&ask("k-bob")), 1);
 }
 
+/// A caller's topic words outlive its sessions and stay its own: a new session of the same
+/// caller starts with them (and the template on them gets the prior), another caller's
+/// does not.
+#[test]
+fn topics_follow_a_caller_across_its_sessions() {
+    let hash = |key: &[u8]| hex::encode(Sha256::digest(key));
+    let api = api(config_with(&[
+        ("SWITCHYARD__AUTH__REQUIRED", "true"),
+        ("SWITCHYARD__AUTH__PRINCIPALS", "{ann: ['*'], bob: ['*']}"),
+        (
+            "SWITCHYARD__AUTH__API_KEYS",
+            &format!("{{{}: ann, {}: bob}}", hash(b"k-ann"), hash(b"k-bob")),
+        ),
+    ]));
+    let ask = |key: &str, session: &str| {
+        let body =
+            format!(r#"{{"query": "remind me to feed the cat", "session_id": "{session}"}}"#);
+        let response = call_as(&api, "POST", "/v1/query", &body, with_key(key));
+        response.body["metadata"]["session"]["context"].clone()
+    };
+    let first = ask("k-ann", "one");
+    assert_eq!(first["topic_words"], 0, "{first}");
+    let next = ask("k-ann", "two");
+    assert!(next["topic_words"].as_u64().unwrap() >= 2, "{next}");
+    let boost = next["topic_boost"].as_f64().unwrap();
+    assert!(
+        boost > 1.0 && boost <= 1.5,
+        "a weak prior on the reminder: {next}"
+    );
+    assert_eq!(
+        next["context"]["template_id"], first["turn"]["template_id"],
+        "{next}"
+    );
+    let stranger = ask("k-bob", "two");
+    assert_eq!(
+        stranger["topic_words"], 0,
+        "ann's topics are hers: {stranger}"
+    );
+}
+
 #[test]
 fn unknown_callers_get_401_and_callers_without_datasources_403() {
     let api = guarded_api();

@@ -53,6 +53,24 @@ pub struct SessionsConfig {
     /// question); off, only the routing decision and parameters are kept.
     pub store_text: bool,
     pub context: ContextConfig,
+    pub topics: TopicsConfig,
+}
+
+/// A caller's topic words across its sessions, a weak prior (`crate::topics`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TopicsConfig {
+    /// Needs `store_text` as well: topics are the questions' words.
+    pub enabled: bool,
+    /// A word unused this long is forgotten (the DynamoDB item's `expires_at` too).
+    pub ttl_seconds: u64,
+    /// A word's weight halves every this many seconds.
+    pub half_life_seconds: u64,
+    /// The heaviest words kept per caller.
+    pub max_words: usize,
+    /// A template's prior is multiplied by `1 + weight × share` (the share of the caller's
+    /// topic weight on the template's words).
+    pub weight: f32,
 }
 
 /// How the turns before a question weigh on its routing (`crate::conversation`).

@@ -204,6 +204,19 @@ fn check_sessions(sessions: &SessionsConfig) -> Checked {
             "half_life_seconds and belief_size must be at least 1",
         );
     }
+    let t = &sessions.topics;
+    if t.ttl_seconds == 0 || t.half_life_seconds == 0 || t.max_words == 0 {
+        return invalid(
+            "sessions.topics",
+            "ttl_seconds, half_life_seconds and max_words must be at least 1",
+        );
+    }
+    if !(t.weight.is_finite() && t.weight >= 0.0) {
+        return invalid(
+            "sessions.topics.weight",
+            format!("must be 0 or more, not {}", t.weight),
+        );
+    }
     Ok(())
 }
 

@@ -45,7 +45,15 @@ fn three(find: f32, reserve: f32, weather: f32) -> Vec<Evidence> {
 fn a_turn_without_evidence_stays_where_the_conversation_was() {
     let previous = [believed("restaurants", "find_restaurants", 0.9)];
     // "Sure, that is great.": the head spreads it thinly, slightly toward the weather.
-    let belief = follow(&config(), &previous, 1.0, None, &three(0.3, 0.3, 0.4), 1.0);
+    let belief = follow(
+        &config(),
+        &previous,
+        1.0,
+        None,
+        &three(0.3, 0.3, 0.4),
+        1.0,
+        &[],
+    );
     assert_eq!(belief[0].template_id, "find_restaurants", "{belief:?}");
     assert!(belief[0].probability > 0.5, "{belief:?}");
 }
@@ -60,6 +68,7 @@ fn a_clear_switch_moves_the_belief() {
         None,
         &three(0.01, 0.01, 0.98),
         1.0,
+        &[],
     );
     assert_eq!(belief[0].template_id, "get_weather", "{belief:?}");
 }
@@ -73,6 +82,7 @@ fn a_lookup_leads_on_to_its_action_more_easily_than_back() {
         None,
         &three(0.1, 0.9, 0.0),
         1.0,
+        &[],
     );
     assert_eq!(forward[0].template_id, "reserve_restaurant", "{forward:?}");
     let back = follow(
@@ -82,6 +92,7 @@ fn a_lookup_leads_on_to_its_action_more_easily_than_back() {
         None,
         &three(0.9, 0.1, 0.0),
         1.0,
+        &[],
     );
     assert_eq!(back[0].template_id, "reserve_restaurant", "{back:?}");
 }
@@ -89,7 +100,15 @@ fn a_lookup_leads_on_to_its_action_more_easily_than_back() {
 #[test]
 fn an_old_turn_weighs_nothing() {
     let previous = [believed("restaurants", "find_restaurants", 1.0)];
-    let faded = follow(&config(), &previous, 0.0, None, &three(0.2, 0.1, 0.7), 1.0);
+    let faded = follow(
+        &config(),
+        &previous,
+        0.0,
+        None,
+        &three(0.2, 0.1, 0.7),
+        1.0,
+        &[],
+    );
     assert_eq!(faded[0].template_id, "get_weather");
     let total: f32 = faded.iter().map(|w| w.probability).sum();
     assert!((total - 1.0).abs() < 1e-5, "a distribution: {total}");
@@ -98,10 +117,16 @@ fn an_old_turn_weighs_nothing() {
 #[test]
 fn a_preferred_datasource_tilts_a_close_call() {
     let even = three(0.33, 0.0, 0.34);
-    let plain = follow(&config(), &[], 0.0, None, &even, 1.0);
+    let plain = follow(&config(), &[], 0.0, None, &even, 1.0, &[]);
     assert_eq!(plain[0].template_id, "get_weather");
-    let tilted = follow(&config(), &[], 0.0, Some("restaurants"), &even, 1.0);
+    let tilted = follow(&config(), &[], 0.0, Some("restaurants"), &even, 1.0, &[]);
     assert_eq!(tilted[0].template_id, "find_restaurants");
+    // The caller's topics tip the same close call, and only by their factor.
+    let topical = follow(&config(), &[], 0.0, None, &even, 1.0, &[1.3, 1.0, 1.0]);
+    assert_eq!(topical[0].template_id, "find_restaurants");
+    let clear = three(0.2, 0.0, 0.7);
+    let kept = follow(&config(), &[], 0.0, None, &clear, 1.0, &[1.5, 1.0, 1.0]);
+    assert_eq!(kept[0].template_id, "get_weather", "a weak prior: {kept:?}");
 }
 
 fn turn(d: &str, t: &str, outcome: TurnOutcome) -> Turn {

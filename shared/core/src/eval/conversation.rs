@@ -122,7 +122,7 @@ pub fn replay(
                 }
                 None => None,
             };
-            let routing = contextualize(router, own, joint.as_ref(), &turns[c], now);
+            let routing = contextualize(router, own, joint.as_ref(), &turns[c], None, now);
             in_session.add(line, &routing);
             let turn = turn_of(
                 &routing,

@@ -32,6 +32,7 @@ use crate::session::{
     carried_parameters, within_window, ContextUsed, SessionStore, Turn, TurnOutcome,
 };
 use crate::template::DatasourceKind;
+use crate::topics::{MemoryTopicStore, TopicStore, Topics};
 pub use workflows::{Orchestrated, Plan, Routed};
 
 /// Longest session id accepted.
@@ -131,6 +132,7 @@ pub struct Service<I, S> {
     rerank: Option<RerankStage>,
     feedback: Arc<dyn FeedbackStore>,
     workflows: Arc<dyn WorkflowStore>,
+    topics: Arc<dyn TopicStore>,
     splitter: Option<Arc<dyn QuestionSplitter>>,
     /// SQL datasources' tables, searched when no template fits.
     schema: Option<ChunkIndex>,
@@ -140,6 +142,7 @@ impl<I: AdapterInvoker, S: SessionStore> Service<I, S> {
     /// Decisions for feedback are kept in memory until [`Service::with_feedback`].
     pub fn new(router: Router, invoker: I, sessions: S) -> Self {
         let capacity = router.config().feedback.memory_capacity;
+        let topics = MemoryTopicStore::new(&router.config().sessions.topics, capacity);
         Service {
             router,
             invoker,
@@ -147,6 +150,7 @@ impl<I: AdapterInvoker, S: SessionStore> Service<I, S> {
             rerank: None,
             feedback: Arc::new(MemoryFeedbackStore::new(capacity)),
             workflows: Arc::new(MemoryWorkflowStore::default()),
+            topics: Arc::new(topics),
             splitter: None,
             schema: None,
         }
@@ -187,6 +191,12 @@ impl<I: AdapterInvoker, S: SessionStore> Service<I, S> {
         self
     }
 
+    /// Keep callers' topic words in this store (DynamoDB on AWS).
+    pub fn with_topics(mut self, store: Arc<dyn TopicStore>) -> Self {
+        self.topics = store;
+        self
+    }
+
     /// Keep decisions and feedback in this store (DynamoDB on AWS).
     pub fn with_feedback(mut self, store: Arc<dyn FeedbackStore>) -> Self {
         self.feedback = store;
@@ -209,7 +219,9 @@ impl<I: AdapterInvoker, S: SessionStore> Service<I, S> {
         question.validate()?;
         let now = unix_now();
         let turns = self.read_session(question, now).await;
-        self.route_with(question, access, &turns, now, true).await
+        let topics = self.read_topics(question, now).await;
+        self.route_with(question, access, &turns, topics.as_ref(), now, true)
+            .await
     }
 
     /// Route `question`, execute it on the winner's adapter with the session's context,
@@ -219,8 +231,16 @@ impl<I: AdapterInvoker, S: SessionStore> Service<I, S> {
         let now = unix_now();
         let resumed = self.resumable(question, now).await?;
         let turns = self.read_session(question, now).await;
+        let topics = self.read_topics(question, now).await;
         let routed = self
-            .route_with(question, access, &turns, now, resumed.is_none())
+            .route_with(
+                question,
+                access,
+                &turns,
+                topics.as_ref(),
+                now,
+                resumed.is_none(),
+            )
             .await?;
         let request_id = new_request_id();
         let session_parameters = match &turns {
@@ -275,6 +295,9 @@ impl<I: AdapterInvoker, S: SessionStore> Service<I, S> {
                 if let Err(e) = &saved {
                     metrics::counter!("SessionStoreErrors").increment(1);
                     tracing::warn!(session_id = %id, error = %e, "turn not saved");
+                }
+                if let (TurnOutcome::Execute, Some(topics)) = (outcome, topics) {
+                    self.remember_topics(question, topics, now).await;
                 }
                 SessionUse::Used {
                     turns: turns.len(),
@@ -403,11 +426,38 @@ impl<I: AdapterInvoker, S: SessionStore> Service<I, S> {
         }
     }
 
+    /// The caller's topics, for a question in a session with topics and texts kept; a
+    /// failing store leaves them out (they are a weak prior, never a precondition).
+    async fn read_topics(&self, question: &Question, now: i64) -> Option<Topics> {
+        let sessions = &self.router.config().sessions;
+        if question.session_id.is_none() || !sessions.topics.enabled || !sessions.store_text {
+            return None;
+        }
+        match self.topics.load(&question.owner, now).await {
+            Ok(topics) => Some(topics.at(now, &sessions.topics)),
+            Err(e) => {
+                metrics::counter!("TopicStoreErrors").increment(1);
+                tracing::warn!(error = %e, "topics unavailable; routing without them");
+                None
+            }
+        }
+    }
+
+    /// Count an executed question's words into its caller's topics.
+    async fn remember_topics(&self, question: &Question, mut topics: Topics, now: i64) {
+        topics.add(&question.query, now, &self.router.config().sessions.topics);
+        if let Err(e) = self.topics.save(&question.owner, &topics, now).await {
+            metrics::counter!("TopicStoreErrors").increment(1);
+            tracing::warn!(error = %e, "topics not saved");
+        }
+    }
+
     async fn route_with(
         &self,
         question: &Question,
         access: &Access,
         turns: &std::result::Result<Option<Vec<Turn>>, String>,
+        topics: Option<&Topics>,
         now: i64,
         may_split: bool,
     ) -> Result<Routed> {
@@ -432,7 +482,7 @@ impl<I: AdapterInvoker, S: SessionStore> Service<I, S> {
         let routing = match turns {
             Some(turns) => {
                 let joint = joint.map(|c| self.router.decide(c, self.router.not_reranked()));
-                contextualize(&self.router, own, joint.as_ref(), turns, now)
+                contextualize(&self.router, own, joint.as_ref(), turns, topics, now)
             }
             None => own,
         };

@@ -1,0 +1,81 @@
+//! The demo catalog's SQL datasources and templates, read from its files: the honest
+//! example of each template, and what a parameter's extraction takes and allows.
+
+use std::path::{Path, PathBuf};
+
+use regex::Regex;
+use serde_json::{Map, Value};
+use switchyard_core::params::extract;
+use switchyard_core::template::{Catalog, Datasource, DatasourceKind, ParamType, Template};
+
+pub(crate) fn demo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../templates/demo")
+}
+
+/// The demo catalog's SQL datasources, as the files define them.
+pub(crate) fn sql_datasources() -> Vec<Datasource> {
+    let catalog = Catalog::load(&demo_root()).unwrap();
+    let found: Vec<Datasource> = catalog
+        .datasources
+        .into_iter()
+        .filter(|d| d.spec.kind == DatasourceKind::Sql)
+        .collect();
+    assert!(!found.is_empty(), "the demo catalog has no SQL datasource");
+    found
+}
+
+pub(crate) fn demo_datasource(name: &str) -> Datasource {
+    sql_datasources()
+        .into_iter()
+        .find(|d| d.name() == name)
+        .unwrap()
+}
+
+/// The first catalog example whose question gives every parameter, and its values.
+pub(crate) fn honest_example(template: &Template) -> (String, Map<String, Value>) {
+    template
+        .nl_examples
+        .iter()
+        .find_map(|question| {
+            let found = extract(template, question, &Map::new());
+            (found.missing.is_empty() && found.invalid.is_empty())
+                .then(|| (question.clone(), found.parameters))
+        })
+        .unwrap_or_else(|| panic!("no example of `{}` gives every parameter", template.id))
+}
+
+/// The byte range of the text a parameter's extraction patterns take from `question`.
+pub(crate) fn captured(
+    template: &Template,
+    name: &str,
+    question: &str,
+) -> Option<std::ops::Range<usize>> {
+    let parameter = template.parameters.iter().find(|p| p.name == name)?;
+    parameter.extraction_patterns.iter().find_map(|pattern| {
+        let captures = Regex::new(pattern).ok()?.captures(question)?;
+        let value = captures.get(1).or_else(|| captures.get(0))?;
+        Some(value.range())
+    })
+}
+
+/// Whether an extracted value is what its parameter allows: a listed value, a whole
+/// number within bounds, a calendar date, or text the question itself holds.
+pub(crate) fn well_typed(template: &Template, name: &str, value: &Value, question: &str) -> bool {
+    let Some(parameter) = template.parameters.iter().find(|p| p.name == name) else {
+        return false;
+    };
+    if !parameter.allowed_values.is_empty() {
+        return parameter.allowed_values.contains(value);
+    }
+    match parameter.param_type {
+        ParamType::Integer => value.as_i64().is_some_and(|n| {
+            parameter.min.is_none_or(|min| n as f64 >= min)
+                && parameter.max.is_none_or(|max| n as f64 <= max)
+        }),
+        ParamType::Number => value.is_number(),
+        ParamType::Date => value
+            .as_str()
+            .is_some_and(|d| chrono::NaiveDate::parse_from_str(d, "%Y-%m-%d").is_ok()),
+        _ => value.as_str().is_some_and(|text| question.contains(text)),
+    }
+}
