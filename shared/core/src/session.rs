@@ -183,6 +183,21 @@ impl SessionStore for MemorySessionStore {
     async fn append(&self, session_id: &str, turn: Turn) -> Result<()> {
         let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
         let expires_at = turn.at + self.config.ttl_seconds as i64;
+        // Bounded: at capacity, expired sessions go, then the ones expiring first.
+        let capacity = self.config.memory_capacity;
+        if sessions.len() >= capacity && !sessions.contains_key(session_id) {
+            sessions.retain(|_, (expires, _)| *expires > turn.at);
+            while sessions.len() >= capacity {
+                let first = sessions
+                    .iter()
+                    .min_by_key(|(_, (expires, _))| *expires)
+                    .map(|(id, _)| id.clone());
+                match first {
+                    Some(id) => sessions.remove(&id),
+                    None => break,
+                };
+            }
+        }
         let entry = sessions
             .entry(session_id.to_owned())
             .or_insert_with(|| (expires_at, Vec::new()));
@@ -241,6 +256,35 @@ mod tests {
         assert!(store.delete("s").await.unwrap(), "a session to forget");
         assert!(store.recent("s", 201).await.unwrap().is_empty());
         assert!(!store.delete("s").await.unwrap(), "nothing left");
+    }
+
+    #[tokio::test]
+    async fn the_store_keeps_at_most_its_capacity_of_sessions() {
+        let store = MemorySessionStore::new(SessionsConfig {
+            memory_capacity: 2,
+            ttl_seconds: 100,
+            ..crate::config::Config::default().sessions
+        });
+        store.append("a", turn(1, json!({}))).await.unwrap();
+        store.append("b", turn(2, json!({}))).await.unwrap();
+        store.append("c", turn(3, json!({}))).await.unwrap();
+        assert!(
+            store.recent("a", 10).await.unwrap().is_empty(),
+            "the first to expire goes"
+        );
+        assert_eq!(store.recent("b", 10).await.unwrap().len(), 1);
+        assert_eq!(store.recent("c", 10).await.unwrap().len(), 1);
+        // Expired sessions make room first: both go for the new one, the live "d".
+        store.append("d", turn(150, json!({}))).await.unwrap();
+        store.append("d", turn(151, json!({}))).await.unwrap();
+        assert_eq!(store.sessions.lock().unwrap().len(), 1);
+        assert_eq!(store.recent("d", 160).await.unwrap().len(), 2);
+        store.append("e", turn(152, json!({}))).await.unwrap();
+        assert_eq!(
+            store.recent("d", 160).await.unwrap().len(),
+            2,
+            "under capacity"
+        );
     }
 
     #[test]

@@ -46,6 +46,9 @@ pub struct FeedbackConfig {
 #[serde(deny_unknown_fields)]
 pub struct SessionsConfig {
     pub max_turns: usize,
+    /// Sessions kept in memory when there is no table (local `serve`): at capacity the
+    /// expired go first, then those expiring soonest.
+    pub memory_capacity: usize,
     pub ttl_seconds: u64,
     /// Turns older than this (seconds) are not context any more.
     pub window_seconds: u64,

@@ -159,10 +159,14 @@ fn check_llm(llm: &LlmConfig) -> Checked {
 }
 
 fn check_sessions(sessions: &SessionsConfig) -> Checked {
-    if sessions.max_turns == 0 || sessions.ttl_seconds == 0 || sessions.window_seconds == 0 {
+    if sessions.max_turns == 0
+        || sessions.ttl_seconds == 0
+        || sessions.window_seconds == 0
+        || sessions.memory_capacity == 0
+    {
         return invalid(
             "sessions",
-            "max_turns, ttl_seconds and window_seconds must be at least 1",
+            "max_turns, memory_capacity, ttl_seconds and window_seconds must be at least 1",
         );
     }
     let c = &sessions.context;
