@@ -276,19 +276,25 @@ fn a_caller_sees_only_its_datasources() {
         .contains("employees_by_department"));
 }
 
-/// Two callers using the same session id have two sessions: neither reads the other's
-/// turns, and forgetting one leaves the other.
-#[test]
-fn session_ids_are_scoped_by_caller() {
+/// Auth on: keys "k-ann" and "k-bob" identify principals `ann` and `bob`, both allowed
+/// everything.
+fn two_callers_api() -> TestApi {
     let hash = |key: &[u8]| hex::encode(Sha256::digest(key));
-    let api = api(config_with(&[
+    api(config_with(&[
         ("SWITCHYARD__AUTH__REQUIRED", "true"),
         ("SWITCHYARD__AUTH__PRINCIPALS", "{ann: ['*'], bob: ['*']}"),
         (
             "SWITCHYARD__AUTH__API_KEYS",
             &format!("{{{}: ann, {}: bob}}", hash(b"k-ann"), hash(b"k-bob")),
         ),
-    ]));
+    ]))
+}
+
+/// Two callers using the same session id have two sessions: neither reads the other's
+/// turns, and forgetting one leaves the other.
+#[test]
+fn session_ids_are_scoped_by_caller() {
+    let api = two_callers_api();
     let ask = |key: &str| {
         call_as(
             &api,
@@ -316,15 +322,7 @@ fn session_ids_are_scoped_by_caller() {
 /// does not.
 #[test]
 fn topics_follow_a_caller_across_its_sessions() {
-    let hash = |key: &[u8]| hex::encode(Sha256::digest(key));
-    let api = api(config_with(&[
-        ("SWITCHYARD__AUTH__REQUIRED", "true"),
-        ("SWITCHYARD__AUTH__PRINCIPALS", "{ann: ['*'], bob: ['*']}"),
-        (
-            "SWITCHYARD__AUTH__API_KEYS",
-            &format!("{{{}: ann, {}: bob}}", hash(b"k-ann"), hash(b"k-bob")),
-        ),
-    ]));
+    let api = two_callers_api();
     let ask = |key: &str, session: &str| {
         let body =
             format!(r#"{{"query": "remind me to feed the cat", "session_id": "{session}"}}"#);
