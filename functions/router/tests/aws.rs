@@ -25,7 +25,6 @@ use switchyard_aws::{
 };
 use switchyard_core::auth::Access;
 use switchyard_core::config::{Config, SessionsConfig};
-use switchyard_core::embed::Embedder;
 use switchyard_core::feedback::{Decision, Feedback, FeedbackStore};
 use switchyard_core::index::{Index, IndexSource};
 use switchyard_core::invoker::{AdapterInvoker, AdapterRequest, AdapterResponse};
@@ -700,6 +699,73 @@ fn task<'a>(answer: &'a Answer, id: &str) -> &'a TaskState {
         .unwrap_or_else(|| panic!("no task `{id}`"))
 }
 
+/// The demo catalog's service whose `ev` count fails its first call, checkpointing in
+/// `store`, counting calls per template in `calls`.
+async fn flaky_service(
+    config: Config,
+    store: Arc<DynamoWorkflowStore>,
+    calls: Arc<Mutex<HashMap<String, u32>>>,
+) -> Service<FlakyInvoker, MemorySessionStore> {
+    let index = Index::from_bytes(demo_index_bytes(), "demo index").unwrap();
+    let templates = root().join("templates/demo");
+    let adapters = LocalAdapters::open(index.catalog.clone(), Some(&templates))
+        .await
+        .unwrap();
+    let invoker = FlakyInvoker {
+        adapters,
+        fail_first_call_of: "vehicles_count_by_make_in_county".into(),
+        calls,
+    };
+    let sessions = MemorySessionStore::new(config.sessions.clone());
+    let router = Router::new(index, config, embedder(), "demo index").unwrap();
+    Service::new(router, invoker, sessions).with_workflows(store as Arc<dyn WorkflowStore>)
+}
+
+#[tokio::test]
+async fn without_store_text_a_checkpoint_holds_no_question_text_and_still_resumes() {
+    let moto = endpoint("SWITCHYARD_TEST_MOTO_URL");
+    let client = aws_sdk_dynamodb::Client::new(&sdk(&moto).await);
+    let table = create_table(&client, "workflow_id").await;
+    let store = Arc::new(DynamoWorkflowStore::new(client.clone(), &table));
+    let calls = Arc::new(Mutex::new(HashMap::new()));
+    let mut config = Config::default();
+    config.sessions.store_text = false;
+    let service = flaky_service(config, store, calls.clone()).await;
+    let workflow_id = unique("wf-notext");
+    let question = Question {
+        query: TWO_PART_QUESTION.into(),
+        workflow_id: Some(workflow_id.clone()),
+        ..Question::default()
+    };
+    let first = service.query(&question, &Access::All).await.unwrap();
+    assert_eq!(task(&first, "t2").status, TaskStatus::Failed);
+
+    let item = client
+        .get_item()
+        .table_name(&table)
+        .key("workflow_id", AttributeValue::S(workflow_id.clone()))
+        .send()
+        .await
+        .unwrap()
+        .item
+        .expect("the checkpoint item");
+    let stored = format!("{item:?}");
+    for words in ["highest paid", "Teslas", "King County"] {
+        assert!(!stored.contains(words), "`{words}` is stored: {stored}");
+    }
+
+    let resumed = service.query(&question, &Access::All).await.unwrap();
+    let (t1, t2) = (task(&resumed, "t1"), task(&resumed, "t2"));
+    assert_eq!((t1.status, t2.status), (TaskStatus::Ok, TaskStatus::Ok));
+    assert_eq!((t1.attempts, t2.attempts), (1, 2), "phase one is not run again");
+    assert_eq!(
+        t2.task.question, "count the Teslas registered in King County",
+        "the task's text comes back from the question"
+    );
+    let calls = calls.lock().unwrap();
+    assert_eq!(calls["employees_top_paid_in_department"], 1);
+}
+
 const TWO_PART_QUESTION: &str =
     "Find the five highest paid people in Sales, then count the Teslas registered in King County";
 
@@ -709,24 +775,8 @@ async fn a_failed_phase_resumes_from_its_checkpoint_without_rerunning_phase_one(
     let client = aws_sdk_dynamodb::Client::new(&sdk(&moto).await);
     let table = create_table(&client, "workflow_id").await;
     let store = Arc::new(DynamoWorkflowStore::new(client.clone(), &table));
-
-    let config = Config::default();
-    let index = Index::from_bytes(demo_index_bytes(), "demo index").unwrap();
-    let embedder: Arc<dyn Embedder> = embedder();
-    let templates = root().join("templates/demo");
-    let adapters = LocalAdapters::open(index.catalog.clone(), Some(&templates))
-        .await
-        .unwrap();
     let calls = Arc::new(Mutex::new(HashMap::new()));
-    let invoker = FlakyInvoker {
-        adapters,
-        fail_first_call_of: "vehicles_count_by_make_in_county".into(),
-        calls: calls.clone(),
-    };
-    let sessions = MemorySessionStore::new(config.sessions.clone());
-    let router = Router::new(index, config, embedder, "demo index").unwrap();
-    let service = Service::new(router, invoker, sessions)
-        .with_workflows(store.clone() as Arc<dyn WorkflowStore>);
+    let service = flaky_service(Config::default(), store.clone(), calls.clone()).await;
     let calls_of = |template: &str| calls.lock().unwrap().get(template).copied().unwrap_or(0);
 
     let workflow_id = unique("wf-test");
@@ -864,6 +914,8 @@ fn checkpoint(workflow_id: &str, updated_at: i64, expires_at: i64) -> Checkpoint
         workflow_id: workflow_id.into(),
         question: TWO_PART_QUESTION.into(),
         owner: String::new(),
+        text_kept: true,
+        task_spans: Vec::new(),
         tasks: Vec::new(),
         phases: Vec::new(),
         completed_phases: 0,

@@ -557,3 +557,38 @@ fn a_checkpoint_too_large_to_store_drops_its_largest_data_first() {
     let fits = checkpoint.for_storage().for_storage();
     assert_eq!(fits, stored);
 }
+
+#[test]
+fn a_checkpoint_without_texts_holds_none_and_resumes_from_the_question() {
+    let question = "How many work in Sales and what is 15% of 200?";
+    let mut tasks = vec![task("t1", "a", 0.8, &[]), task("t2", "b", 0.8, &[])];
+    tasks[0].question = "How many work in Sales".into();
+    tasks[1].question = "what is 15% of 200".into();
+    let phases = phases(&tasks).unwrap();
+    let mut checkpoint =
+        Checkpoint::new("wf-1".into(), question.into(), tasks, phases, 0, 100);
+    checkpoint.text_kept = false;
+    checkpoint.tasks[0] = done(
+        checkpoint.tasks[0].task.clone(),
+        response("12 people", json!({}), json!([])),
+    );
+    let stored = checkpoint.for_storage();
+    let json = serde_json::to_string(&stored).unwrap();
+    for text in ["Sales", "15%", "How many"] {
+        assert!(!json.contains(text), "`{text}` is stored: {json}");
+    }
+    assert!(stored.asks(question) && !stored.asks("How many work in Sales?"));
+    let back: Checkpoint = serde_json::from_str(&json).unwrap();
+    assert_eq!(back.with_texts(question), Some(checkpoint.clone()));
+
+    // A task still to run whose text is not in the question (a chat model's) cannot be
+    // resumed; one already done can.
+    checkpoint.tasks[1].task.question = "Compute 15 percent of 200".into();
+    assert_eq!(checkpoint.for_storage().with_texts(question), None);
+    checkpoint.tasks[1].task.question = "what is 15% of 200".into();
+    checkpoint.tasks[0].task.question = "Count the people in Sales".into();
+    assert!(checkpoint.for_storage().with_texts(question).is_some());
+    // Texts kept: stored as they are.
+    checkpoint.text_kept = true;
+    assert_eq!(checkpoint.for_storage(), checkpoint);
+}

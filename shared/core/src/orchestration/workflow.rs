@@ -69,6 +69,15 @@ pub struct Checkpoint {
     /// Whose workflow it is (`Question::owner`): another caller cannot resume it.
     #[serde(default)]
     pub owner: String,
+    /// Whether question texts are stored (`sessions.store_text`). Without, the stored
+    /// checkpoint holds the question's digest and where each task's text sits in it; the
+    /// resuming request, which must ask the same question, gives the texts back.
+    #[serde(default = "text_kept_by_default")]
+    pub text_kept: bool,
+    /// Byte range of each task's text in the question, in a checkpoint stored without
+    /// texts (`None` for a text the question does not contain, such as a chat model's).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub task_spans: Vec<Option<(usize, usize)>>,
     pub tasks: Vec<TaskState>,
     /// Positions in `tasks`, phase by phase.
     pub phases: Vec<Vec<usize>>,
@@ -101,6 +110,8 @@ impl Checkpoint {
             workflow_id,
             question,
             owner: String::new(),
+            text_kept: true,
+            task_spans: Vec::new(),
             tasks: tasks.into_iter().map(pending).collect(),
             phases,
             completed_phases: 0,
@@ -109,12 +120,26 @@ impl Checkpoint {
         }
     }
 
-    /// The checkpoint as stored: whole while its JSON is under [`MAX_CHECKPOINT_BYTES`];
-    /// beyond, answers keep their text and parameters (what resuming and fusing need) but
-    /// drop their `data`, largest first, until it fits.
+    /// The checkpoint as stored: without question texts unless `text_kept`; whole while
+    /// its JSON is under [`MAX_CHECKPOINT_BYTES`]; beyond, answers keep their text and
+    /// parameters (what resuming and fusing need) but drop their `data`, largest first,
+    /// until it fits.
     pub fn for_storage(&self) -> Checkpoint {
         let size = |c: &Checkpoint| serde_json::to_vec(c).map_or(usize::MAX, |v| v.len());
         let mut stored = self.clone();
+        if !stored.text_kept && stored.task_spans.is_empty() {
+            stored.task_spans = stored
+                .tasks
+                .iter_mut()
+                .map(|t| {
+                    let text = std::mem::take(&mut t.task.question);
+                    self.question
+                        .find(&text)
+                        .map(|start| (start, start + text.len()))
+                })
+                .collect();
+            stored.question = question_digest(&self.question);
+        }
         let mut by_size: Vec<(usize, usize)> = stored
             .tasks
             .iter()
@@ -133,9 +158,44 @@ impl Checkpoint {
         stored
     }
 
+    /// Whether this is the workflow of `question` (its text, or its digest when the text
+    /// was not kept).
+    pub fn asks(&self, question: &str) -> bool {
+        self.question == question || self.question == question_digest(question)
+    }
+
+    /// A stored checkpoint with the texts [`Checkpoint::for_storage`] left out put back
+    /// from `question` (which it [`Checkpoint::asks`]). `None` when a task still to run
+    /// has lost its text: the workflow cannot be resumed, only asked anew.
+    pub fn with_texts(mut self, question: &str) -> Option<Checkpoint> {
+        if self.task_spans.is_empty() {
+            return Some(self);
+        }
+        let spans = std::mem::take(&mut self.task_spans);
+        for (state, span) in self.tasks.iter_mut().zip(spans) {
+            match span.and_then(|(start, end)| question.get(start..end)) {
+                Some(text) => state.task.question = text.to_owned(),
+                None if state.status.is_done() => {}
+                None => return None,
+            }
+        }
+        self.question = question.to_owned();
+        Some(self)
+    }
+
     pub fn is_complete(&self) -> bool {
         self.completed_phases >= self.phases.len()
     }
+}
+
+fn text_kept_by_default() -> bool {
+    true
+}
+
+/// How a checkpoint stored without texts names its question.
+fn question_digest(question: &str) -> String {
+    use sha2::{Digest, Sha256};
+    format!("sha256:{}", hex::encode(Sha256::digest(question.as_bytes())))
 }
 
 pub trait WorkflowStore: Send + Sync {

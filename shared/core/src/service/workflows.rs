@@ -112,13 +112,17 @@ impl<I: AdapterInvoker, S: SessionStore> Service<I, S> {
         };
         // Another caller's workflow is refused exactly like another question's: the
         // answer tells nothing about whether it exists.
-        if checkpoint.question != question.query || checkpoint.owner != question.owner {
+        if !checkpoint.asks(&question.query) || checkpoint.owner != question.owner {
             return Err(Error::invalid_request(
                 "workflow_id",
                 format!("workflow `{id}` belongs to another question"),
             ));
         }
-        Ok(Some(checkpoint))
+        let resumable = checkpoint.with_texts(&question.query);
+        if resumable.is_none() {
+            tracing::warn!(workflow_id = %id, "a task to run has no stored text; running the question anew");
+        }
+        Ok(resumable)
     }
 
     pub(super) fn new_workflow(
@@ -141,6 +145,7 @@ impl<I: AdapterInvoker, S: SessionStore> Service<I, S> {
             now + ttl,
         );
         checkpoint.owner = question.owner.clone();
+        checkpoint.text_kept = self.router.config().sessions.store_text;
         checkpoint
     }
 
