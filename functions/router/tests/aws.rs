@@ -6,6 +6,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -515,6 +516,81 @@ async fn concurrent_turns_of_one_session_are_all_kept() {
     assert!(store.recent("busy", now + 3600).await.unwrap().is_empty());
 }
 
+/// Failure injection: the first `PutItem` reaches the table, and its answer is turned
+/// into a 500 on the way back, as when a connection drops after the write. The SDK retries.
+#[derive(Debug, Default, Clone)]
+struct LoseFirstPutAnswer {
+    put_in_flight: Arc<AtomicBool>,
+    lost: Arc<AtomicBool>,
+}
+
+impl aws_sdk_dynamodb::config::Intercept for LoseFirstPutAnswer {
+    fn name(&self) -> &'static str {
+        "LoseFirstPutAnswer"
+    }
+
+    fn read_before_transmit(
+        &self,
+        context: &aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextRef<'_>,
+        _: &aws_sdk_dynamodb::config::RuntimeComponents,
+        _: &mut aws_sdk_dynamodb::config::ConfigBag,
+    ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+        let target = context.request().headers().get("x-amz-target");
+        let is_put = target.is_some_and(|t| t.ends_with(".PutItem"));
+        self.put_in_flight.store(is_put, Ordering::SeqCst);
+        Ok(())
+    }
+
+    fn modify_before_deserialization(
+        &self,
+        context: &mut aws_sdk_dynamodb::config::interceptors::BeforeDeserializationInterceptorContextMut<'_>,
+        _: &aws_sdk_dynamodb::config::RuntimeComponents,
+        _: &mut aws_sdk_dynamodb::config::ConfigBag,
+    ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+        if self.put_in_flight.load(Ordering::SeqCst) && !self.lost.swap(true, Ordering::SeqCst) {
+            *context.response_mut().status_mut() = 500u16.try_into()?;
+        }
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_turn_whose_write_answer_is_lost_is_stored_once() {
+    let moto = endpoint("SWITCHYARD_TEST_MOTO_URL");
+    let sdk = sdk(&moto).await;
+    let table = create_table(&aws_sdk_dynamodb::Client::new(&sdk), "session_id").await;
+    let losing = LoseFirstPutAnswer::default();
+    let client = aws_sdk_dynamodb::Client::from_conf(
+        aws_sdk_dynamodb::config::Builder::from(&sdk)
+            .interceptor(losing.clone())
+            .build(),
+    );
+    let store = DynamoSessionStore::new(client, &table, Config::default().sessions);
+    let now = unix_now();
+    let turn = |n: usize| Turn {
+        query: Some(format!("question {n}")),
+        datasource: Some("hr".into()),
+        template_id: Some("t".into()),
+        parameters: Default::default(),
+        outcome: TurnOutcome::Execute,
+        confidence: 0.9,
+        belief: Vec::new(),
+        choices: Vec::new(),
+        at: now,
+    };
+    store.append("lossy", turn(1)).await.unwrap();
+    assert!(losing.lost.load(Ordering::SeqCst), "the answer was lost");
+    store.append("lossy", turn(2)).await.unwrap();
+    let queries: Vec<_> = store
+        .recent("lossy", now)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.query.unwrap_or_default())
+        .collect();
+    assert_eq!(queries, ["question 1", "question 2"], "stored once each");
+}
+
 #[tokio::test]
 async fn expired_rerank_cache_entries_are_ignored() {
     let moto = endpoint("SWITCHYARD_TEST_MOTO_URL");
@@ -757,7 +833,11 @@ async fn without_store_text_a_checkpoint_holds_no_question_text_and_still_resume
     let resumed = service.query(&question, &Access::All).await.unwrap();
     let (t1, t2) = (task(&resumed, "t1"), task(&resumed, "t2"));
     assert_eq!((t1.status, t2.status), (TaskStatus::Ok, TaskStatus::Ok));
-    assert_eq!((t1.attempts, t2.attempts), (1, 2), "phase one is not run again");
+    assert_eq!(
+        (t1.attempts, t2.attempts),
+        (1, 2),
+        "phase one is not run again"
+    );
     assert_eq!(
         t2.task.question, "count the Teslas registered in King County",
         "the task's text comes back from the question"

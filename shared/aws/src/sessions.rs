@@ -1,7 +1,10 @@
 //! Sessions in DynamoDB: one item per `session_id` holding its recent turns (JSON), a
 //! `version` number and the `expires_at` TTL attribute. Appends are optimistic: read,
 //! add the turn, write on the condition that `version` is unchanged, and on a conflict
-//! read again, so two concurrent requests of one session both keep their turn. Reads
+//! read again, so two concurrent requests of one session both keep their turn. Each
+//! append carries a random write token, and the item keeps the last few: a write that
+//! landed but whose answer was lost (the SDK then retries and finds the version moved)
+//! is recognised on the re-read instead of being appended twice. Reads
 //! ignore expired items themselves (DynamoDB deletes them up to days late). Throttling is
 //! retried with backoff by the SDK's standard retry policy.
 
@@ -18,6 +21,9 @@ use crate::describe;
 /// Attempts at an append before giving up on a hotly contended session.
 const APPEND_ATTEMPTS: usize = 8;
 
+/// Write tokens kept in the item: more than the appends that can race one another.
+const WRITE_TOKENS: usize = 16;
+
 pub struct DynamoSessionStore {
     client: aws_sdk_dynamodb::Client,
     table: String,
@@ -29,6 +35,8 @@ struct Stored {
     turns: Vec<Turn>,
     version: Option<u64>,
     expires_at: i64,
+    /// Tokens of the latest appends, newest last.
+    writes: Vec<String>,
 }
 
 impl DynamoSessionStore {
@@ -63,6 +71,7 @@ impl DynamoSessionStore {
                 turns: Vec::new(),
                 version: None,
                 expires_at: 0,
+                writes: Vec::new(),
             });
         };
         let number = |name: &str| -> Result<i64> {
@@ -81,12 +90,36 @@ impl DynamoSessionStore {
             })?,
             _ => return Err(self.fail(format!("session `{session_id}` has no `turns`"))),
         };
+        let writes = match item.get("writes") {
+            Some(AttributeValue::L(tokens)) => tokens
+                .iter()
+                .filter_map(|t| t.as_s().ok().cloned())
+                .collect(),
+            _ => Vec::new(),
+        };
         Ok(Stored {
             turns,
             version: Some(number("version")? as u64),
             expires_at: number("expires_at")?,
+            writes,
         })
     }
+}
+
+/// 128 random bits naming one append.
+fn write_token() -> String {
+    let mut random = [0u8; 16];
+    if getrandom::fill(&mut random).is_err() {
+        // No entropy source: the time and a process-wide counter are distinct enough.
+        static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let count = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        random[..8].copy_from_slice(&nanos.to_be_bytes());
+        random[8..].copy_from_slice(&count.to_be_bytes());
+    }
+    hex::encode(random)
 }
 
 impl SessionStore for DynamoSessionStore {
@@ -100,8 +133,13 @@ impl SessionStore for DynamoSessionStore {
     }
 
     async fn append(&self, session_id: &str, turn: Turn) -> Result<()> {
+        let token = write_token();
         for attempt in 0..APPEND_ATTEMPTS {
             let stored = self.load(session_id).await?;
+            if stored.writes.contains(&token) {
+                // An earlier attempt of ours landed; its answer was lost on the way back.
+                return Ok(());
+            }
             // An expired session starts afresh; its item is overwritten.
             let mut turns = if stored.expires_at > turn.at {
                 stored.turns
@@ -111,6 +149,10 @@ impl SessionStore for DynamoSessionStore {
             let expires_at = turn.at + self.config.ttl_seconds as i64;
             push_bounded(&mut turns, turn.clone(), self.config.max_turns);
             let next_version = stored.version.map_or(1, |v| v + 1);
+            let mut writes = stored.writes;
+            writes.push(token.clone());
+            let excess = writes.len().saturating_sub(WRITE_TOKENS);
+            writes.drain(..excess);
             let item = HashMap::from([
                 (
                     "session_id".to_owned(),
@@ -127,6 +169,10 @@ impl SessionStore for DynamoSessionStore {
                 (
                     "expires_at".to_owned(),
                     AttributeValue::N(expires_at.to_string()),
+                ),
+                (
+                    "writes".to_owned(),
+                    AttributeValue::L(writes.into_iter().map(AttributeValue::S).collect()),
                 ),
             ]);
             let mut put = self

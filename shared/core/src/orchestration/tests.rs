@@ -565,8 +565,7 @@ fn a_checkpoint_without_texts_holds_none_and_resumes_from_the_question() {
     tasks[0].question = "How many work in Sales".into();
     tasks[1].question = "what is 15% of 200".into();
     let phases = phases(&tasks).unwrap();
-    let mut checkpoint =
-        Checkpoint::new("wf-1".into(), question.into(), tasks, phases, 0, 100);
+    let mut checkpoint = Checkpoint::new("wf-1".into(), question.into(), tasks, phases, 0, 100);
     checkpoint.text_kept = false;
     checkpoint.tasks[0] = done(
         checkpoint.tasks[0].task.clone(),

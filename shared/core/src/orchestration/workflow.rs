@@ -195,7 +195,10 @@ fn text_kept_by_default() -> bool {
 /// How a checkpoint stored without texts names its question.
 fn question_digest(question: &str) -> String {
     use sha2::{Digest, Sha256};
-    format!("sha256:{}", hex::encode(Sha256::digest(question.as_bytes())))
+    format!(
+        "sha256:{}",
+        hex::encode(Sha256::digest(question.as_bytes()))
+    )
 }
 
 pub trait WorkflowStore: Send + Sync {
