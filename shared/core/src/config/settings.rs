@@ -138,8 +138,10 @@ pub struct OrchestrationConfig {
     /// it at least this probability and its confidence is at least the floor.
     pub part_probability: f32,
     pub part_confidence_floor: f32,
-    /// No part of a split may be less sure than the whole question by more than this.
+    /// No part of a split may be less sure than the whole question by more than this,
+    /// unless the head gives it at least `sure_part_probability`.
     pub max_part_drop: f32,
+    pub sure_part_probability: f32,
     /// Tasks of a phase run concurrently, at most this many at once.
     pub max_parallel_tasks: usize,
     /// How long a workflow's checkpoint is kept (DynamoDB `expires_at`).

@@ -270,6 +270,7 @@ fn check_orchestration(o: &OrchestrationConfig, llm: &LlmConfig) -> Checked {
         ("part_probability", o.part_probability),
         ("part_confidence_floor", o.part_confidence_floor),
         ("max_part_drop", o.max_part_drop),
+        ("sure_part_probability", o.sure_part_probability),
         ("duplicate_similarity", o.duplicate_similarity),
         ("signals.low_confidence", o.signals.low_confidence),
     ];

@@ -2,7 +2,7 @@
 //! (one embedding batch); a split is valid when every part routes with confidence, no
 //! part's confidence falls more than `max_part_drop` below the whole question's (such a
 //! part is a detail of the whole, not a request of its own: "call an uber | and have it
-//! here at 7pm"), and neighbouring parts ask for different templates (the whole question
+//! here at 7pm") unless the head is sure of it (`sure_part_probability`), and neighbouring parts ask for different templates (the whole question
 //! could answer only one of them). Of the valid splits the one with the most parts wins
 //! (a request left inside a longer part goes unanswered), then the surest.
 //!
@@ -51,6 +51,13 @@ impl SpanRouting {
                 || (self.probability.unwrap_or(0.0) >= config.part_probability
                     && self.confidence >= config.part_confidence_floor))
     }
+
+    /// A request of its own beside the `whole` question, not a detail of it: not far less
+    /// sure than the whole, or one the head is sure of.
+    fn stands_beside(&self, whole: &SpanRouting, config: &OrchestrationConfig) -> bool {
+        self.confidence >= whole.confidence - config.max_part_drop
+            || self.probability.unwrap_or(0.0) >= config.sure_part_probability
+    }
 }
 
 /// The chosen split and the scores compared.
@@ -83,7 +90,7 @@ pub fn spans(segments: usize, max_parts: usize) -> Vec<Span> {
 }
 
 /// Whether `parts` (in order) split a question whose own routing is `whole`: every part
-/// confident and not far less sure than the whole, neighbours on different templates.
+/// confident and standing beside the whole, neighbours on different templates.
 pub fn valid_split(
     whole: &SpanRouting,
     parts: &[&SpanRouting],
@@ -92,7 +99,7 @@ pub fn valid_split(
     parts.len() >= 2
         && parts
             .iter()
-            .all(|r| r.confident(config) && r.confidence >= whole.confidence - config.max_part_drop)
+            .all(|r| r.confident(config) && r.stands_beside(whole, config))
         && parts.windows(2).all(|w| w[0].template != w[1].template)
 }
 

@@ -111,6 +111,11 @@ fn the_finest_valid_split_wins_and_invalid_ones_never_do() {
     map.insert((0, 1), routed("a", 0.7));
     map.insert((1, 2), routed("b", 0.45));
     assert_eq!(choose(2, &routed("a", 0.7), &map, &config), None);
+    // ... unless the head is sure it is a request of its own.
+    map.get_mut(&(1, 2)).unwrap().probability = Some(0.995);
+    assert!(choose(2, &routed("a", 0.7), &map, &config).is_some());
+    map.get_mut(&(1, 2)).unwrap().probability = Some(0.97);
+    assert_eq!(choose(2, &routed("a", 0.7), &map, &config), None);
     // A part below the threshold, and not sure by the head either, is no request.
     map.insert((1, 2), routed("b", 0.3));
     assert_eq!(choose(2, &routed("a", 0.35), &map, &config), None);
