@@ -144,7 +144,9 @@ pub fn segments(question: &str, cues: &Cues, max_segments: usize) -> Vec<Segment
     let mut cuts: Vec<(usize, usize, Link, Vec<String>)> = Vec::new();
     let mut i = 0;
     while i < tokens.len() {
-        let Some((len, link)) = cues.at(&tokens, i) else {
+        let Some((len, link)) = cues.at(&tokens, i).filter(|&(len, _)| {
+            len > 1 || !closes_between(&tokens, cuts.last().map_or(0, |c| c.1), i)
+        }) else {
             i += 1;
             continue;
         };
@@ -183,6 +185,20 @@ pub fn segments(question: &str, cues: &Cues, max_segments: usize) -> Vec<Segment
         cut: before.map(|b| b.1),
     });
     merge_wordless(segments, &tokens)
+}
+
+/// Whether the token at `at` (a cue of one word) is the "and" of "between X and Y" ("between dallas fort worth
+/// airport and dallas"): one request naming two ends, not two requests. `from` is where
+/// the current piece starts.
+fn closes_between(tokens: &[Token], from: usize, at: usize) -> bool {
+    const WITHIN: usize = 6;
+    tokens[at].word == "and"
+        && tokens[from.max(at.saturating_sub(WITHIN))..at]
+            .iter()
+            .rev()
+            .map(|t| t.word.as_str())
+            .find(|w| *w == "between" || *w == "and")
+            == Some("between")
 }
 
 /// A piece without a word ("8", "15 and 16" in "the mean of 4, 8, 15 and 16") is part of a

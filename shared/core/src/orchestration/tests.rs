@@ -60,6 +60,24 @@ fn pieces_without_words_stay_with_their_list() {
 }
 
 #[test]
+fn the_and_of_between_x_and_y_is_no_cut() {
+    let q =
+        "how much is a limousine between dallas airport and dallas and then list flights to boston";
+    assert_eq!(
+        texts(q, &segments(q, &cues(), 8)),
+        [
+            "how much is a limousine between dallas airport and dallas",
+            "list flights to boston"
+        ]
+    );
+    // Past a few words, or in a piece of its own, "between" no longer holds the "and".
+    let q = "flights between boston and denver and fares between 2 and 3 pm";
+    assert_eq!(texts(q, &segments(q, &cues(), 8)).len(), 2);
+    let q = "who sits between the desks of our oldest two engineers and what is 2 plus 2";
+    assert_eq!(texts(q, &segments(q, &cues(), 8)).len(), 2);
+}
+
+#[test]
 fn segments_are_capped() {
     let q = "aa and bb and cc and dd and ee";
     assert_eq!(
