@@ -1,0 +1,136 @@
+//! Adapter functions invoked through Lambda, and their failures named: a small Lambda
+//! endpoint of this test fails or stalls on demand.
+
+use std::time::Duration;
+
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use axum::routing::post;
+use serde_json::json;
+use switchyard_aws::LambdaInvoker;
+use switchyard_core::invoker::{AdapterInvoker, AdapterRequest};
+use switchyard_core::template::Catalog;
+use switchyard_core::Error;
+
+use crate::setup::{adapter_functions, root, sdk};
+
+/// A Lambda Invoke endpoint that answers every call with `status`, `headers` and `body`
+/// after `delay`: failure injection for what a real function rarely does on demand.
+async fn fake_lambda(
+    status: StatusCode,
+    headers: Vec<(&'static str, &'static str)>,
+    body: &'static str,
+    delay: Duration,
+) -> String {
+    let app = axum::Router::new().route(
+        "/2015-03-31/functions/{name}/invocations",
+        post(move || {
+            let headers = headers.clone();
+            async move {
+                tokio::time::sleep(delay).await;
+                let mut response = (status, body).into_response();
+                for (name, value) in headers {
+                    response.headers_mut().insert(name, value.parse().unwrap());
+                }
+                response
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    format!("http://{address}")
+}
+
+async fn invoker_at(url: &str) -> LambdaInvoker {
+    let catalog = Catalog::load(&root().join("templates/demo")).unwrap();
+    let config = aws_sdk_lambda::config::Builder::from(&sdk(url).await)
+        .retry_config(aws_sdk_lambda::config::retry::RetryConfig::standard().with_max_attempts(2))
+        .build();
+    LambdaInvoker::new(
+        aws_sdk_lambda::Client::from_conf(config),
+        catalog,
+        adapter_functions,
+    )
+}
+
+fn tools_request(deadline_ms: u64) -> AdapterRequest {
+    serde_json::from_value(json!({
+        "request_id": "r", "datasource": "tools", "template_id": "calculator_percentage",
+        "query": "What is 15% of 200?", "session_parameters": {}, "deadline_ms": deadline_ms,
+    }))
+    .unwrap()
+}
+
+#[tokio::test]
+async fn adapter_failures_are_named() {
+    // A function error, as Lambda reports it.
+    let url = fake_lambda(
+        StatusCode::OK,
+        vec![("x-amz-function-error", "Unhandled")],
+        r#"{"errorType": "PanicError", "errorMessage": "adapter blew up"}"#,
+        Duration::ZERO,
+    )
+    .await;
+    let error = invoker_at(&url)
+        .await
+        .invoke(tools_request(1000))
+        .await
+        .unwrap_err();
+    assert!(matches!(error, Error::AdapterFailed { .. }), "{error}");
+    assert!(
+        error.to_string().contains("PanicError: adapter blew up"),
+        "{error}"
+    );
+
+    // A 5xx carrying the runtime's error shape (as emulators answer).
+    let url = fake_lambda(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        vec![],
+        r#"{"errorType": "Runtime.ExitError", "errorMessage": "exited with status 101"}"#,
+        Duration::ZERO,
+    )
+    .await;
+    let error = invoker_at(&url)
+        .await
+        .invoke(tools_request(1000))
+        .await
+        .unwrap_err();
+    assert!(
+        error.to_string().contains("exited with status 101"),
+        "{error}"
+    );
+
+    // An answer that is not an adapter response.
+    let url = fake_lambda(StatusCode::OK, vec![], r#"{"hello": 1}"#, Duration::ZERO).await;
+    let error = invoker_at(&url)
+        .await
+        .invoke(tools_request(1000))
+        .await
+        .unwrap_err();
+    assert!(
+        error.to_string().contains("not an adapter response"),
+        "{error}"
+    );
+
+    // No answer within the deadline (plus the invoke grace).
+    let url = fake_lambda(StatusCode::OK, vec![], "{}", Duration::from_secs(30)).await;
+    let started = std::time::Instant::now();
+    let error = invoker_at(&url)
+        .await
+        .invoke(tools_request(100))
+        .await
+        .unwrap_err();
+    assert!(matches!(error, Error::AdapterTimeout { .. }), "{error}");
+    assert!(started.elapsed() < Duration::from_secs(10));
+
+    // A datasource without a function is unavailable, not guessed.
+    let catalog = Catalog::load(&root().join("templates/demo")).unwrap();
+    let none = LambdaInvoker::new(
+        aws_sdk_lambda::Client::new(&sdk(&url).await),
+        catalog,
+        |_| None,
+    );
+    let error = none.invoke(tools_request(100)).await.unwrap_err();
+    assert!(matches!(error, Error::AdapterUnavailable { .. }), "{error}");
+}

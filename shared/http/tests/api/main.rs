@@ -1,0 +1,22 @@
+//! The HTTP app on a small catalog with the real model: every endpoint, the errors, the
+//! caller's access, sessions, clarify, rerank. Requests go in as API Gateway events, the
+//! way the router Lambda receives them (under `switchyard serve` the same app runs).
+//!
+//! The modules: `setup` (the app on the small catalog, requests as API Gateway events, the
+//! callers' identities), `routing` (the router itself: datasources and templates, weights,
+//! ties, term expansion, negative examples), `answers` (what `/v1/query` answers, the route
+//! report and the stats), `requests` (bad requests named by their field), `auth` (the
+//! caller's access), `sessions` (sessions and topics, per caller, and a store that is down),
+//! `rerank` (the reranking stage and its cache), `feedback` (judging an answer).
+
+#[path = "../../../core/tests/common/mod.rs"]
+mod common;
+
+mod answers;
+mod auth;
+mod feedback;
+mod requests;
+mod rerank;
+mod routing;
+mod sessions;
+mod setup;

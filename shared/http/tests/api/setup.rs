@@ -1,0 +1,121 @@
+//! Shared set-up: the router and the app on the small catalog, one request as an API
+//! Gateway event, and the callers' identities.
+
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+use switchyard_core::auth::Identity;
+use switchyard_core::config::Config;
+use switchyard_core::index::Index;
+use switchyard_core::invoker::{AdapterInvoker, IntentInvoker};
+use switchyard_core::router::Router;
+use switchyard_core::service::Service;
+use switchyard_core::session::{MemorySessionStore, SessionStore};
+use switchyard_core::template::Catalog;
+use tower::ServiceExt;
+
+use crate::common;
+
+pub fn config_with(pairs: &[(&str, &str)]) -> Config {
+    Config::load(
+        None,
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())),
+    )
+    .unwrap()
+}
+
+pub fn router_for(dir: &std::path::Path, config: Config) -> Router {
+    let catalog = Catalog::load(dir).unwrap();
+    let embedder = common::embedder();
+    let index = Index::build(catalog, embedder.as_ref(), &config, &|_, _| {}).unwrap();
+    Router::new(index, config, embedder, "test").unwrap()
+}
+
+pub fn small_router(config: Config) -> Router {
+    router_for(common::small_catalog().path(), config)
+}
+
+pub type TestService = Service<IntentInvoker, MemorySessionStore>;
+pub type TestApi = Arc<TestService>;
+
+pub fn service(config: Config) -> TestService {
+    let sessions = MemorySessionStore::new(config.sessions.clone());
+    let router = small_router(config);
+    let invoker = IntentInvoker::new(router.index().catalog.clone());
+    Service::new(router, invoker, sessions)
+}
+
+pub fn api(config: Config) -> TestApi {
+    Arc::new(service(config))
+}
+
+pub struct ApiResponse {
+    pub status: u16,
+    pub body: Value,
+}
+
+pub fn call<I: AdapterInvoker + 'static, S: SessionStore + 'static>(
+    api: &Arc<Service<I, S>>,
+    method: &str,
+    path: &str,
+    body: &str,
+) -> ApiResponse {
+    call_as(api, method, path, body, Identity::default())
+}
+
+/// One request as an API Gateway (HTTP API v2) event: the key as `x-api-key`, the claims
+/// as the JWT authorizer's.
+pub fn call_as<I: AdapterInvoker + 'static, S: SessionStore + 'static>(
+    api: &Arc<Service<I, S>>,
+    method: &str,
+    path: &str,
+    body: &str,
+    identity: Identity,
+) -> ApiResponse {
+    let mut headers = json!({"content-type": "application/json"});
+    if let Some(key) = &identity.api_key {
+        headers["x-api-key"] = json!(key);
+    }
+    let mut context = json!({"accountId": "1", "apiId": "api", "domainName": "example.com",
+        "domainPrefix": "example", "http": {"method": method, "path": path, "protocol": "HTTP/1.1",
+        "sourceIp": "127.0.0.1", "userAgent": "test"}, "requestId": "r1", "routeKey": "$default",
+        "stage": "$default", "time": "21/Nov/2026:00:00:00 +0000", "timeEpoch": 0});
+    if let Some(claims) = &identity.claims {
+        context["authorizer"] = json!({"jwt": {"claims": claims, "scopes": null}});
+    }
+    let event = json!({
+        "version": "2.0", "routeKey": "$default", "rawPath": path, "rawQueryString": "",
+        "headers": headers, "requestContext": context, "body": body, "isBase64Encoded": false
+    });
+    let request = lambda_http::request::from_str(&event.to_string()).unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let response = switchyard_http::app(api.clone())
+            .oneshot(request)
+            .await
+            .unwrap();
+        let status = response.status().as_u16();
+        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+            .await
+            .unwrap();
+        let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        ApiResponse { status, body }
+    })
+}
+
+pub fn assert_bad_request(response: &ApiResponse, field: &str) {
+    assert_eq!(response.status, 400, "{}", response.body);
+    assert_eq!(response.body["error"]["field"], field, "{}", response.body);
+    let message = response.body["error"]["message"].as_str().unwrap();
+    assert!(message.contains(field), "{message}");
+}
+
+pub fn with_key(key: &str) -> Identity {
+    Identity {
+        api_key: Some(key.into()),
+        claims: None,
+    }
+}
