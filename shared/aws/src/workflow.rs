@@ -1,7 +1,9 @@
 //! Where a split question's workflow resumes from on AWS: its last checkpoint in DynamoDB,
 //! one item per `workflow_id` holding the checkpoint (JSON), `updated_at` and the
 //! `expires_at` TTL attribute; reads ignore expired items themselves (DynamoDB deletes
-//! them late).
+//! them late). A run's lease is an item of its own, keyed by the caller-scoped lease key
+//! (which no `workflow_id` can equal: ids have no `/` or `#`), written on the condition
+//! that no other run holds it.
 
 use std::collections::HashMap;
 
@@ -104,6 +106,72 @@ impl DynamoWorkflowStore {
         Ok(())
     }
 
+    async fn put_lease(&self, lease: &str, token: &str, now: i64, until: i64) -> Result<bool> {
+        let item = HashMap::from([
+            (
+                "workflow_id".to_owned(),
+                AttributeValue::S(lease.to_owned()),
+            ),
+            ("token".to_owned(), AttributeValue::S(token.to_owned())),
+            (
+                "held_until".to_owned(),
+                AttributeValue::N(until.to_string()),
+            ),
+            // DynamoDB removes lapsed leases in its own time; reads go by `held_until`.
+            (
+                "expires_at".to_owned(),
+                AttributeValue::N((until + 3600).to_string()),
+            ),
+        ]);
+        let put = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .condition_expression(
+                "attribute_not_exists(workflow_id) OR held_until < :now OR #token = :token",
+            )
+            .expression_attribute_names("#token", "token")
+            .expression_attribute_values(":now", AttributeValue::N(now.to_string()))
+            .expression_attribute_values(":token", AttributeValue::S(token.to_owned()))
+            .send()
+            .await;
+        match put {
+            Ok(_) => Ok(true),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
+            {
+                Ok(false)
+            }
+            Err(e) => Err(self.fail(describe(&e))),
+        }
+    }
+
+    async fn delete_lease(&self, lease: &str, token: &str) -> Result<()> {
+        let deleted = self
+            .client
+            .delete_item()
+            .table_name(&self.table)
+            .key("workflow_id", AttributeValue::S(lease.to_owned()))
+            .condition_expression("#token = :token")
+            .expression_attribute_names("#token", "token")
+            .expression_attribute_values(":token", AttributeValue::S(token.to_owned()))
+            .send()
+            .await;
+        match deleted {
+            Ok(_) => Ok(()),
+            // Lapsed and taken by another run: theirs now.
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
+            {
+                Ok(())
+            }
+            Err(e) => Err(self.fail(describe(&e))),
+        }
+    }
+
     async fn get(&self, workflow_id: &str, now: i64) -> Result<Option<Checkpoint>> {
         // Consistent: a retry right after a failed phase must see that phase's checkpoint,
         // or it would run the phases before it again.
@@ -135,5 +203,19 @@ impl WorkflowStore for DynamoWorkflowStore {
         now: i64,
     ) -> BoxFuture<'a, Result<Option<Checkpoint>>> {
         Box::pin(self.get(workflow_id, now))
+    }
+
+    fn claim<'a>(
+        &'a self,
+        lease: &'a str,
+        token: &'a str,
+        now: i64,
+        until: i64,
+    ) -> BoxFuture<'a, Result<bool>> {
+        Box::pin(self.put_lease(lease, token, now, until))
+    }
+
+    fn release<'a>(&'a self, lease: &'a str, token: &'a str) -> BoxFuture<'a, Result<()>> {
+        Box::pin(self.delete_lease(lease, token))
     }
 }

@@ -87,6 +87,11 @@ pub(crate) fn domain_parts(e: &DomainError) -> (StatusCode, &'static str, Option
             Some("request_id".into()),
         ),
         DomainError::Store { .. } => (StatusCode::SERVICE_UNAVAILABLE, "store_unavailable", None),
+        DomainError::WorkflowRunning { .. } => (
+            StatusCode::CONFLICT,
+            "workflow_running",
+            Some("workflow_id".into()),
+        ),
         _ => (StatusCode::INTERNAL_SERVER_ERROR, "internal", None),
     }
 }
@@ -97,7 +102,11 @@ impl IntoResponse for ApiError {
         let retry_after = match &self {
             ApiError::Overloaded {
                 retry_after_seconds,
-            } => Some(*retry_after_seconds),
+            }
+            | ApiError::Domain(DomainError::WorkflowRunning {
+                retry_after_seconds,
+                ..
+            }) => Some(*retry_after_seconds),
             _ => None,
         };
         if status.is_server_error() && retry_after.is_none() {
@@ -117,5 +126,28 @@ impl IntoResponse for ApiError {
                 .insert(axum::http::header::RETRY_AFTER, seconds.into());
         }
         response
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_running_workflow_is_a_conflict_to_retry_later() {
+        let error = ApiError::from(DomainError::WorkflowRunning {
+            workflow_id: "wf-1".into(),
+            retry_after_seconds: 1,
+        });
+        let response = error.into_response();
+        assert_eq!(response.status(), StatusCode::CONFLICT);
+        assert_eq!(response.headers()[axum::http::header::RETRY_AFTER], "1");
+        let body = axum::body::to_bytes(response.into_body(), 1 << 16)
+            .await
+            .unwrap();
+        let body: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(body["error"]["code"], "workflow_running");
+        assert_eq!(body["error"]["field"], "workflow_id");
+        assert!(body["error"]["message"].as_str().unwrap().contains("wf-1"));
     }
 }

@@ -160,6 +160,7 @@ async fn route<I: AdapterInvoker + 'static, S: SessionStore + 'static>(
     (status = 400, body = wire::ErrorBody),
     (status = 401, body = wire::ErrorBody),
     (status = 403, body = wire::ErrorBody),
+    (status = 409, body = wire::ErrorBody, description = "workflow_running: another request is running this workflow_id; retry after the Retry-After header's seconds"),
     (status = 413, body = wire::ErrorBody),
     (status = 501, description = "The datasource's kind has no adapter here", body = QueryAnswer),
     (status = 502, description = "The adapter failed", body = QueryAnswer),

@@ -85,6 +85,71 @@ async fn flaky_service(
 }
 
 #[tokio::test]
+async fn a_workflow_runs_in_one_request_at_a_time() {
+    let moto = endpoint("SWITCHYARD_TEST_MOTO_URL");
+    let client = aws_sdk_dynamodb::Client::new(&sdk(&moto).await);
+    let table = create_table(&client, "workflow_id").await;
+    let store = Arc::new(DynamoWorkflowStore::new(client.clone(), &table));
+
+    // The lease items on the table: one holder at a time, released by its token only,
+    // taken over once lapsed.
+    assert!(store.claim("l#lease", "a", 100, 130).await.unwrap());
+    assert!(!store.claim("l#lease", "b", 110, 140).await.unwrap());
+    store.release("l#lease", "b").await.unwrap();
+    assert!(!store.claim("l#lease", "b", 111, 141).await.unwrap());
+    assert!(
+        store.claim("l#lease", "b", 131, 161).await.unwrap(),
+        "lapsed"
+    );
+    store.release("l#lease", "b").await.unwrap();
+    assert!(store.claim("l#lease", "c", 132, 162).await.unwrap());
+
+    let calls = Arc::new(Mutex::new(HashMap::new()));
+    let service = flaky_service(Config::default(), store.clone(), calls.clone()).await;
+    let workflow_id = unique("wf-lease");
+    let question = Question {
+        query: TWO_PART_QUESTION.into(),
+        workflow_id: Some(workflow_id.clone()),
+        ..Question::default()
+    };
+    // Held by another request (one caller: the lease key is the id's): refused at once,
+    // naming the workflow, nothing run.
+    let now = unix_now();
+    let lease = format!("{workflow_id}#lease");
+    assert!(store.claim(&lease, "other", now, now + 30).await.unwrap());
+    match service.query(&question, &Access::All).await {
+        Err(Error::WorkflowRunning {
+            workflow_id: id, ..
+        }) => assert_eq!(id, workflow_id),
+        other => panic!(
+            "expected workflow_running, got {:?}",
+            other.map(|a| a.request_id)
+        ),
+    }
+    assert!(calls.lock().unwrap().is_empty(), "nothing ran");
+    store.release(&lease, "other").await.unwrap();
+
+    // Two requests at once: one runs, the other is told to retry; then the retry resumes.
+    let (first, second) = tokio::join!(
+        service.query(&question, &Access::All),
+        service.query(&question, &Access::All)
+    );
+    let refused = [&first, &second]
+        .iter()
+        .filter(|r| matches!(r, Err(Error::WorkflowRunning { .. })))
+        .count();
+    assert_eq!(refused, 1, "exactly one of two concurrent requests runs");
+    assert_eq!(calls.lock().unwrap()["employees_top_paid_in_department"], 1);
+    let retried = service.query(&question, &Access::All).await.unwrap();
+    let run = &retried.orchestration.as_ref().unwrap().run;
+    assert_eq!(
+        run.started_at_phase, 1,
+        "the lease was released: the retry resumes"
+    );
+    assert_eq!(calls.lock().unwrap()["employees_top_paid_in_department"], 1);
+}
+
+#[tokio::test]
 async fn without_store_text_a_checkpoint_holds_no_question_text_and_still_resumes() {
     let moto = endpoint("SWITCHYARD_TEST_MOTO_URL");
     let client = aws_sdk_dynamodb::Client::new(&sdk(&moto).await);

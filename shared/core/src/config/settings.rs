@@ -146,6 +146,9 @@ pub struct OrchestrationConfig {
     pub max_parallel_tasks: usize,
     /// How long a workflow's checkpoint is kept (DynamoDB `expires_at`).
     pub checkpoint_ttl_seconds: u64,
+    /// A request running a workflow holds it this long at most (a retry of the same
+    /// `workflow_id` meanwhile gets 409): the longest a run can take.
+    pub workflow_lease_seconds: u64,
     /// auto | simple | score | hierarchical | temporal | semantic
     pub fusion: crate::orchestration::FusionStrategy,
     /// `semantic` fusion merges rows or passages whose word overlap reaches this.

@@ -260,10 +260,10 @@ fn check_orchestration(o: &OrchestrationConfig, llm: &LlmConfig) -> Checked {
             "max_segments is at most 12 and max_parts at most 5",
         );
     }
-    if o.max_parallel_tasks == 0 || o.checkpoint_ttl_seconds == 0 {
+    if o.max_parallel_tasks == 0 || o.checkpoint_ttl_seconds == 0 || o.workflow_lease_seconds == 0 {
         return invalid(
             "orchestration",
-            "max_parallel_tasks and checkpoint_ttl_seconds must be at least 1",
+            "max_parallel_tasks, checkpoint_ttl_seconds and workflow_lease_seconds must be at least 1",
         );
     }
     let unit = [

@@ -204,6 +204,21 @@ fn question_digest(question: &str) -> String {
 pub trait WorkflowStore: Send + Sync {
     fn save<'a>(&'a self, checkpoint: &'a Checkpoint) -> BoxFuture<'a, Result<()>>;
 
+    /// Hold `lease` (a caller-scoped workflow key) for one run, with `token`, until
+    /// `until` (Unix seconds): `Ok(false)` while another run holds it. Two retries of one
+    /// workflow at once would both run its next phase, and the slower one's checkpoint
+    /// would overwrite the faster one's.
+    fn claim<'a>(
+        &'a self,
+        lease: &'a str,
+        token: &'a str,
+        now: i64,
+        until: i64,
+    ) -> BoxFuture<'a, Result<bool>>;
+
+    /// Give back a lease held with `token` (one held by another token is left alone).
+    fn release<'a>(&'a self, lease: &'a str, token: &'a str) -> BoxFuture<'a, Result<()>>;
+
     /// The checkpoint of `workflow_id`, unless unknown or expired at `now`.
     fn load<'a>(
         &'a self,
@@ -216,6 +231,8 @@ pub trait WorkflowStore: Send + Sync {
 pub struct MemoryWorkflowStore {
     capacity: usize,
     checkpoints: Mutex<(HashMap<String, Checkpoint>, VecDeque<String>)>,
+    /// Lease → (token, held until).
+    leases: Mutex<HashMap<String, (String, i64)>>,
 }
 
 impl MemoryWorkflowStore {
@@ -223,6 +240,7 @@ impl MemoryWorkflowStore {
         MemoryWorkflowStore {
             capacity: capacity.max(1),
             checkpoints: Mutex::new((HashMap::new(), VecDeque::new())),
+            leases: Mutex::new(HashMap::new()),
         }
     }
 }
@@ -266,5 +284,59 @@ impl WorkflowStore for MemoryWorkflowStore {
                 .filter(|c| c.expires_at > now)
                 .cloned())
         })
+    }
+
+    fn claim<'a>(
+        &'a self,
+        lease: &'a str,
+        token: &'a str,
+        now: i64,
+        until: i64,
+    ) -> BoxFuture<'a, Result<bool>> {
+        Box::pin(async move {
+            let mut leases = self.leases.lock().unwrap_or_else(|e| e.into_inner());
+            // Lapsed leases go, so the map holds only runs in progress.
+            leases.retain(|_, (_, held_until)| *held_until >= now);
+            match leases.get(lease) {
+                Some((holder, _)) if holder != token => Ok(false),
+                _ => {
+                    leases.insert(lease.to_owned(), (token.to_owned(), until));
+                    Ok(true)
+                }
+            }
+        })
+    }
+
+    fn release<'a>(&'a self, lease: &'a str, token: &'a str) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move {
+            let mut leases = self.leases.lock().unwrap_or_else(|e| e.into_inner());
+            if leases.get(lease).is_some_and(|(holder, _)| holder == token) {
+                leases.remove(lease);
+            }
+            Ok(())
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_lease_is_held_by_one_run_until_released_or_lapsed() {
+        let store = MemoryWorkflowStore::default();
+        assert!(store.claim("wf#lease", "a", 100, 130).await.unwrap());
+        assert!(!store.claim("wf#lease", "b", 110, 140).await.unwrap());
+        // The holder may renew; another workflow is free.
+        assert!(store.claim("wf#lease", "a", 120, 150).await.unwrap());
+        assert!(store.claim("other#lease", "b", 120, 150).await.unwrap());
+        // Only the holder's token releases it.
+        store.release("wf#lease", "b").await.unwrap();
+        assert!(!store.claim("wf#lease", "b", 121, 151).await.unwrap());
+        store.release("wf#lease", "a").await.unwrap();
+        assert!(store.claim("wf#lease", "b", 122, 152).await.unwrap());
+        // A lease whose holder never released it lapses.
+        assert!(!store.claim("wf#lease", "c", 152, 182).await.unwrap());
+        assert!(store.claim("wf#lease", "c", 153, 183).await.unwrap());
     }
 }

@@ -229,6 +229,15 @@ impl<I: AdapterInvoker, S: SessionStore> Service<I, S> {
     pub async fn query(&self, question: &Question, access: &Access) -> Result<Answer> {
         question.validate()?;
         let now = unix_now();
+        let lease = self.claim_workflow(question, now).await?;
+        let answer = self.answer(question, access, now).await;
+        if let Some(lease) = lease {
+            self.release_workflow(&lease).await;
+        }
+        answer
+    }
+
+    async fn answer(&self, question: &Question, access: &Access, now: i64) -> Result<Answer> {
         let resumed = self.resumable(question, now).await?;
         let turns = self.read_session(question, now).await;
         let topics = self.read_topics(question, now).await;

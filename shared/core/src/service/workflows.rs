@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde_json::Map;
 
-use super::{Question, Service};
+use super::{new_request_id, scoped, Question, Service};
 use crate::error::{Error, Result};
 use crate::invoker::AdapterInvoker;
 use crate::orchestration::{
@@ -41,6 +41,12 @@ pub struct Orchestrated {
     pub decomposition: Option<Decomposition>,
     pub run: Run,
     pub fused: Fused,
+}
+
+/// A workflow held by one request: its caller-scoped key and the request's token.
+pub(super) struct Lease {
+    key: String,
+    token: String,
 }
 
 impl<I: AdapterInvoker, S: SessionStore> Service<I, S> {
@@ -87,6 +93,53 @@ impl<I: AdapterInvoker, S: SessionStore> Service<I, S> {
             None
         };
         Ok((decomposition, plan))
+    }
+
+    /// Hold the request's workflow while it runs, so that a retry arriving meanwhile is
+    /// told to wait (409) instead of running the same phase again. Leases are scoped by
+    /// caller: another caller's request never blocks this one. A failing store is a help
+    /// lost, as with checkpoints: the request runs without the lease.
+    pub(super) async fn claim_workflow(
+        &self,
+        question: &Question,
+        now: i64,
+    ) -> Result<Option<Lease>> {
+        let Some(id) = &question.workflow_id else {
+            return Ok(None);
+        };
+        let seconds = self.router.config().orchestration.workflow_lease_seconds;
+        let lease = Lease {
+            key: format!("{}#lease", scoped(&question.owner, id)),
+            token: new_request_id(),
+        };
+        let until = now + seconds as i64;
+        match self
+            .workflows
+            .claim(&lease.key, &lease.token, now, until)
+            .await
+        {
+            Ok(true) => Ok(Some(lease)),
+            Ok(false) => {
+                metrics::counter!("WorkflowsBusy").increment(1);
+                Err(Error::WorkflowRunning {
+                    workflow_id: id.clone(),
+                    retry_after_seconds: 1,
+                })
+            }
+            Err(e) => {
+                metrics::counter!("WorkflowStoreErrors").increment(1);
+                tracing::warn!(workflow_id = %id, error = %e, "workflow lease unavailable; running without it");
+                Ok(None)
+            }
+        }
+    }
+
+    pub(super) async fn release_workflow(&self, lease: &Lease) {
+        if let Err(e) = self.workflows.release(&lease.key, &lease.token).await {
+            // It lapses by itself after `workflow_lease_seconds`.
+            metrics::counter!("WorkflowStoreErrors").increment(1);
+            tracing::warn!(error = %e, "workflow lease not released");
+        }
     }
 
     /// The checkpoint a request's `workflow_id` resumes, if one is kept (a finished one
