@@ -143,30 +143,6 @@ pub fn decompose(router: &Router, whole: &Routing, access: &Access) -> Result<De
         .iter()
         .map(|(span, routing)| (*span, SpanRouting::of(routing)))
         .collect();
-    if let Ok(path) = std::env::var("SY_DUMP") {
-        use std::io::Write;
-        let top = |r: &Routing| -> Vec<serde_json::Value> {
-            r.matches
-                .iter()
-                .take(3)
-                .map(|m| serde_json::json!([m.template_id, m.combined_score, m.probability]))
-                .collect()
-        };
-        let spans_json: Vec<serde_json::Value> = routings
-            .iter()
-            .map(|(span, r)| {
-                let sr = &routed[span];
-                serde_json::json!([span.0, span.1, text(*span), top(r), sr.selected])
-            })
-            .collect();
-        let line = serde_json::json!({"q": question, "n": segments.len(), "whole": [whole_span.template.as_ref().map(|t| t.template_id.clone()), whole_span.confidence, whole_span.probability, whole_span.selected], "spans": spans_json});
-        let mut f = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .unwrap();
-        writeln!(f, "{line}").unwrap();
-    }
     if let Some(split) = choose(segments.len(), &whole_span, &routed, config) {
         decomposition.split_score = Some(split.score);
         decomposition.parts = split
