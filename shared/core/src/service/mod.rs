@@ -3,35 +3,32 @@
 //! with the session's context). The HTTP edge (`switchyard-http`) turns these results into
 //! the JSON users know; the router Lambda and `switchyard serve` both run that edge.
 
+mod execution;
+mod sessions;
 mod workflows;
+
+use sessions::{scoped, turn_result};
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::Map;
-use sha2::{Digest, Sha256};
 
 use crate::auth::Access;
-use crate::conversation::{contextualize, joint_question, turn_of, unexecuted_outcome};
+use crate::conversation::{contextualize, joint_question, turn_of};
 use crate::documents::schema::{schema_context, SchemaContext};
 use crate::documents::ChunkIndex;
 use crate::error::{Error, Result};
 use crate::feedback::{Decision, Feedback, FeedbackRecord, FeedbackStore, MemoryFeedbackStore};
-use crate::invoker::{
-    AdapterInvoker, AdapterRequest, AdapterResponse, AdapterStatus, QueryVector, GENERATED_SQL,
-};
+use crate::invoker::{AdapterInvoker, AdapterResponse};
 use crate::keywords::TermExpansion;
 use crate::orchestration::{
-    FusionStrategy, MemoryWorkflowStore, QuestionSplitter, TaskStatus, WorkflowStore,
-    MAX_WORKFLOW_ID_CHARS,
+    FusionStrategy, MemoryWorkflowStore, QuestionSplitter, WorkflowStore, MAX_WORKFLOW_ID_CHARS,
 };
 use crate::rerank::RerankStage;
 use crate::router::{Outcome, Router, Routing};
-use crate::session::{
-    carried_parameters, within_window, ContextUsed, SessionStore, Turn, TurnOutcome,
-};
-use crate::template::DatasourceKind;
+use crate::session::{carried_parameters, ContextUsed, SessionStore, Turn, TurnOutcome};
 use crate::topics::{MemoryTopicStore, TopicStore, Topics};
 pub use workflows::{Orchestrated, Plan, Routed};
 
@@ -342,46 +339,6 @@ impl<I: AdapterInvoker, S: SessionStore> Service<I, S> {
         })
     }
 
-    /// The optional text-to-SQL fallback: the suggested datasource's adapter asks the chat
-    /// model for one query over the nearest tables and checks and runs it like a template.
-    async fn generated_sql(&self, routing: &Routing, request_id: &str) -> Option<Execution> {
-        let schema = routing.schema.as_ref()?;
-        if !self.router.config().llm.text_to_sql {
-            return None;
-        }
-        let datasource = &schema.suggested_datasource;
-        let tables: Vec<&str> = schema
-            .tables
-            .iter()
-            .filter(|t| &t.datasource == datasource)
-            .map(|t| t.text.as_str())
-            .collect();
-        let deadline_ms = self
-            .router
-            .index()
-            .catalog
-            .datasource(datasource)
-            .map_or(5000, |d| d.spec.limits.timeout_ms);
-        let request = AdapterRequest {
-            request_id: request_id.to_owned(),
-            datasource: datasource.clone(),
-            template_id: GENERATED_SQL.to_owned(),
-            query: routing.query.clone(),
-            session_parameters: Map::new(),
-            deadline_ms,
-            upstream: Map::new(),
-            query_vector: None,
-            filters: Map::new(),
-            schema_context: Some(tables.join("\n")),
-        };
-        let invoked = Instant::now();
-        let adapter = self.invoker.invoke(request).await;
-        Some(Execution {
-            adapter,
-            adapter_ms: invoked.elapsed().as_secs_f64() * 1000.0,
-        })
-    }
-
     /// Judge an earlier answer (`POST /v1/feedback`): the record with its reward.
     pub async fn feedback(&self, request_id: &str, feedback: Feedback) -> Result<FeedbackRecord> {
         if request_id.is_empty() || request_id.chars().count() > MAX_SESSION_ID_CHARS {
@@ -400,65 +357,6 @@ impl<I: AdapterInvoker, S: SessionStore> Service<I, S> {
             metrics::histogram!("FeedbackReward").record(f64::from(reward));
         }
         Ok(record)
-    }
-
-    /// Forget a session of `owner`'s (`DELETE /v1/sessions/{id}`); true when there was one.
-    pub async fn forget_session(&self, owner: &str, session_id: &str) -> Result<bool> {
-        Question {
-            query: "-".into(),
-            session_id: Some(session_id.to_owned()),
-            ..Question::default()
-        }
-        .validate()?;
-        self.sessions.delete(&scoped(owner, session_id)).await
-    }
-
-    /// The session's turns within the window: `Ok(None)` without a session id, `Err` with
-    /// the store's error (context is a help, never a precondition).
-    async fn read_session(
-        &self,
-        question: &Question,
-        now: i64,
-    ) -> std::result::Result<Option<Vec<Turn>>, String> {
-        let Some(key) = question.session_key() else {
-            return Ok(None);
-        };
-        let id = question.session_id.as_deref().unwrap_or_default();
-        let window = self.router.config().sessions.window_seconds;
-        match self.sessions.recent(&key, now).await {
-            Ok(turns) => Ok(Some(within_window(&turns, now, window).to_vec())),
-            Err(e) => {
-                metrics::counter!("SessionStoreErrors").increment(1);
-                tracing::warn!(session_id = %id, error = %e, "session context unavailable; answering without it");
-                Err(e.to_string())
-            }
-        }
-    }
-
-    /// The caller's topics, for a question in a session with topics and texts kept; a
-    /// failing store leaves them out (they are a weak prior, never a precondition).
-    async fn read_topics(&self, question: &Question, now: i64) -> Option<Topics> {
-        let sessions = &self.router.config().sessions;
-        if question.session_id.is_none() || !sessions.topics.enabled || !sessions.store_text {
-            return None;
-        }
-        match self.topics.load(&question.owner, now).await {
-            Ok(topics) => Some(topics.at(now, &sessions.topics)),
-            Err(e) => {
-                metrics::counter!("TopicStoreErrors").increment(1);
-                tracing::warn!(error = %e, "topics unavailable; routing without them");
-                None
-            }
-        }
-    }
-
-    /// Count an executed question's words into its caller's topics.
-    async fn remember_topics(&self, question: &Question, mut topics: Topics, now: i64) {
-        topics.add(&question.query, now, &self.router.config().sessions.topics);
-        if let Err(e) = self.topics.save(&question.owner, &topics, now).await {
-            metrics::counter!("TopicStoreErrors").increment(1);
-            tracing::warn!(error = %e, "topics not saved");
-        }
     }
 
     async fn route_with(
@@ -520,99 +418,6 @@ impl<I: AdapterInvoker, S: SessionStore> Service<I, S> {
             plan,
         })
     }
-
-    /// The question's vector for a documents datasource (its adapter searches chunks with
-    /// it); `None` for other kinds, or when embedding fails (the search falls back to BM25).
-    fn query_vector(&self, kind: DatasourceKind, query: &str) -> Option<QueryVector> {
-        if kind != DatasourceKind::Documents {
-            return None;
-        }
-        let embedder = self.router.embedder();
-        match embedder.embed_one(&self.router.embedding_text(query)) {
-            Ok(values) => Some(QueryVector {
-                model_id: embedder.model_id().to_owned(),
-                values,
-            }),
-            Err(e) => {
-                tracing::warn!(error = %e, "could not embed the question for a documents search");
-                None
-            }
-        }
-    }
-
-    async fn execute(
-        &self,
-        routing: &Routing,
-        session_parameters: Map<String, serde_json::Value>,
-        filters: &Map<String, serde_json::Value>,
-        request_id: &str,
-    ) -> Execution {
-        let selected = routing.selected_match().expect("execute has a winner");
-        let (datasource, _) = self.router.template(selected);
-        let request = AdapterRequest {
-            request_id: request_id.to_owned(),
-            datasource: selected.datasource.clone(),
-            template_id: selected.template_id.clone(),
-            query: routing.query.clone(),
-            session_parameters,
-            deadline_ms: datasource.spec.limits.timeout_ms,
-            upstream: Map::new(),
-            query_vector: self.query_vector(datasource.spec.kind, &routing.query),
-            filters: filters.clone(),
-            schema_context: None,
-        };
-        let invoked = Instant::now();
-        let adapter = self.invoker.invoke(request).await;
-        let adapter_ms = invoked.elapsed().as_secs_f64() * 1000.0;
-        let label = selected.datasource.clone();
-        metrics::histogram!("AdapterLatencyMs", "Datasource" => label.clone()).record(adapter_ms);
-        let answered = matches!(&adapter, Ok(r) if r.status != AdapterStatus::Error);
-        if !answered {
-            metrics::counter!("AdapterErrors", "Datasource" => label).increment(1);
-        }
-        Execution {
-            adapter,
-            adapter_ms,
-        }
-    }
-}
-
-/// What a turn's answer was, for the session: its outcome and the parameters it used.
-fn turn_result(
-    routing: &Routing,
-    execution: &Option<Execution>,
-    orchestration: &Option<Orchestrated>,
-) -> (TurnOutcome, Map<String, serde_json::Value>) {
-    if let Some(orchestrated) = orchestration {
-        let tasks = &orchestrated.run.checkpoint.tasks;
-        let mut parameters = Map::new();
-        for state in tasks {
-            if let Some(response) = &state.response {
-                parameters.extend(response.parameters.clone());
-            }
-        }
-        let answered = tasks.iter().any(|t| t.status == TaskStatus::Ok);
-        let outcome = if answered {
-            TurnOutcome::Execute
-        } else {
-            TurnOutcome::Failed
-        };
-        return (outcome, parameters);
-    }
-    match execution {
-        Some(execution) => match &execution.adapter {
-            Ok(response) => (
-                match response.status {
-                    AdapterStatus::Ok => TurnOutcome::Execute,
-                    AdapterStatus::NeedsClarification => TurnOutcome::NeedsClarification,
-                    AdapterStatus::Error => TurnOutcome::Failed,
-                },
-                response.parameters.clone(),
-            ),
-            Err(_) => (TurnOutcome::Failed, Map::new()),
-        },
-        None => (unexecuted_outcome(routing), Map::new()),
-    }
 }
 
 /// Per-request metrics (the router Lambda writes them as CloudWatch EMF; elsewhere they
@@ -654,16 +459,6 @@ pub fn unix_now() -> i64 {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs() as i64)
         .unwrap_or(0)
-}
-
-/// A caller's id as stored: prefixed by a digest of its owner (fixed length, so two
-/// owners' keys never meet), or unchanged when there is one tenant.
-fn scoped(owner: &str, id: &str) -> String {
-    if owner.is_empty() {
-        return id.to_owned();
-    }
-    let digest = hex::encode(Sha256::digest(owner.as_bytes()));
-    format!("{}/{id}", &digest[..16])
 }
 
 /// Time first (ids sort by time), then 64 random bits: a request id is what

@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use serde_json::Map;
 
-use super::{new_request_id, scoped, Question, Service};
+use super::sessions::scoped;
+use super::{new_request_id, Question, Service};
 use crate::error::{Error, Result};
 use crate::invoker::AdapterInvoker;
 use crate::orchestration::{

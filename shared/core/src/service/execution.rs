@@ -1,0 +1,113 @@
+//! Running a routed question on its adapter: the winner's template, or the optional
+//! text-to-SQL fallback when nothing matched.
+
+use std::time::Instant;
+
+use serde_json::Map;
+
+use super::{Execution, Service};
+use crate::invoker::{AdapterInvoker, AdapterRequest, AdapterStatus, QueryVector, GENERATED_SQL};
+use crate::router::Routing;
+use crate::session::SessionStore;
+use crate::template::DatasourceKind;
+
+impl<I: AdapterInvoker, S: SessionStore> Service<I, S> {
+    /// The optional text-to-SQL fallback: the suggested datasource's adapter asks the chat
+    /// model for one query over the nearest tables and checks and runs it like a template.
+    pub(super) async fn generated_sql(
+        &self,
+        routing: &Routing,
+        request_id: &str,
+    ) -> Option<Execution> {
+        let schema = routing.schema.as_ref()?;
+        if !self.router.config().llm.text_to_sql {
+            return None;
+        }
+        let datasource = &schema.suggested_datasource;
+        let tables: Vec<&str> = schema
+            .tables
+            .iter()
+            .filter(|t| &t.datasource == datasource)
+            .map(|t| t.text.as_str())
+            .collect();
+        let deadline_ms = self
+            .router
+            .index()
+            .catalog
+            .datasource(datasource)
+            .map_or(5000, |d| d.spec.limits.timeout_ms);
+        let request = AdapterRequest {
+            request_id: request_id.to_owned(),
+            datasource: datasource.clone(),
+            template_id: GENERATED_SQL.to_owned(),
+            query: routing.query.clone(),
+            session_parameters: Map::new(),
+            deadline_ms,
+            upstream: Map::new(),
+            query_vector: None,
+            filters: Map::new(),
+            schema_context: Some(tables.join("\n")),
+        };
+        let invoked = Instant::now();
+        let adapter = self.invoker.invoke(request).await;
+        Some(Execution {
+            adapter,
+            adapter_ms: invoked.elapsed().as_secs_f64() * 1000.0,
+        })
+    }
+
+    /// The question's vector for a documents datasource (its adapter searches chunks with
+    /// it); `None` for other kinds, or when embedding fails (the search falls back to BM25).
+    fn query_vector(&self, kind: DatasourceKind, query: &str) -> Option<QueryVector> {
+        if kind != DatasourceKind::Documents {
+            return None;
+        }
+        let embedder = self.router.embedder();
+        match embedder.embed_one(&self.router.embedding_text(query)) {
+            Ok(values) => Some(QueryVector {
+                model_id: embedder.model_id().to_owned(),
+                values,
+            }),
+            Err(e) => {
+                tracing::warn!(error = %e, "could not embed the question for a documents search");
+                None
+            }
+        }
+    }
+
+    pub(super) async fn execute(
+        &self,
+        routing: &Routing,
+        session_parameters: Map<String, serde_json::Value>,
+        filters: &Map<String, serde_json::Value>,
+        request_id: &str,
+    ) -> Execution {
+        let selected = routing.selected_match().expect("execute has a winner");
+        let (datasource, _) = self.router.template(selected);
+        let request = AdapterRequest {
+            request_id: request_id.to_owned(),
+            datasource: selected.datasource.clone(),
+            template_id: selected.template_id.clone(),
+            query: routing.query.clone(),
+            session_parameters,
+            deadline_ms: datasource.spec.limits.timeout_ms,
+            upstream: Map::new(),
+            query_vector: self.query_vector(datasource.spec.kind, &routing.query),
+            filters: filters.clone(),
+            schema_context: None,
+        };
+        let invoked = Instant::now();
+        let adapter = self.invoker.invoke(request).await;
+        let adapter_ms = invoked.elapsed().as_secs_f64() * 1000.0;
+        let label = selected.datasource.clone();
+        metrics::histogram!("AdapterLatencyMs", "Datasource" => label.clone()).record(adapter_ms);
+        let answered = matches!(&adapter, Ok(r) if r.status != AdapterStatus::Error);
+        if !answered {
+            metrics::counter!("AdapterErrors", "Datasource" => label).increment(1);
+        }
+        Execution {
+            adapter,
+            adapter_ms,
+        }
+    }
+}

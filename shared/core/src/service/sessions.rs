@@ -1,0 +1,124 @@
+//! The service's memory of a caller: the session's turns (read before routing, written
+//! after answering), the caller's topics, and forgetting a session. Keys are scoped by
+//! caller (`auth::owner`).
+
+use serde_json::Map;
+use sha2::{Digest, Sha256};
+
+use super::{Execution, Orchestrated, Question, Service};
+use crate::conversation::unexecuted_outcome;
+use crate::error::Result;
+use crate::invoker::{AdapterInvoker, AdapterStatus};
+use crate::orchestration::TaskStatus;
+use crate::router::Routing;
+use crate::session::{within_window, SessionStore, Turn, TurnOutcome};
+use crate::topics::Topics;
+
+impl<I: AdapterInvoker, S: SessionStore> Service<I, S> {
+    /// Forget a session of `owner`'s (`DELETE /v1/sessions/{id}`); true when there was one.
+    pub async fn forget_session(&self, owner: &str, session_id: &str) -> Result<bool> {
+        Question {
+            query: "-".into(),
+            session_id: Some(session_id.to_owned()),
+            ..Question::default()
+        }
+        .validate()?;
+        self.sessions.delete(&scoped(owner, session_id)).await
+    }
+
+    /// The session's turns within the window: `Ok(None)` without a session id, `Err` with
+    /// the store's error (context is a help, never a precondition).
+    pub(super) async fn read_session(
+        &self,
+        question: &Question,
+        now: i64,
+    ) -> std::result::Result<Option<Vec<Turn>>, String> {
+        let Some(key) = question.session_key() else {
+            return Ok(None);
+        };
+        let id = question.session_id.as_deref().unwrap_or_default();
+        let window = self.router.config().sessions.window_seconds;
+        match self.sessions.recent(&key, now).await {
+            Ok(turns) => Ok(Some(within_window(&turns, now, window).to_vec())),
+            Err(e) => {
+                metrics::counter!("SessionStoreErrors").increment(1);
+                tracing::warn!(session_id = %id, error = %e, "session context unavailable; answering without it");
+                Err(e.to_string())
+            }
+        }
+    }
+
+    /// The caller's topics, for a question in a session with topics and texts kept; a
+    /// failing store leaves them out (they are a weak prior, never a precondition).
+    pub(super) async fn read_topics(&self, question: &Question, now: i64) -> Option<Topics> {
+        let sessions = &self.router.config().sessions;
+        if question.session_id.is_none() || !sessions.topics.enabled || !sessions.store_text {
+            return None;
+        }
+        match self.topics.load(&question.owner, now).await {
+            Ok(topics) => Some(topics.at(now, &sessions.topics)),
+            Err(e) => {
+                metrics::counter!("TopicStoreErrors").increment(1);
+                tracing::warn!(error = %e, "topics unavailable; routing without them");
+                None
+            }
+        }
+    }
+
+    /// Count an executed question's words into its caller's topics.
+    pub(super) async fn remember_topics(&self, question: &Question, mut topics: Topics, now: i64) {
+        topics.add(&question.query, now, &self.router.config().sessions.topics);
+        if let Err(e) = self.topics.save(&question.owner, &topics, now).await {
+            metrics::counter!("TopicStoreErrors").increment(1);
+            tracing::warn!(error = %e, "topics not saved");
+        }
+    }
+}
+
+/// What a turn's answer was, for the session: its outcome and the parameters it used.
+pub(super) fn turn_result(
+    routing: &Routing,
+    execution: &Option<Execution>,
+    orchestration: &Option<Orchestrated>,
+) -> (TurnOutcome, Map<String, serde_json::Value>) {
+    if let Some(orchestrated) = orchestration {
+        let tasks = &orchestrated.run.checkpoint.tasks;
+        let mut parameters = Map::new();
+        for state in tasks {
+            if let Some(response) = &state.response {
+                parameters.extend(response.parameters.clone());
+            }
+        }
+        let answered = tasks.iter().any(|t| t.status == TaskStatus::Ok);
+        let outcome = if answered {
+            TurnOutcome::Execute
+        } else {
+            TurnOutcome::Failed
+        };
+        return (outcome, parameters);
+    }
+    match execution {
+        Some(execution) => match &execution.adapter {
+            Ok(response) => (
+                match response.status {
+                    AdapterStatus::Ok => TurnOutcome::Execute,
+                    AdapterStatus::NeedsClarification => TurnOutcome::NeedsClarification,
+                    AdapterStatus::Error => TurnOutcome::Failed,
+                },
+                response.parameters.clone(),
+            ),
+            Err(_) => (TurnOutcome::Failed, Map::new()),
+        },
+        None => (unexecuted_outcome(routing), Map::new()),
+    }
+}
+
+/// A caller's id as stored: prefixed by a digest of its owner (fixed length, so two
+/// owners' keys never meet), or unchanged when there is one tenant.
+pub(super) fn scoped(owner: &str, id: &str) -> String {
+    if owner.is_empty() {
+        return id.to_owned();
+    }
+    let digest = hex::encode(Sha256::digest(owner.as_bytes()));
+    format!("{}/{id}", &digest[..16])
+}
