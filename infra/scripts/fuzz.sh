@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Run the property-based fuzz targets (tests/fuzz.rs of switchyard-core, switchyard-adapters
-# and switchyard-http) for longer than the test suite does, and print cases and seconds per
-# target.
+# Run the property-based fuzz targets (the `fuzz` test binaries: tests/fuzz/ of switchyard-core
+# and switchyard-adapters, tests/fuzz.rs of switchyard-http) for longer than the test suite
+# does, and print cases and seconds per target.
 #
 #   infra/scripts/fuzz.sh [CASES] [SECONDS]
 #
@@ -26,7 +26,7 @@ for crate in "${crates[@]}"; do cargo test -p "$crate" --test fuzz --no-run; don
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
 failed=0
-printf '%-20s %-68s %6s %8s  %s\n' crate target cases seconds result
+printf '%-20s %-80s %6s %8s  %s\n' crate target cases seconds result
 for crate in "${crates[@]}"; do
   targets=$(cargo test -q -p "$crate" --test fuzz -- --list 2>/dev/null | sed -n 's/: test$//p')
   for target in $targets; do
@@ -44,8 +44,11 @@ for crate in "${crates[@]}"; do
     seconds=$(awk -v a="$started" -v b="$(date +%s.%N)" 'BEGIN {print b - a}')
     # A plain #[test] (a regression, a sanity check) takes no arguments and runs once.
     shown=$cases
-    if grep -q "fn $target()" "shared/${crate#switchyard-}/tests/fuzz.rs"; then shown=1; fi
-    printf '%-20s %-68s %6s %8.1f  %s\n' "$crate" "$target" "$shown" "$seconds" "$result"
+    # A target is listed with its module path (`yaml::the_valid_yaml_loads`); its file is
+    # tests/fuzz.rs or one under tests/fuzz/.
+    tests="shared/${crate#switchyard-}/tests"
+    if grep -rqs "fn ${target##*::}()" "$tests/fuzz.rs" "$tests/fuzz"; then shown=1; fi
+    printf '%-20s %-80s %6s %8.1f  %s\n' "$crate" "$target" "$shown" "$seconds" "$result"
     if [ "$result" != ok ]; then
       grep -a -v '^ *[0-9]*: \|^ *at ' "$log" | tail -40 | sed 's/^/    /'
     fi
