@@ -83,13 +83,14 @@ fn print_plan(routed: &Routed) {
 fn print_routing(routing: &Routing) {
     println!("query: {}", routing.query);
     println!(
-        "{:>3}  {:<14} {:<34} {:>6} {:>6} {:>6} {:>10} {:>9} {:>6} {:>6}",
+        "{:>3}  {:<14} {:<34} {:>6} {:>6} {:>6} {:>7} {:>10} {:>9} {:>6} {:>6}",
         "#",
         "datasource",
         "template",
         "rank",
         "prob",
         "words",
+        "opening",
         "confidence",
         "embedding",
         "string",
@@ -98,13 +99,14 @@ fn print_routing(routing: &Routing) {
     let score = |s: Option<f32>| s.map_or_else(|| "-".to_owned(), |s| format!("{s:.3}"));
     for (rank, m) in routing.matches.iter().enumerate() {
         println!(
-            "{:>3}  {:<14} {:<34} {:>6.3} {:>6} {:>6} {:>10.3} {:>9.3} {:>6} {:>6}{}",
+            "{:>3}  {:<14} {:<34} {:>6.3} {:>6} {:>6} {:>7} {:>10.3} {:>9.3} {:>6} {:>6}{}",
             rank + 1,
             m.datasource,
             m.template_id,
             m.rank_score,
             score(m.probability),
             score(m.keyword_score),
+            score(m.opening_score),
             m.combined_score,
             m.embedding_score,
             score(m.string_similarity_score),

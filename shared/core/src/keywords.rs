@@ -151,6 +151,70 @@ impl TermIndex {
     }
 }
 
+/// Which templates' examples open with a question's opening word (its first word past
+/// `skip_words`): per word, each template's share of the examples opening with it.
+#[derive(Debug, Clone, Default)]
+pub struct Openings {
+    shares: HashMap<String, Vec<(u32, f32)>>,
+    skip: std::collections::HashSet<String>,
+    templates: usize,
+}
+
+impl Openings {
+    pub fn new<'a>(
+        templates: impl Iterator<Item = &'a Template>,
+        settings: &crate::config::Openings,
+    ) -> Openings {
+        let mut openings = Openings {
+            skip: settings
+                .skip_words
+                .iter()
+                .map(|w| normalize_text(w))
+                .collect(),
+            ..Openings::default()
+        };
+        let mut counts: HashMap<String, BTreeMap<u32, f32>> = HashMap::new();
+        for (number, template) in templates.enumerate() {
+            openings.templates = number + 1;
+            for example in &template.nl_examples {
+                if let Some(word) = openings.opening(example) {
+                    *counts
+                        .entry(word)
+                        .or_default()
+                        .entry(number as u32)
+                        .or_default() += 1.0;
+                }
+            }
+        }
+        openings.shares = counts
+            .into_iter()
+            .map(|(word, by_template)| {
+                let total: f32 = by_template.values().sum();
+                let shares = by_template.into_iter().map(|(t, c)| (t, c / total));
+                (word, shares.collect())
+            })
+            .collect();
+        openings
+    }
+
+    fn opening(&self, text: &str) -> Option<String> {
+        normalize_text(text)
+            .split(' ')
+            .find(|w| !w.is_empty() && !self.skip.contains(*w))
+            .map(str::to_owned)
+    }
+
+    /// Every template's share of the examples opening with `query`'s opening word.
+    pub fn scores(&self, query: &str) -> Vec<f32> {
+        let mut scores = vec![0.0; self.templates];
+        let shares = self.opening(query).and_then(|w| self.shares.get(&w));
+        for &(t, share) in shares.into_iter().flatten() {
+            scores[t as usize] = share;
+        }
+        scores
+    }
+}
+
 /// BM25 with one document per template (examples, description, id words), over every
 /// template of the catalog, numbered datasource by datasource.
 #[derive(Debug, Clone)]
@@ -251,6 +315,31 @@ mod tests {
             "my NCD please (no claim discount)"
         );
         assert_eq!(expanded.expansion().expand("abundance"), "abundance");
+    }
+
+    #[test]
+    fn openings_score_the_share_of_examples_opening_with_the_word() {
+        let templates = [
+            template(
+                "play",
+                "",
+                &["play some jazz", "Please play it", "hear a song"],
+            ),
+            template("rate", "", &["rate this book", "give it 5 stars"]),
+            template("add", "", &["add it to my playlist", "play list additions"]),
+        ];
+        let mut settings = crate::config::Config::default()
+            .composite_retrieval
+            .openings;
+        settings.skip_words = vec!["please".into(), "can".into(), "you".into()];
+        let openings = Openings::new(templates.iter(), &settings);
+        // "play" opens 2 examples of `play` and 1 of `add`.
+        let scores = openings.scores("Can you play the album Wolves Within?");
+        assert_eq!(scores, vec![2.0 / 3.0, 0.0, 1.0 / 3.0]);
+        assert_eq!(openings.scores("rate it"), vec![0.0, 1.0, 0.0]);
+        // An opening no example has, or nothing past the skip words, scores nothing.
+        assert_eq!(openings.scores("look for the album"), vec![0.0; 3]);
+        assert_eq!(openings.scores("please"), vec![0.0; 3]);
     }
 
     #[test]

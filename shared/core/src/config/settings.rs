@@ -254,6 +254,7 @@ pub struct CompositeRetrieval {
     pub template_scoring: TemplateScoring,
     pub learned_scoring: LearnedScoring,
     pub keywords: Keywords,
+    pub openings: Openings,
     pub reranking: Reranking,
     pub string_similarity: StringSimilarity,
     pub scoring: Scoring,
@@ -296,6 +297,19 @@ pub struct Keywords {
     pub b: f32,
     /// Abbreviations and synonyms of this deployment: "ncd" → "no claim discount".
     pub term_expansion: std::collections::BTreeMap<String, String>,
+}
+
+/// The question's opening word: an intent is often asked with the word its examples open
+/// with ("play …", "rate …", "book …"), whatever else the question names.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Openings {
+    pub enabled: bool,
+    /// Added to the ranking score: `weight ·` the template's share of the catalog's
+    /// examples that open with the question's opening word.
+    pub weight: f32,
+    /// Words passed over before the opening word ("please", "can you").
+    pub skip_words: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -97,6 +97,7 @@ fn check_retrieval_scores(c: &CompositeRetrieval) -> Checked {
             c.learned_scoring.weight,
         ),
         ("composite_retrieval.keywords.weight", c.keywords.weight),
+        ("composite_retrieval.openings.weight", c.openings.weight),
         ("composite_retrieval.keywords.k1", c.keywords.k1),
         ("composite_retrieval.keywords.rrf_k", c.keywords.rrf_k),
         ("composite_retrieval.clarify.margin", c.clarify.margin),

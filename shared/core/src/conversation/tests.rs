@@ -195,6 +195,7 @@ fn routing(order: &[(&str, &str)]) -> Routing {
             embedding_score: 0.5,
             learned_score: None,
             keyword_score: None,
+            opening_score: None,
             rerank_score: None,
             string_similarity_score: None,
             retrieval_score: 0.5,

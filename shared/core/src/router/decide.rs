@@ -120,6 +120,7 @@ mod tests {
             embedding_score: embedding,
             learned_score: None,
             keyword_score: None,
+            opening_score: None,
             rerank_score: None,
             string_similarity_score: None,
             retrieval_score,

@@ -33,7 +33,7 @@ use crate::config::Config;
 use crate::embed::Embedder;
 use crate::error::{Error, Result};
 use crate::index::Index;
-use crate::keywords::Bm25;
+use crate::keywords::{Bm25, Openings};
 use crate::orchestration::Decomposer;
 use crate::scoring::rank_score;
 use crate::similarity::{template_similarity, PreparedQuery, TemplateTexts};
@@ -46,6 +46,7 @@ pub struct Router {
     /// Normalised template texts for stage 2, `[datasource][template]`.
     texts: Vec<Vec<TemplateTexts>>,
     keywords: Bm25,
+    openings: Openings,
     decomposer: Decomposer,
     /// The global template number of each partition's first template.
     starts: Vec<usize>,
@@ -82,6 +83,10 @@ impl Router {
             index.catalog.datasources.iter().flat_map(|d| &d.templates),
             &config.composite_retrieval.keywords,
         );
+        let openings = Openings::new(
+            index.catalog.datasources.iter().flat_map(|d| &d.templates),
+            &config.composite_retrieval.openings,
+        );
         let decomposer = Decomposer::new(&index.catalog, &config.orchestration);
         let starts = index
             .partitions
@@ -97,6 +102,7 @@ impl Router {
             index,
             texts,
             keywords,
+            openings,
             decomposer,
             starts,
             threshold,

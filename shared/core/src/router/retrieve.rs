@@ -19,6 +19,7 @@ struct Candidate {
     learned: Option<f32>,
     probability: Option<f32>,
     keyword: Option<f32>,
+    opening: Option<f32>,
     /// The vector and keyword scores fused: where the ranking score starts.
     fused: f32,
     embedding: f32,
@@ -31,6 +32,12 @@ struct Searched {
     /// The nearest negative example (its position) and its cosine.
     negative: Option<(usize, f32)>,
     took_ms: f64,
+}
+
+/// The lexical scores of every template by global number, when their stages are on.
+struct Lexical<'a> {
+    keywords: Option<&'a [f32]>,
+    openings: Option<&'a [f32]>,
 }
 
 /// Probabilities of every allowed template by global number: plain (ranking) and at the
@@ -52,10 +59,18 @@ impl Router {
             .enabled
             .then(|| self.keyword_scores(query, &allowed));
         let learned = self.uses_head().then(|| self.learned(vector, &allowed));
+        let opening_scores = retrieval
+            .openings
+            .enabled
+            .then(|| self.openings.scores(query));
+        let lexical = Lexical {
+            keywords: keyword_scores.as_deref(),
+            openings: opening_scores.as_deref(),
+        };
 
         let search_one = |&d: &usize| {
             let began = Instant::now();
-            let found = self.search(d, vector, learned.as_ref(), keyword_scores.as_deref());
+            let found = self.search(d, vector, learned.as_ref(), &lexical);
             let negative = self.index.partitions[d].nearest_negative(vector);
             Searched {
                 datasource: d,
@@ -144,13 +159,14 @@ impl Router {
         d: usize,
         vector: &[f32],
         learned: Option<&Learned>,
-        keywords: Option<&[f32]>,
+        lexical: &Lexical<'_>,
     ) -> Vec<Candidate> {
         let retrieval = &self.config.composite_retrieval;
         let partition = &self.index.partitions[d];
         let start = self.starts[d];
         let limit = retrieval.max_templates_per_source;
-        let keyword_of = |t: usize| keywords.map(|k| k[start + t]);
+        let keyword_of = |t: usize| lexical.keywords.map(|k| k[start + t]);
+        let opening_of = |t: usize| lexical.openings.map(|o| o[start + t]);
         let mut found: Vec<Candidate> = match learned {
             // Every template of the partition: the head has scored them all.
             Some(learned) => (0..partition.template_count())
@@ -159,6 +175,7 @@ impl Router {
                     learned: Some(learned.plain[start + t]),
                     probability: Some(learned.calibrated[start + t]),
                     keyword: keyword_of(t),
+                    opening: opening_of(t),
                     fused: 0.0,
                     embedding: 0.0,
                 })
@@ -176,6 +193,7 @@ impl Router {
                     learned: None,
                     probability: None,
                     keyword: keyword_of(t),
+                    opening: opening_of(t),
                     fused: 0.0,
                     embedding,
                 })
@@ -227,6 +245,7 @@ impl Router {
                 embedding_score: c.embedding,
                 learned_score: c.learned,
                 keyword_score: c.keyword,
+                opening_score: c.opening,
                 rerank_score: None,
                 string_similarity_score: None,
                 retrieval_score: c.fused,
@@ -249,6 +268,7 @@ fn rrf_across_datasources(matches: &mut [Match], retrieval: &CompositeRetrieval)
             learned: m.learned_score,
             probability: m.probability,
             keyword: m.keyword_score,
+            opening: m.opening_score,
             fused: 0.0,
             embedding: m.embedding_score,
         })
@@ -259,13 +279,17 @@ fn rrf_across_datasources(matches: &mut [Match], retrieval: &CompositeRetrieval)
 }
 
 /// Stage 1's score: each candidate's vector score (the head's weighted probability, or the
-/// cosine without a head) fused with its keyword score.
+/// cosine without a head) with its opening word's share added, fused with its keyword
+/// score.
 fn fuse(found: &[Candidate], retrieval: &CompositeRetrieval, fusion: Fusion) -> Vec<f32> {
     let vector: Vec<f32> = found
         .iter()
-        .map(|c| match c.learned {
-            Some(p) => retrieval.learned_scoring.weight * p,
-            None => c.embedding,
+        .map(|c| {
+            let vector = match c.learned {
+                Some(p) => retrieval.learned_scoring.weight * p,
+                None => c.embedding,
+            };
+            vector + retrieval.openings.weight * c.opening.unwrap_or(0.0)
         })
         .collect();
     let keywords = &retrieval.keywords;
@@ -312,6 +336,7 @@ mod tests {
             learned,
             probability: None,
             keyword,
+            opening: None,
             fused: 0.0,
             embedding,
         }
@@ -323,13 +348,19 @@ mod tests {
         r.keywords.enabled = true;
         r.keywords.weight = 0.5;
         r.learned_scoring.weight = 2.0;
-        let found = [
+        r.openings.weight = 0.3;
+        let mut found = [
             candidate(Some(0.5), 0.1, Some(1.0)),
             candidate(None, 0.7, None),
         ];
         let fused = fuse(&found, &r, Fusion::Weighted);
         assert!((fused[0] - 1.5).abs() < 1e-6, "{fused:?}");
         assert!((fused[1] - 0.7).abs() < 1e-6, "{fused:?}");
+        // The opening word's share adds to the vector score, weighted.
+        found[1].opening = Some(0.5);
+        let fused = fuse(&found, &r, Fusion::Weighted);
+        assert!((fused[1] - 0.85).abs() < 1e-6, "{fused:?}");
+        found[1].opening = None;
         r.keywords.enabled = false;
         assert!((fuse(&found, &r, Fusion::Weighted)[0] - 1.0).abs() < 1e-6);
     }

@@ -34,6 +34,9 @@ pub struct Match {
     /// BM25 relative to the best template's.
     #[serde(serialize_with = "serialize_decimal_option")]
     pub keyword_score: Option<f32>,
+    /// The template's share of the catalog's examples opening with the question's word.
+    #[serde(serialize_with = "serialize_decimal_option")]
+    pub opening_score: Option<f32>,
     #[serde(serialize_with = "serialize_decimal_option")]
     pub rerank_score: Option<f32>,
     #[serde(serialize_with = "serialize_decimal_option")]
