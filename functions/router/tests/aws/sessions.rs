@@ -159,20 +159,7 @@ async fn concurrent_turns_of_one_session_are_all_kept() {
     let writers: Vec<_> = (0..12)
         .map(|n| {
             let store = store.clone();
-            tokio::spawn(async move {
-                let turn = Turn {
-                    query: Some(format!("question {n}")),
-                    datasource: Some("hr".into()),
-                    template_id: Some("t".into()),
-                    parameters: Default::default(),
-                    outcome: TurnOutcome::Execute,
-                    confidence: 0.9,
-                    belief: Vec::new(),
-                    choices: Vec::new(),
-                    at: now,
-                };
-                store.append("busy", turn).await
-            })
+            tokio::spawn(async move { store.append("busy", executed(n, now)).await })
         })
         .collect();
     for writer in writers {
@@ -239,20 +226,9 @@ async fn a_turn_whose_write_answer_is_lost_is_stored_once() {
     );
     let store = DynamoSessionStore::new(client, &table, Config::default().sessions);
     let now = unix_now();
-    let turn = |n: usize| Turn {
-        query: Some(format!("question {n}")),
-        datasource: Some("hr".into()),
-        template_id: Some("t".into()),
-        parameters: Default::default(),
-        outcome: TurnOutcome::Execute,
-        confidence: 0.9,
-        belief: Vec::new(),
-        choices: Vec::new(),
-        at: now,
-    };
-    store.append("lossy", turn(1)).await.unwrap();
+    store.append("lossy", executed(1, now)).await.unwrap();
     assert!(losing.lost.load(Ordering::SeqCst), "the answer was lost");
-    store.append("lossy", turn(2)).await.unwrap();
+    store.append("lossy", executed(2, now)).await.unwrap();
     let queries: Vec<_> = store
         .recent("lossy", now)
         .await
@@ -261,4 +237,19 @@ async fn a_turn_whose_write_answer_is_lost_is_stored_once() {
         .map(|t| t.query.unwrap_or_default())
         .collect();
     assert_eq!(queries, ["question 1", "question 2"], "stored once each");
+}
+
+/// An executed turn asking "question {n}" at `at`.
+fn executed(n: usize, at: i64) -> Turn {
+    Turn {
+        query: Some(format!("question {n}")),
+        datasource: Some("hr".into()),
+        template_id: Some("t".into()),
+        parameters: Default::default(),
+        outcome: TurnOutcome::Execute,
+        confidence: 0.9,
+        belief: Vec::new(),
+        choices: Vec::new(),
+        at,
+    }
 }
