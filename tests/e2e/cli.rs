@@ -187,7 +187,7 @@ fn index_build_inspect_and_corruption() {
     ));
     assert_eq!(
         manifest["model_id"],
-        "sentence-transformers/all-MiniLM-L6-v2@onnx-int8-per-channel"
+        "sentence-transformers/all-MiniLM-L6-v2@onnx-int8-per-channel-7bit"
     );
     assert_eq!(manifest["dimension"], 384);
     assert_eq!(manifest["datasources"].as_array().unwrap().len(), 4);

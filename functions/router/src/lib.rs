@@ -152,6 +152,8 @@ pub struct ColdStart {
     pub fetch_ms: f64,
     pub load_ms: f64,
     pub model_ms: f64,
+    /// Embedding the index's probe sentences to check the model against its builder's.
+    pub drift_check_ms: f64,
     pub total_ms: f64,
 }
 
@@ -243,6 +245,7 @@ pub async fn cold_start(
         fetch_ms,
         load_ms,
         model_ms,
+        drift_check_ms: router.drift().check_ms,
         total_ms: ms_since(started),
     };
     let splitter = switchyard_rerank::ChatSplitter::from_config(router.config())?;

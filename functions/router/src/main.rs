@@ -50,6 +50,7 @@ async fn main() -> Result<(), lambda_http::Error> {
         fetch_ms = report.fetch_ms,
         load_ms = report.load_ms,
         model_ms = report.model_ms,
+        drift_check_ms = report.drift_check_ms,
         total_ms = report.total_ms,
         "cold start"
     );

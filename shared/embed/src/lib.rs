@@ -1,5 +1,5 @@
 //! Switchyard's production embedder: all-MiniLM-L6-v2, quantized to int8 (dynamic,
-//! per-channel weights, fused attention), run in-process on ONNX Runtime through `ort`,
+//! per-channel 7-bit weights, fused attention), run in-process on ONNX Runtime through `ort`,
 //! with mean pooling over real tokens and L2 normalisation, as sentence-transformers does.
 //!
 //! The model folder holds `model.onnx` and `tokenizer.json` (built by
@@ -30,8 +30,10 @@ use switchyard_core::{Error, Result};
 use tokenizers::{Encoding, Tokenizer, TruncationParams};
 
 /// Recorded in index manifests: an index embedded with another model (the earlier f32
-/// candle one included) is refused rather than compared with vectors it was not built for.
-pub const MINILM_MODEL_ID: &str = "sentence-transformers/all-MiniLM-L6-v2@onnx-int8-per-channel";
+/// candle one, and the 8-bit-weight int8 one whose vectors depended on the CPU, included)
+/// is refused rather than compared with vectors it was not built for.
+pub const MINILM_MODEL_ID: &str =
+    "sentence-transformers/all-MiniLM-L6-v2@onnx-int8-per-channel-7bit";
 pub const MODEL_FILE: &str = "model.onnx";
 pub const TOKENIZER_FILE: &str = "tokenizer.json";
 pub const RUNTIME_FILE: &str = "libonnxruntime.so";

@@ -28,6 +28,7 @@ use crate::wire;
         wire::Fusion,
         wire::ErrorBody,
         wire::Health,
+        wire::EmbeddingHealth,
         wire::Stats,
         wire::RouteReport,
         wire::QueryAnswer,

@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 use switchyard_core::error::Error;
+use switchyard_core::index::DriftStatus;
 use switchyard_core::invoker::AdapterResponse;
 use switchyard_core::router::{Match, Router, Routing, StageTimings, Weights};
 use switchyard_core::service::{Answer, Execution, SessionUse};
@@ -23,6 +24,23 @@ impl Render<'_> {
             templates: index.catalog.template_count(),
             datasources: index.manifest.datasources.len(),
             index_built_at: index.manifest.built_at,
+            embedding: self.embedding_health(),
+        }
+    }
+
+    fn embedding_health(&self) -> EmbeddingHealth {
+        let drift = self.0.drift();
+        EmbeddingHealth {
+            drift: match drift.status {
+                DriftStatus::Same => "same",
+                DriftStatus::Drifted => "drifted",
+                DriftStatus::NotRecorded => "not_recorded",
+            }
+            .to_owned(),
+            probes: drift.probes,
+            min_cosine: drift.min_cosine,
+            mean_cosine: drift.mean_cosine,
+            warn_below: drift.warn_below,
         }
     }
 

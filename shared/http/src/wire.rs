@@ -85,6 +85,22 @@ pub struct Health {
     pub datasources: usize,
     /// Unix seconds.
     pub index_built_at: u64,
+    pub embedding: EmbeddingHealth,
+}
+
+/// The drift check at load: the index's probe sentences embedded by the model at hand,
+/// compared with the builder's vectors.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct EmbeddingHealth {
+    /// `same` (every probe at or above `warn_below`), `drifted` (served, but routing
+    /// figures may differ from the builder's machine), `not_recorded` (no probes).
+    #[schema(example = "same")]
+    pub drift: String,
+    pub probes: usize,
+    /// Lowest cosine between a probe's recorded and recomputed vectors.
+    pub min_cosine: Option<f32>,
+    pub mean_cosine: Option<f32>,
+    pub warn_below: f32,
 }
 
 /// `POST /v1/query`: one of four shapes, told apart by `status`.

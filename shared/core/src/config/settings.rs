@@ -434,6 +434,16 @@ pub struct EmbeddingConfig {
     pub batch_size: usize,
     /// Questions whose vectors are kept (least recently used out); 0 keeps none.
     pub cache_size: usize,
+    pub drift: DriftConfig,
+}
+
+/// How far the model at hand may embed the index's probe sentences from the builder's
+/// vectors (cosine): below `warn_below` it warns, below `refuse_below` it refuses.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DriftConfig {
+    pub warn_below: f32,
+    pub refuse_below: f32,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -381,6 +381,16 @@ fn check_embedding(embedding: &EmbeddingConfig) -> Checked {
     if embedding.batch_size == 0 {
         return invalid("embedding.batch_size", "must be at least 1");
     }
+    let drift = &embedding.drift;
+    if !(0.0..=1.0).contains(&drift.warn_below) {
+        return invalid("embedding.drift.warn_below", "must be a cosine in [0, 1]");
+    }
+    if !(0.0..=drift.warn_below).contains(&drift.refuse_below) {
+        return invalid(
+            "embedding.drift.refuse_below",
+            "must be a cosine in [0, embedding.drift.warn_below]",
+        );
+    }
     Ok(())
 }
 

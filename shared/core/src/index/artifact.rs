@@ -8,13 +8,13 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::partition::Coarse;
-use super::{Calibration, Index, Partition};
+use super::{Calibration, Index, Partition, Probe};
 use crate::config::IndexConfig;
 use crate::error::{Error, Result};
 use crate::head::Head;
 use crate::template::{Catalog, DatasourceKind};
 
-pub const FORMAT_VERSION: u32 = 3;
+pub const FORMAT_VERSION: u32 = 4;
 const MAGIC: &[u8; 8] = b"SWYDIDX\0";
 const CHECKSUM_LEN: usize = 32;
 
@@ -33,6 +33,9 @@ pub struct Manifest {
     pub head: Option<HeadSummary>,
     /// The automatic threshold, if there are at least two datasources.
     pub calibration: Option<Calibration>,
+    /// The probe sentences' vectors as the builder computed them (`drift`); empty for an
+    /// index built from given vectors.
+    pub probes: Vec<Probe>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -3,6 +3,7 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use super::drift::embed_probes;
 use super::{
     template_texts, DatasourceVectors, HeadSummary, Index, Manifest, ManifestDatasource, Partition,
     Progress, FORMAT_VERSION,
@@ -56,13 +57,15 @@ impl Index {
             }
             vectors.push(source);
         }
-        Ok(Index::from_vectors(
+        let mut index = Index::from_vectors(
             catalog,
             vectors,
             embedder.model_id(),
             embedder.dimension(),
             config,
-        ))
+        );
+        index.manifest.probes = embed_probes(embedder)?;
+        Ok(index)
     }
 
     /// Build from vectors already computed, one [`DatasourceVectors`] per datasource.
@@ -104,6 +107,7 @@ impl Index {
             build: config.clone(),
             head: None,
             calibration: None,
+            probes: Vec::new(),
         };
         let mut index = Index {
             manifest,

@@ -18,12 +18,14 @@
 //! - `partition`: one datasource's vectors, centroids and HNSW graph, and their search;
 //! - `build`: embedding a catalog into partitions, the manifest and the learned head;
 //! - `calibration`: the automatic threshold ([`Index::calibrate`]);
+//! - `drift`: does the model at hand embed the builder's probe sentences as it did;
 //! - `cache`: the local cache of built indexes.
 
 mod artifact;
 mod build;
 mod cache;
 mod calibration;
+mod drift;
 mod partition;
 
 pub(crate) use artifact::{seal, unseal, write_atomically};
@@ -33,8 +35,10 @@ pub use artifact::{
 pub(crate) use build::build_time;
 pub use cache::{cache_path, load_or_build};
 pub use calibration::Calibration;
+pub use drift::{embed_probes, Drift, DriftStatus, Probe, PROBE_TEXTS};
 pub use partition::{Centroid, Partition};
 
+use crate::config::DriftConfig;
 use crate::embed::Embedder;
 use crate::error::{Error, Result};
 use crate::head::Head;
@@ -74,8 +78,14 @@ pub fn template_texts(template: &crate::template::Template) -> Vec<String> {
 pub type Progress<'a> = &'a dyn Fn(usize, usize);
 
 impl Index {
-    /// Refuse an embedder other than the one that built the index.
-    pub fn check_embedder(&self, embedder: &dyn Embedder, origin: &str) -> Result<()> {
+    /// Refuse an embedder other than the one that built the index: another model id or
+    /// dimension, or probe vectors beyond `tolerance.refuse_below`; report drift within it.
+    pub fn check_embedder(
+        &self,
+        embedder: &dyn Embedder,
+        tolerance: &DriftConfig,
+        origin: &str,
+    ) -> Result<Drift> {
         if embedder.model_id() != self.manifest.model_id
             || embedder.dimension() != self.manifest.dimension
         {
@@ -90,6 +100,12 @@ impl Index {
                 ),
             ));
         }
-        Ok(())
+        drift::check(
+            &self.manifest.probes,
+            &self.manifest.model_id,
+            embedder,
+            tolerance,
+            origin,
+        )
     }
 }

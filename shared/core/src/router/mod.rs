@@ -32,7 +32,7 @@ pub use threshold::{ThresholdSource, FALLBACK_THRESHOLD};
 use crate::config::Config;
 use crate::embed::Embedder;
 use crate::error::{Error, Result};
-use crate::index::Index;
+use crate::index::{Drift, DriftStatus, Index};
 use crate::keywords::{Bm25, Openings};
 use crate::orchestration::Decomposer;
 use crate::scoring::rank_score;
@@ -54,6 +54,8 @@ pub struct Router {
     threshold_source: ThresholdSource,
     config: Config,
     embedder: Arc<dyn Embedder>,
+    /// What the drift check found when the index was loaded.
+    drift: Drift,
 }
 
 pub(crate) fn ms_since(start: Instant) -> f64 {
@@ -61,23 +63,47 @@ pub(crate) fn ms_since(start: Instant) -> f64 {
 }
 
 impl Router {
-    /// `origin` names where the index came from, for the model-mismatch error.
+    /// `origin` names where the index came from, for the model-mismatch error. The model
+    /// is checked against the index's probe vectors: drift within tolerance is logged and
+    /// counted (`EmbeddingDrift`), beyond it refused.
     pub fn new(
         index: Index,
         config: Config,
         embedder: Arc<dyn Embedder>,
         origin: &str,
     ) -> Result<Router> {
-        index.check_embedder(embedder.as_ref(), origin)?;
-        Ok(Router::assemble(Arc::new(index), config, embedder))
+        let drift = index.check_embedder(embedder.as_ref(), &config.embedding.drift, origin)?;
+        if drift.status == DriftStatus::Drifted {
+            tracing::warn!(
+                index = origin,
+                model = %drift.model_id,
+                min_cosine = drift.min_cosine,
+                mean_cosine = drift.mean_cosine,
+                warn_below = drift.warn_below,
+                "the model embeds the index's probe sentences differently from its builder: \
+                 routing figures may differ from the builder's; rebuild the index on this machine's model"
+            );
+            metrics::counter!("EmbeddingDrift").increment(1);
+        }
+        Ok(Router::assemble(Arc::new(index), config, embedder, drift))
     }
 
     /// The same index and encoder under other settings (evaluation compares stages so).
     pub fn reconfigured(&self, config: Config) -> Router {
-        Router::assemble(self.index.clone(), config, self.embedder.clone())
+        Router::assemble(
+            self.index.clone(),
+            config,
+            self.embedder.clone(),
+            self.drift.clone(),
+        )
     }
 
-    fn assemble(index: Arc<Index>, config: Config, embedder: Arc<dyn Embedder>) -> Router {
+    fn assemble(
+        index: Arc<Index>,
+        config: Config,
+        embedder: Arc<dyn Embedder>,
+        drift: Drift,
+    ) -> Router {
         let texts = TemplateTexts::of_catalog(&index.catalog);
         let keywords = Bm25::new(
             index.catalog.datasources.iter().flat_map(|d| &d.templates),
@@ -109,7 +135,13 @@ impl Router {
             threshold_source,
             config,
             embedder,
+            drift,
         }
+    }
+
+    /// The drift check's result at load.
+    pub fn drift(&self) -> &Drift {
+        &self.drift
     }
 
     pub fn index(&self) -> &Index {
