@@ -158,3 +158,90 @@ fn a_missing_parameter_is_filled_by_the_next_turn_and_a_session_can_be_forgotten
     let fresh = chat.ask("Marketing");
     assert_eq!(fresh["metadata"]["session"]["turns"], 0, "{fresh}");
 }
+
+/// POST `body` to `path`: the status and the JSON answer.
+fn post(server: &Server, path: &str, body: Value) -> (u16, Value) {
+    let response = reqwest::blocking::Client::new()
+        .post(format!("{}{path}", server.base))
+        .json(&body)
+        .send()
+        .unwrap();
+    (response.status().as_u16(), response.json().unwrap())
+}
+
+#[test]
+fn an_accepted_offer_routes_to_what_the_assistant_offered() {
+    let (_cache, server) = demo();
+    let offer = "Would you like the headcount of Sales too?";
+    let (_, first) = post(
+        &server,
+        "/v1/query",
+        json!({"query": "What is 15% of 200?", "session_id": "offer"}),
+    );
+    assert_eq!(first["content"], "15% of 200 is **30**", "{first}");
+
+    // Alone, "yes please" says nothing about headcounts.
+    let (_, alone) = post(&server, "/v1/route", json!({"query": "yes please"}));
+    assert_ne!(
+        alone["routing_decision"]["selected_template"], "employees_count_by_department",
+        "{alone}"
+    );
+
+    let (status, yes) = post(
+        &server,
+        "/v1/query",
+        json!({"query": "yes please", "session_id": "offer", "assistant": offer}),
+    );
+    assert_eq!(status, 200, "{yes}");
+    let said = &yes["metadata"]["session"]["context"]["assistant"];
+    assert_eq!(said["offers"], true, "{yes}");
+    assert_eq!(
+        yes["metadata"]["template_id"], said["offered"]["template_id"],
+        "{yes}"
+    );
+    assert_eq!(yes["metadata"]["composite_routing"]["selected_adapter"], "hr");
+    // The department comes from the offer the turn accepted.
+    assert!(yes["content"].as_str().unwrap().contains("Sales"), "{yes}");
+
+    // Declining and asking something else routes away.
+    let (_, no) = post(
+        &server,
+        "/v1/query",
+        json!({"query": "no thanks, what is 15% of 200", "session_id": "offer-no", "assistant": offer}),
+    );
+    assert_eq!(
+        no["metadata"]["template_id"], "calculator_percentage",
+        "{no}"
+    );
+}
+
+#[test]
+fn the_sessions_last_answer_is_the_assistant_turn_when_none_is_sent() {
+    let (_cache, server) = demo();
+    let chat = Conversation::new(&server, "last-answer");
+    let first = chat.ask("How many employees work in Engineering?");
+    assert_eq!(first["metadata"]["session"]["context"]["assistant"], Value::Null);
+    let next = chat.ask("And in Sales?");
+    let said = &next["metadata"]["session"]["context"]["assistant"];
+    // "14 employees work in Engineering." offers nothing, and is about headcounts.
+    assert_eq!(said["offers"], false, "{next}");
+    assert_eq!(said["offered"]["datasource"], "hr", "{next}");
+    assert_eq!(
+        next["metadata"]["template_id"], "employees_count_by_department",
+        "{next}"
+    );
+}
+
+#[test]
+fn a_bad_assistant_field_is_named() {
+    let (_cache, server) = demo();
+    for assistant in [json!("a".repeat(2001)), json!(42), json!(["Would you like"])] {
+        let (status, body) = post(
+            &server,
+            "/v1/query",
+            json!({"query": "yes please", "assistant": assistant}),
+        );
+        assert_eq!(status, 400, "{body}");
+        assert_eq!(body["error"]["field"], "assistant", "{body}");
+    }
+}

@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use anyhow::Result;
-use switchyard_core::eval::conversation::{replay, ConversationReport, TurnAccuracy};
+use switchyard_core::eval::conversation::{replay, ConversationReport, Replay, TurnAccuracy};
 use switchyard_core::eval::multi::{multi_intent, MultiIntentReport};
 use switchyard_core::eval::{
     embed_queries, evaluate, load_dataset, stage_table, EvalReport, StageRow,
@@ -15,8 +15,8 @@ pub struct Options {
     pub latency_samples: usize,
     /// Score each stage on and off.
     pub stages: bool,
-    /// Replay conversations with their session as well as without.
-    pub use_session: bool,
+    /// What conversations are replayed with besides each turn alone.
+    pub replay: Replay,
 }
 
 /// Evaluate `router` on `dataset` (each stage on and off with `stages`; conversations
@@ -30,7 +30,7 @@ pub fn run(router: &Router, dataset: &Path, options: &Options) -> Result<()> {
     } else {
         None
     };
-    let conversation = replay(router, &queries, &embedded, options.use_session)?;
+    let conversation = replay(router, &queries, &embedded, options.replay)?;
     // Conversations are scored turn by turn above; everything else also as intent sets.
     let multi = if conversation.is_none() {
         Some(multi_intent(router, &queries, &embedded)?)
@@ -105,12 +105,12 @@ fn print_conversation(report: &ConversationReport) {
         report.sessions, t.all, t.first, t.continuing, t.switching, t.short
     );
     println!(
-        "turn accuracy (datasource and template right):\n{:<16} {:>7} {:>7} {:>10} {:>9} {:>7}",
+        "turn accuracy (datasource and template right):\n{:<26} {:>7} {:>7} {:>10} {:>9} {:>7}",
         "", "all", "first", "continuing", "switching", "short"
     );
     let row = |name: &str, a: &TurnAccuracy| {
         println!(
-            "{:<16} {:>6.2}% {:>6.2}% {:>9.2}% {:>8.2}% {:>6.2}%",
+            "{:<26} {:>6.2}% {:>6.2}% {:>9.2}% {:>8.2}% {:>6.2}%",
             name,
             a.all * 100.0,
             a.first * 100.0,
@@ -120,7 +120,15 @@ fn print_conversation(report: &ConversationReport) {
         );
     };
     if let Some(with) = &report.with_session {
-        row("with session", with);
+        let name = if report.without_assistant.is_some() {
+            "with session + assistant"
+        } else {
+            "with session"
+        };
+        row(name, with);
+    }
+    if let Some(without) = &report.without_assistant {
+        row("with session only", without);
     }
     row("without session", &report.without_session);
 }

@@ -18,6 +18,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 use switchyard_core::config::Config;
+use switchyard_core::eval::conversation::Replay;
 
 use crate::open::open_router;
 use switchyard_core::tune::Costs;
@@ -76,6 +77,10 @@ enum Command {
         /// Replay conversations (lines with `session_id`) without the session only.
         #[arg(long)]
         no_session: bool,
+        /// Replay conversations with the session but not the assistant's turns (lines'
+        /// `assistant`).
+        #[arg(long, conflicts_with = "no_session")]
+        no_assistant: bool,
     },
     /// Cold start and per-query latency on one thread: model and index load, the first
     /// query, then p50/p95/p99 of the embedding alone and of the whole route.
@@ -204,13 +209,18 @@ fn main() -> Result<()> {
             latency_samples,
             stages,
             no_session,
+            no_assistant,
         } => {
             let router = open_router(templates, index_file, config)?;
             let options = eval::Options {
                 json: *json,
                 latency_samples: *latency_samples,
                 stages: *stages,
-                use_session: !*no_session,
+                replay: match (*no_session, *no_assistant) {
+                    (true, _) => Replay::NoSession,
+                    (false, true) => Replay::Session,
+                    (false, false) => Replay::SessionAndAssistant,
+                },
             };
             eval::run(&router, dataset, &options)
         }

@@ -10,6 +10,12 @@
 //! in Paris?") carries strong evidence and moves the belief; "Sure, that is great." carries
 //! almost none and leaves it where it was.
 //!
+//! What the assistant said just before the turn counts twice. Its text with the turn's
+//! ("Would you like to reserve a table? Yes, please.") is routed as further evidence, which
+//! weighs most when the turn says little alone; and when it ends with an offer, what its
+//! text alone routes to takes a share of the prior: an acceptance lands on the offered
+//! template, a clear "no thanks, what is 15% of 200" still routes away on its own evidence.
+//!
 //! Before the filter, a turn answering a pending question is resolved directly: a pick
 //! among a `clarify` answer's choices ("the second one", "yes, the balance"). A turn after
 //! `needs_clarification` starts from the pending template with full weight, so the missing
@@ -23,14 +29,63 @@ use serde_json::{Map, Value};
 
 use crate::config::{ContextConfig, SessionsConfig};
 use crate::router::{Match, Outcome, Router, Routing};
-use crate::session::{ContextReport, ContextUsed, TemplateRef, Turn, TurnOutcome, Weighted};
+use crate::session::{
+    AssistantReport, ContextReport, ContextUsed, TemplateRef, Turn, TurnOutcome, Weighted,
+};
 use crate::topics::Topics;
 
 /// One template's evidence in this turn.
 struct Evidence {
     template: TemplateRef,
     probability: f32,
+    /// The template's probability in the routing of "what the assistant said + this turn".
+    said: Option<f32>,
     action: bool,
+}
+
+/// What the assistant said just before this turn, routed alone (what it offers) and with
+/// the turn.
+#[derive(Debug, Clone, Copy)]
+pub struct AssistantTurn<'a> {
+    pub alone: &'a Routing,
+    pub with_turn: &'a Routing,
+}
+
+/// Longest assistant turn read, in characters: its end, where an offer or question is.
+pub const MAX_ASSISTANT_CHARS: usize = 2000;
+
+/// The assistant's text as routed alone: its end, within the query limit.
+pub fn assistant_text(assistant: &str) -> String {
+    let skip = assistant
+        .chars()
+        .count()
+        .saturating_sub(crate::router::MAX_QUERY_CHARS);
+    assistant.chars().skip(skip).collect()
+}
+
+/// The text routed as "what the assistant said + this turn", within the query limit.
+pub fn assistant_question(assistant: &str, query: &str) -> String {
+    let room = crate::router::MAX_QUERY_CHARS.saturating_sub(query.chars().count() + 1);
+    let skip = assistant.chars().count().saturating_sub(room);
+    let said: String = assistant.chars().skip(skip).collect();
+    format!("{said} {query}")
+}
+
+/// Whether the assistant's text holds one of `cues` (an offer: "Would you like to book a
+/// table?").
+pub fn holds_cue(assistant: &str, cues: &[String]) -> bool {
+    let lower = assistant.to_lowercase();
+    cues.iter().any(|cue| lower.contains(cue.as_str()))
+}
+
+/// Whether the turn opens with an acceptance ("Yes, please", "Sure, for 2 people").
+pub fn accepts(query: &str, cues: &[String]) -> bool {
+    let lower = query.trim_start().to_lowercase();
+    cues.iter().any(|cue| {
+        lower
+            .strip_prefix(cue.as_str())
+            .is_some_and(|rest| !rest.starts_with(|c: char| c.is_alphanumeric()))
+    })
 }
 
 /// The text routed as "previous question + this one", when the session kept the previous
@@ -48,20 +103,47 @@ pub fn joint_question(turns: &[Turn], query: &str, config: &SessionsConfig) -> O
 }
 
 /// Route a turn with its session: `own` is the question's routing, `joint` the routing of
-/// the previous question with it, `turns` the session's turns within the window, oldest
-/// first. The answer is `own`, possibly re-decided, with `context` and `belief` set; a
+/// the previous question with it, `assistant` the routings of what the assistant said
+/// before it, `turns` the session's turns within the window, oldest first. The answer is `own`, possibly re-decided, with `context` and `belief` set; a
 /// picked clarify choice also gets the question it clarifies prepended to `query`, the
 /// text the adapter reads its parameters from.
 pub fn contextualize(
     router: &Router,
     mut own: Routing,
     joint: Option<&Routing>,
+    assistant: Option<AssistantTurn<'_>>,
     turns: &[Turn],
     topics: Option<&Topics>,
     now: i64,
 ) -> Routing {
     let config = &router.config().sessions.context;
-    let evidence = evidence(router, &own, joint, config);
+    let evidence = evidence(router, &own, joint, assistant, config);
+    let others: Vec<&Routing> = joint
+        .into_iter()
+        .chain(assistant.map(|a| a.with_turn))
+        .chain(assistant.map(|a| a.alone))
+        .collect();
+    let offers = assistant.is_some_and(|a| holds_cue(&a.alone.query, &config.offer_cues));
+    let accepts = accepts(&own.query, &config.acceptance_cues);
+    let offer_weight = if offers && accepts {
+        config.offer_weight
+    } else {
+        0.0
+    };
+    let offered: Vec<f32> = match assistant {
+        Some(a) if offer_weight > 0.0 => {
+            let open = open_matches(a.alone);
+            evidence
+                .iter()
+                .map(|e| {
+                    open.iter()
+                        .find(|m| m.template_ref() == e.template)
+                        .map_or(0.0, probability_of)
+                })
+                .collect()
+        }
+        _ => Vec::new(),
+    };
     let topics = topics.filter(|t| !t.is_empty());
     let tilts: Vec<f32> = evidence
         .iter()
@@ -88,12 +170,16 @@ pub fn contextualize(
     let power = evidence_power(config, own.best().map_or(0.0, |m| m.combined_score));
     let belief = follow(
         config,
-        &prior_belief,
-        weight,
-        preferred.as_deref(),
+        Prior {
+            previous: &prior_belief,
+            weight,
+            preferred: preferred.as_deref(),
+            tilts: &tilts,
+            offered: &offered,
+            offer_weight,
+        },
         &evidence,
         power,
-        &tilts,
     );
     let topic_boost = belief.first().and_then(|top| {
         let i = evidence.iter().position(|e| {
@@ -114,10 +200,16 @@ pub fn contextualize(
         context: belief.first().cloned(),
         topic_words: topics.map_or(0, |t| t.words.len()),
         topic_boost,
+        assistant: assistant.map(|a| AssistantReport {
+            offered: a.alone.best().map(|m| weighted(m, probability_of(m))),
+            offers,
+            evidence_power: config.assistant_power,
+            prior_weight: offer_weight,
+        }),
     };
     own.belief = belief.iter().take(config.belief_size).cloned().collect();
-    // A first turn has only the caller's topics for context.
-    if !config.enabled || (previous.is_none() && topics.is_none()) {
+    // A first turn has only the caller's topics, and what the assistant said, for context.
+    if !config.enabled || (previous.is_none() && topics.is_none() && assistant.is_none()) {
         report.context = None;
         own.context = Some(report);
         return own;
@@ -126,7 +218,7 @@ pub fn contextualize(
     if let Some(previous) = previous_clarified {
         if let Some(choice) = pick_choice(&own.query, &previous.choices, &own) {
             report.used = ContextUsed::ClarifyChoice;
-            select(&mut own, joint, &choice);
+            select(&mut own, &others, &choice);
             // "The second one" names no parameters: the ambiguous question did.
             if let Some(asked) = &previous.query {
                 own.query = format!("{asked} {}", own.query);
@@ -152,11 +244,16 @@ pub fn contextualize(
                 } else {
                     ContextUsed::Context
                 };
-                select(&mut own, joint, &chosen);
+                select(&mut own, &others, &chosen);
+                // An accepted offer ("Would you like the headcount of Sales too?" "Yes,
+                // please") names its parameters in the offer: the adapter reads both.
+                if let Some(a) = assistant.filter(|a| offers && accepted(*a, &chosen)) {
+                    own.query = a.with_turn.query.clone();
+                }
             } else if !own.best().is_some_and(is_top) {
                 // Neither is sure: ask which one, the conversation's first.
                 report.used = ContextUsed::Context;
-                offer(&mut own, joint, &chosen);
+                offer(&mut own, &others, &chosen);
             }
         }
     }
@@ -193,6 +290,7 @@ pub fn turn_of(
             .iter()
             .map(Match::template_ref)
             .collect(),
+        answer: None,
         at: now,
     }
 }
@@ -206,19 +304,37 @@ pub fn unexecuted_outcome(routing: &Routing) -> TurnOutcome {
     }
 }
 
-/// The forward filter's step: `previous` belief (may hold only its likeliest templates),
-/// its `weight`, a preferred datasource, each template's topic `tilts` (a prior factor;
-/// missing ones are 1), and this turn's evidence at `power` → the new belief over the
-/// evidence's templates, likeliest first.
+/// What the forward filter's prior is made of.
+struct Prior<'a> {
+    /// The previous belief (may hold only its likeliest templates) ...
+    previous: &'a [Weighted],
+    /// ... and its weight.
+    weight: f32,
+    preferred: Option<&'a str>,
+    /// Each evidence template's topic factor (missing ones are 1).
+    tilts: &'a [f32],
+    /// Each evidence template's probability in the assistant's offer (empty: none) ...
+    offered: &'a [f32],
+    /// ... and the share of the prior it takes.
+    offer_weight: f32,
+}
+
+/// The forward filter's step: the prior, and this turn's evidence at `power` → the new
+/// belief over the evidence's templates, likeliest first.
 fn follow(
     config: &ContextConfig,
-    previous: &[Weighted],
-    weight: f32,
-    preferred: Option<&str>,
+    prior: Prior<'_>,
     evidence: &[Evidence],
     power: f32,
-    tilts: &[f32],
 ) -> Vec<Weighted> {
+    let Prior {
+        previous,
+        weight,
+        preferred,
+        tilts,
+        offered,
+        offer_weight,
+    } = prior;
     let n = evidence.len().max(1) as f32;
     let kept: f32 = previous.iter().map(|b| b.probability).sum::<f32>().min(1.0);
     let actions: HashMap<(&str, &str), bool> = evidence
@@ -261,11 +377,17 @@ fn follow(
                 .sum::<f32>()
                 + (1.0 - kept) / n;
             let mut prior = weight * moved + (1.0 - weight) / n;
+            if let Some(&offer) = offered.get(i) {
+                prior = (1.0 - offer_weight) * prior + offer_weight * offer;
+            }
             if preferred == Some(to.datasource.as_str()) {
                 prior *= config.preference_weight;
             }
             prior *= tilts.get(i).copied().unwrap_or(1.0);
-            let likelihood = (e.probability.max(0.0) + config.evidence_floor).powf(power);
+            let mut likelihood = (e.probability.max(0.0) + config.evidence_floor).powf(power);
+            if let Some(said) = e.said {
+                likelihood *= (said.max(0.0) + config.evidence_floor).powf(config.assistant_power);
+            }
             Weighted {
                 datasource: to.datasource.clone(),
                 template_id: to.template_id.clone(),
@@ -295,10 +417,16 @@ fn evidence_power(config: &ContextConfig, confidence: f32) -> f32 {
 /// previous template, which the filter's prior already favours: it weighs in full for a
 /// turn that says little alone ("What's their address?") and fades to nothing for one
 /// that is sure of itself ("Could you schedule a visit there on the 4th?").
+/// The routing of "what the assistant said + this turn" is a second, independent piece of
+/// evidence (`Evidence::said`, raised to `assistant_power` in the filter): a sure one moves
+/// the belief past the pull to stay, an unsure one hardly counts. The templates are those
+/// of every routing, the assistant's text alone included (an offered template is then in
+/// the belief even when the turn's own candidates miss it).
 fn evidence(
     router: &Router,
     own: &Routing,
     joint: Option<&Routing>,
+    assistant: Option<AssistantTurn<'_>>,
     config: &ContextConfig,
 ) -> Vec<Evidence> {
     let confidence = own.best().map_or(0.0, |m| m.combined_score);
@@ -307,39 +435,56 @@ fn evidence(
     let w = joint.map_or(0.0, |_| {
         config.previous_question_weight * (1.0 - informative)
     });
-    let mut by_template: Vec<(&Match, f32)> = Vec::new();
-    let open = |r: &Routing| {
-        r.matches
+    let own_open = open_matches(own);
+    let joint_open = joint.map(open_matches).unwrap_or_default();
+    let with_turn_open = assistant.map(|a| open_matches(a.with_turn));
+    let alone_open = assistant.map(|a| open_matches(a.alone)).unwrap_or_default();
+    let p = |matches: &[Match], m: &Match| {
+        matches
             .iter()
-            .filter(|m| !m.is_declined())
-            .cloned()
-            .collect::<Vec<_>>()
+            .find(|o| same(o, m))
+            .map_or(0.0, probability_of)
     };
-    let own_open = open(own);
-    let joint_open = joint.map(open).unwrap_or_default();
-    for m in own_open.iter().chain(&joint_open) {
-        if by_template.iter().any(|(k, _)| same(k, m)) {
-            continue;
+    let mut by_template: Vec<&Match> = Vec::new();
+    let all = own_open
+        .iter()
+        .chain(&joint_open)
+        .chain(with_turn_open.iter().flatten())
+        .chain(&alone_open);
+    for m in all {
+        if !by_template.iter().any(|k| same(k, m)) {
+            by_template.push(m);
         }
-        let p_own = own_open
-            .iter()
-            .find(|o| same(o, m))
-            .map_or(0.0, probability_of);
-        let p_joint = joint_open
-            .iter()
-            .find(|o| same(o, m))
-            .map_or(0.0, probability_of);
-        by_template.push((m, (1.0 - w) * p_own + w * p_joint));
     }
     by_template
         .into_iter()
-        .map(|(m, probability)| Evidence {
+        .map(|m| Evidence {
             template: m.template_ref(),
-            probability,
+            probability: (1.0 - w) * p(&own_open, m) + w * p(&joint_open, m),
+            said: with_turn_open.as_deref().map(|open| p(open, m)),
             action: is_action(router, m, &config.action_verbs),
         })
         .collect()
 }
+
+/// A routing's matches that no negative example declined.
+fn open_matches(routing: &Routing) -> Vec<Match> {
+    routing
+        .matches
+        .iter()
+        .filter(|m| !m.is_declined())
+        .cloned()
+        .collect()
+}
+
+/// Whether the assistant's text alone routes first to `chosen` (what it offered).
+fn accepted(assistant: AssistantTurn<'_>, chosen: &TemplateRef) -> bool {
+    assistant
+        .alone
+        .best()
+        .is_some_and(|m| m.template_ref() == *chosen)
+}
+
 
 fn same(a: &Match, b: &Match) -> bool {
     a.datasource == b.datasource && a.template_id == b.template_id
@@ -446,10 +591,10 @@ fn pick_choice(query: &str, choices: &[TemplateRef], own: &Routing) -> Option<Te
     (leads || short).then(|| first_choice.template_ref())
 }
 
-/// Put `chosen` first and execute it (taken from the joint routing when the question's
-/// own candidates do not hold it).
-fn select(routing: &mut Routing, joint: Option<&Routing>, chosen: &TemplateRef) {
-    if move_first(routing, joint, chosen) {
+/// Put `chosen` first and execute it (taken from the other routings, the joint one
+/// first, when the question's own candidates do not hold it).
+fn select(routing: &mut Routing, others: &[&Routing], chosen: &TemplateRef) {
+    if move_first(routing, others, chosen) {
         routing.selected = Some(0);
         routing.outcome = Outcome::Execute;
         routing.choices = 0;
@@ -457,9 +602,9 @@ fn select(routing: &mut Routing, joint: Option<&Routing>, chosen: &TemplateRef) 
 }
 
 /// Put `chosen` first and ask whether it or the question's own best was meant.
-fn offer(routing: &mut Routing, joint: Option<&Routing>, chosen: &TemplateRef) {
+fn offer(routing: &mut Routing, others: &[&Routing], chosen: &TemplateRef) {
     let had_best = routing.best().is_some();
-    if move_first(routing, joint, chosen) {
+    if move_first(routing, others, chosen) {
         routing.selected = Some(0);
         if had_best && routing.matches.get(1).is_some_and(|m| !m.is_declined()) {
             routing.outcome = Outcome::Clarify;
@@ -471,14 +616,14 @@ fn offer(routing: &mut Routing, joint: Option<&Routing>, chosen: &TemplateRef) {
     }
 }
 
-/// Move `chosen` to the front (from the joint routing if need be); false when neither
-/// routing holds it.
-fn move_first(routing: &mut Routing, joint: Option<&Routing>, chosen: &TemplateRef) -> bool {
+/// Move `chosen` to the front (from the first of `others` that holds it if need be);
+/// false when no routing holds it.
+fn move_first(routing: &mut Routing, others: &[&Routing], chosen: &TemplateRef) -> bool {
     let is_chosen =
         |m: &Match| m.datasource == chosen.datasource && m.template_id == chosen.template_id;
     let position = match routing.matches.iter().position(is_chosen) {
         Some(i) => i,
-        None => match joint.and_then(|j| j.matches.iter().find(|m| is_chosen(m))) {
+        None => match others.iter().find_map(|o| o.matches.iter().find(|m| is_chosen(m))) {
             Some(m) => {
                 routing.matches.push(m.clone());
                 routing.matches.len() - 1

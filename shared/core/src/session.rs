@@ -37,6 +37,10 @@ pub struct Turn {
     /// With `clarify`: the choices offered, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub choices: Vec<TemplateRef>,
+    /// The answer's text as the adapter gave it, kept only with `sessions.store_text`: what
+    /// the assistant said before the next turn, when its caller sends none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<String>,
     /// Unix seconds.
     pub at: i64,
 }
@@ -98,6 +102,23 @@ pub struct ContextReport {
     pub topic_words: usize,
     /// The topic prior factor on the context's template (1 = none), with topics.
     pub topic_boost: Option<f32>,
+    /// How what the assistant said just before weighed, when it was known.
+    pub assistant: Option<AssistantReport>,
+}
+
+/// What the assistant's turn contributed to a routing.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AssistantReport {
+    /// What its text alone routes to: the template it offered or talked about.
+    pub offered: Option<Weighted>,
+    /// Whether it made an offer (`sessions.context.offer_cues`).
+    pub offers: bool,
+    /// The power of "its text + this turn" as evidence (`assistant_power`).
+    #[serde(serialize_with = "serialize_decimal")]
+    pub evidence_power: f32,
+    /// Share of the prior given to what it offered (offer_weight when it offers, else 0).
+    #[serde(serialize_with = "serialize_decimal")]
+    pub prior_weight: f32,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -230,6 +251,7 @@ mod tests {
             confidence: 0.9,
             belief: Vec::new(),
             choices: Vec::new(),
+            answer: None,
             at,
         }
     }

@@ -105,6 +105,7 @@ fn question(body: QueryRequest, owner: String) -> Question {
         workflow_id: body.workflow_id,
         fusion: body.fusion,
         filters: body.filters.unwrap_or_default(),
+        assistant: body.assistant,
     }
 }
 

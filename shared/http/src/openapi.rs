@@ -28,7 +28,6 @@ use crate::wire;
         wire::Fusion,
         wire::ErrorBody,
         wire::Health,
-        wire::EmbeddingHealth,
         wire::Stats,
         wire::RouteReport,
         wire::QueryAnswer,

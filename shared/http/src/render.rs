@@ -481,6 +481,12 @@ fn session_context(report: &ContextReport) -> SessionContext {
         context: report.context.as_ref().map(hypothesis),
         topic_words: report.topic_words,
         topic_boost: report.topic_boost,
+        assistant: report.assistant.as_ref().map(|a| AssistantContext {
+            offered: a.offered.as_ref().map(hypothesis),
+            offers: a.offers,
+            evidence_power: a.evidence_power,
+            prior_weight: a.prior_weight,
+        }),
     }
 }
 

@@ -24,6 +24,15 @@ pub struct QueryRequest {
     #[serde(default)]
     #[schema(min_length = 1, max_length = 128)]
     pub session_id: Option<String>,
+    /// What the assistant said just before this question (a chat application's last
+    /// assistant message), at most 2,000 characters: an offer it made ("Would you like to
+    /// book a table?") makes an acceptance ("Yes, please") route to what it offered.
+    /// Without it, the session's last answer plays that part (kept with
+    /// `sessions.store_text`). A chat's whole `messages` list maps onto `query` (the last
+    /// user message), this field (the last assistant message) and the session.
+    #[serde(default)]
+    #[schema(max_length = 2000, example = "Would you like the headcount of Sales too?")]
+    pub assistant: Option<String>,
     /// Search only these of the caller's datasources.
     #[serde(default)]
     pub datasources: Option<Vec<String>>,
@@ -293,6 +302,23 @@ pub struct SessionContext {
     /// The topics' prior factor on the conversation's template (1 = none); absent
     /// without topics.
     pub topic_boost: Option<f32>,
+    /// How what the assistant said before this question weighed; absent when it was not
+    /// known (no `assistant` and no earlier answer kept).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub assistant: Option<AssistantContext>,
+}
+
+/// What the assistant's turn contributed to a routing.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct AssistantContext {
+    /// What the assistant's text alone routes to (what it offered or talked about).
+    pub offered: Option<Hypothesis>,
+    /// Whether the text made an offer (`sessions.context.offer_cues`).
+    pub offers: bool,
+    /// The power of "its text + this question" as evidence in the conversation's filter.
+    pub evidence_power: f32,
+    /// Share of the conversation's prior given to what it offered.
+    pub prior_weight: f32,
 }
 
 #[derive(Debug, Clone, Serialize, ToSchema)]

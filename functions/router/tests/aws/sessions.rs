@@ -250,6 +250,7 @@ fn executed(n: usize, at: i64) -> Turn {
         confidence: 0.9,
         belief: Vec::new(),
         choices: Vec::new(),
+        answer: None,
         at,
     }
 }

@@ -103,6 +103,16 @@ pub struct ContextConfig {
     /// Weight of the routing of "previous question + this one" in the evidence (needs
     /// `store_text`).
     pub previous_question_weight: f32,
+    /// The routing of "what the assistant said + this turn" is evidence raised to this
+    /// power ("Would you like to book a table? Yes, please." is sure of the reservation).
+    pub assistant_power: f32,
+    /// Share of the prior given to what the assistant's turn alone routes to (what it
+    /// offered), when it makes an offer ("Would you like to ...?") ...
+    pub offer_weight: f32,
+    /// ... which it does when its text holds one of these (lower case), and the turn
+    /// accepts it: it opens with one of these.
+    pub offer_cues: Vec<String>,
+    pub acceptance_cues: Vec<String>,
     /// The previous turn's pull halves every this many seconds.
     pub half_life_seconds: u64,
     /// A datasource chosen at least this many times in the window is preferred...

@@ -179,6 +179,7 @@ fn check_sessions(sessions: &SessionsConfig) -> Checked {
         ("uninformative_below", c.uninformative_below),
         ("informative_above", c.informative_above),
         ("previous_question_weight", c.previous_question_weight),
+        ("offer_weight", c.offer_weight),
         ("min_probability", c.min_probability),
     ];
     for (name, value) in probabilities {
@@ -195,6 +196,12 @@ fn check_sessions(sessions: &SessionsConfig) -> Checked {
         return invalid(
             "sessions.context",
             "evidence_power, evidence_floor and preference_weight must be positive",
+        );
+    }
+    if !(c.assistant_power.is_finite() && c.assistant_power >= 0.0) {
+        return invalid(
+            "sessions.context.assistant_power",
+            format!("must be 0 or more, not {}", c.assistant_power),
         );
     }
     if c.uninformative_below >= c.informative_above {

@@ -9,6 +9,56 @@ fn template(datasource: &str, template_id: &str) -> TemplateRef {
     }
 }
 
+/// The filter's step without an assistant's offer.
+fn follow(
+    config: &ContextConfig,
+    previous: &[Weighted],
+    weight: f32,
+    preferred: Option<&str>,
+    evidence: &[Evidence],
+    power: f32,
+    tilts: &[f32],
+) -> Vec<Weighted> {
+    super::follow(
+        config,
+        Prior {
+            previous,
+            weight,
+            preferred,
+            tilts,
+            offered: &[],
+            offer_weight: 0.0,
+        },
+        evidence,
+        power,
+    )
+}
+
+#[test]
+fn an_offer_takes_its_share_of_the_prior() {
+    let even = evidence(&[
+        ("restaurants", "find_restaurants", 0.1, false),
+        ("restaurants", "reserve_restaurant", 0.1, true),
+    ]);
+    let previous = [Weighted {
+        datasource: "restaurants".into(),
+        template_id: "find_restaurants".into(),
+        probability: 1.0,
+    }];
+    let prior = |offer_weight| Prior {
+        previous: &previous,
+        weight: 1.0,
+        preferred: None,
+        tilts: &[],
+        offered: &[0.0, 0.9],
+        offer_weight,
+    };
+    let stays = super::follow(&config(), prior(0.0), &even, 1.0);
+    assert_eq!(stays[0].template_id, "find_restaurants");
+    let accepts = super::follow(&config(), prior(0.5), &even, 1.0);
+    assert_eq!(accepts[0].template_id, "reserve_restaurant");
+}
+
 fn evidence(items: &[(&str, &str, f32, bool)]) -> Vec<Evidence> {
     items
         .iter()
@@ -139,6 +189,7 @@ fn turn(d: &str, t: &str, outcome: TurnOutcome) -> Turn {
         confidence: 0.8,
         belief: Vec::new(),
         choices: Vec::new(),
+        answer: None,
         at: 0,
     }
 }

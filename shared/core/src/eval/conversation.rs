@@ -1,16 +1,21 @@
 //! Conversation replay: the lines of each `session_id`, in order, routed through the same
 //! session logic as the API (`crate::conversation`, turns kept in memory), and each turn
-//! routed alone as well. A turn is right when both its datasource and template are.
+//! routed alone as well. A turn is right when both its datasource and template are. A
+//! line's `assistant` (what the assistant said before it) is read as the API reads a
+//! request's.
 //!
 //! The questions' vectors are the ones the rest of `eval` uses. Sessions advance together,
-//! one turn each per wave, so every wave's joint "previous question + this one" texts are
-//! embedded in one batch. A turn comes 30 seconds after the previous one.
+//! one turn each per wave, so every wave's extra texts ("previous question + this one",
+//! the assistant's turn alone and with it) are embedded in one batch. A turn comes 30
+//! seconds after the previous one.
 
 use std::collections::HashMap;
 
 use serde::Serialize;
 
-use crate::conversation::{contextualize, joint_question, turn_of, unexecuted_outcome};
+use crate::conversation::{
+    assistant_question, assistant_text, contextualize, joint_question, turn_of, unexecuted_outcome, AssistantTurn,
+};
 use crate::error::Result;
 use crate::router::{Access, Router, Routing};
 use crate::session::{push_bounded, Turn};
@@ -40,8 +45,12 @@ pub struct TurnAccuracy {
 pub struct ConversationReport {
     pub sessions: usize,
     pub turns: TurnCounts,
-    /// Absent with `--no-session`.
+    /// With the session (and the assistant's turns where the lines have them); absent
+    /// with `--no-session`.
     pub with_session: Option<TurnAccuracy>,
+    /// With the session but not the assistant's turns: present when the lines have
+    /// assistant turns and they were replayed.
+    pub without_assistant: Option<TurnAccuracy>,
     pub without_session: TurnAccuracy,
 }
 
@@ -68,62 +77,129 @@ struct Line<'a> {
     kind: Kind,
 }
 
-/// Replay every conversation of `queries` (lines without `session_id` are left out); with
-/// `use_session` false, only the turn-alone figures.
+/// What a replay reads besides each turn's own text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Replay {
+    /// Each turn alone only.
+    NoSession,
+    /// The session's turns, not the assistant's.
+    Session,
+    /// The session's turns and, on lines that have it, what the assistant said before.
+    SessionAndAssistant,
+}
+
+/// Replay every conversation of `queries` (lines without `session_id` are left out): each
+/// turn alone, and as `mode` says. With the assistant's turns, the session without them is
+/// replayed as well, for comparison.
 pub fn replay(
     router: &Router,
     queries: &[LabeledQuery],
     embedded: &Embedded,
-    use_session: bool,
+    mode: Replay,
 ) -> Result<Option<ConversationReport>> {
     let conversations = conversations(queries, &embedded.vectors);
     if conversations.is_empty() {
         return Ok(None);
     }
+    let mut alone = Tally::default();
+    for line in conversations.iter().flatten() {
+        alone.add(line, &router.route_vector(&line.query.text, line.vector, &Access::All)?);
+    }
+    let has_assistant = conversations
+        .iter()
+        .flatten()
+        .any(|l| l.query.assistant.is_some());
+    let (with_session, without_assistant) = match mode {
+        Replay::NoSession => (None, None),
+        Replay::Session => (Some(in_session(router, &conversations, false)?), None),
+        Replay::SessionAndAssistant if !has_assistant => {
+            (Some(in_session(router, &conversations, false)?), None)
+        }
+        Replay::SessionAndAssistant => (
+            Some(in_session(router, &conversations, true)?),
+            Some(in_session(router, &conversations, false)?),
+        ),
+    };
+    Ok(Some(ConversationReport {
+        sessions: conversations.len(),
+        turns: alone.counts(),
+        with_session: with_session.map(|t| t.accuracy()),
+        without_assistant: without_assistant.map(|t| t.accuracy()),
+        without_session: alone.accuracy(),
+    }))
+}
+
+/// The texts a turn is routed with besides its own: the previous question with it, and
+/// what the assistant said alone and with it.
+#[derive(Default)]
+struct Extra {
+    joint: Option<String>,
+    assistant: Option<(String, String)>,
+}
+
+/// Replay the conversations through the session logic, with or without the assistant's
+/// turns. Sessions advance together, one turn each per wave, so each wave's extra texts
+/// are embedded in one batch.
+fn in_session(router: &Router, conversations: &[Vec<Line<'_>>], assistant: bool) -> Result<Tally> {
     let longest = conversations.iter().map(Vec::len).max().unwrap_or(0);
     let config = &router.config().sessions;
     let mut turns: Vec<Vec<Turn>> = vec![Vec::new(); conversations.len()];
-    let mut alone = Tally::default();
-    let mut in_session = Tally::default();
+    let mut tally = Tally::default();
     for wave in 0..longest {
         let now = SECONDS_PER_TURN * wave as i64;
         let active: Vec<usize> = (0..conversations.len())
             .filter(|&c| wave < conversations[c].len())
             .collect();
-        let joints: Vec<Option<String>> = active
+        let extras: Vec<Extra> = active
             .iter()
             .map(|&c| {
-                let text = &conversations[c][wave].query.text;
-                use_session
-                    .then(|| joint_question(&turns[c], text, config))
-                    .flatten()
-                    .map(|j| router.embedding_text(&j))
+                let query = conversations[c][wave].query;
+                let said = query.assistant.as_deref().filter(|_| assistant);
+                Extra {
+                    joint: joint_question(&turns[c], &query.text, config),
+                    assistant: said.map(|said| {
+                        (
+                            assistant_text(said),
+                            assistant_question(said, &query.text),
+                        )
+                    }),
+                }
             })
             .collect();
-        let batch: Vec<&str> = joints.iter().flatten().map(String::as_str).collect();
+        let mut texts: Vec<String> = Vec::new();
+        for extra in &extras {
+            texts.extend(extra.joint.iter().cloned());
+            if let Some((alone, with_turn)) = &extra.assistant {
+                texts.push(alone.clone());
+                texts.push(with_turn.clone());
+            }
+        }
+        let embedding: Vec<String> = texts.iter().map(|t| router.embedding_text(t)).collect();
+        let batch: Vec<&str> = embedding.iter().map(String::as_str).collect();
         let vectors = if batch.is_empty() {
             Vec::new()
         } else {
             router.embedder().embed(&batch)?
         };
-        let mut joint_vectors = vectors.iter();
-        for (slot, &c) in active.iter().enumerate() {
+        let mut next = texts.iter().zip(&vectors);
+        let mut route_next = || -> Result<Routing> {
+            let (text, vector) = next.next().expect("one vector per text");
+            router.route_vector(text, vector, &Access::All)
+        };
+        for (extra, &c) in extras.iter().zip(&active) {
             let line = &conversations[c][wave];
-            let text = &line.query.text;
-            let own = router.route_vector(text, line.vector, &Access::All)?;
-            alone.add(line, &own);
-            if !use_session {
-                continue;
-            }
-            let joint = match &joints[slot] {
-                Some(joint_text) => {
-                    let vector = joint_vectors.next().expect("one vector per joint text");
-                    Some(router.route_vector(joint_text, vector, &Access::All)?)
-                }
+            let own = router.route_vector(&line.query.text, line.vector, &Access::All)?;
+            let joint = extra.joint.as_ref().map(|_| route_next()).transpose()?;
+            let said = match &extra.assistant {
+                Some(_) => Some((route_next()?, route_next()?)),
                 None => None,
             };
-            let routing = contextualize(router, own, joint.as_ref(), &turns[c], None, now);
-            in_session.add(line, &routing);
+            let said = said.as_ref().map(|(alone, with_turn)| AssistantTurn {
+                alone,
+                with_turn,
+            });
+            let routing = contextualize(router, own, joint.as_ref(), said, &turns[c], None, now);
+            tally.add(line, &routing);
             let turn = turn_of(
                 &routing,
                 unexecuted_outcome(&routing),
@@ -134,12 +210,7 @@ pub fn replay(
             push_bounded(&mut turns[c], turn, config.max_turns);
         }
     }
-    Ok(Some(ConversationReport {
-        sessions: conversations.len(),
-        turns: alone.counts(),
-        with_session: use_session.then(|| in_session.accuracy()),
-        without_session: alone.accuracy(),
-    }))
+    Ok(tally)
 }
 
 /// The conversations in order of first appearance, each in line order.

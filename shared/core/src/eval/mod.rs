@@ -35,6 +35,9 @@ pub struct LabeledQuery {
     pub session_id: Option<String>,
     #[serde(default)]
     pub turn: Option<u32>,
+    /// What the assistant said just before this turn.
+    #[serde(default)]
+    pub assistant: Option<String>,
 }
 
 impl LabeledQuery {

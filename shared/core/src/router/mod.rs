@@ -207,29 +207,36 @@ impl Router {
         Ok(candidates)
     }
 
-    /// Stages 1 and 2 for a question and, when given, the previous question with it (the
-    /// conversation's joint hypothesis): both embedded in one batch.
-    pub fn candidates_with_joint(
+    /// Stages 1 and 2 for a question and for the conversation's other texts (the previous
+    /// question with it, what the assistant said alone and with it), all embedded in one
+    /// batch; the others' candidates in their order.
+    pub fn candidates_with_context(
         &self,
         query: &str,
-        joint: Option<&str>,
+        others: &[String],
         access: &Access,
-    ) -> Result<(Candidates, Option<Candidates>)> {
-        let Some(joint) = joint else {
-            return Ok((self.candidates(query, access)?, None));
-        };
+    ) -> Result<(Candidates, Vec<Candidates>)> {
+        if others.is_empty() {
+            return Ok((self.candidates(query, access)?, Vec::new()));
+        }
         Router::validate_query(query)?;
         let start = Instant::now();
-        let texts = [self.embedding_text(query), self.embedding_text(joint)];
-        let vectors = self
-            .embedder
-            .embed(&[texts[0].as_str(), texts[1].as_str()])?;
+        let texts: Vec<String> = std::iter::once(query)
+            .chain(others.iter().map(String::as_str))
+            .map(|t| self.embedding_text(t))
+            .collect();
+        let batch: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let vectors = self.embedder.embed(&batch)?;
         let embedding_ms = ms_since(start);
         let mut own = self.candidates_for_vector(query, &vectors[0], access);
         own.timings.embedding_ms = embedding_ms;
         own.timings.total_ms = ms_since(start);
-        let joint = self.candidates_for_vector(joint, &vectors[1], access);
-        Ok((own, Some(joint)))
+        let others = others
+            .iter()
+            .zip(&vectors[1..])
+            .map(|(text, vector)| self.candidates_for_vector(text, vector, access))
+            .collect();
+        Ok((own, others))
     }
 
     /// Stages 1 and 2 with the query's vector already computed (batch evaluation).

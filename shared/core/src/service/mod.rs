@@ -16,7 +16,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde_json::Map;
 
 use crate::auth::Access;
-use crate::conversation::{contextualize, joint_question, turn_of};
+use crate::conversation::{
+    assistant_question, assistant_text, contextualize, joint_question, turn_of, AssistantTurn,
+    MAX_ASSISTANT_CHARS,
+};
 use crate::documents::schema::{schema_context, SchemaContext};
 use crate::documents::ChunkIndex;
 use crate::error::{Error, Result};
@@ -52,6 +55,9 @@ pub struct Question {
     /// Whose ids `session_id` and `workflow_id` are (`auth::owner`; set by the transport
     /// from the caller's identity, never from the body). Empty: one tenant.
     pub owner: String,
+    /// What the assistant said just before this question (a chat application's last
+    /// assistant message); without it, a session's last answer plays that part.
+    pub assistant: Option<String>,
 }
 
 impl Question {
@@ -68,6 +74,14 @@ impl Question {
                 return Err(Error::invalid_request(
                     "session_id",
                     format!("must be a string of 1 to {MAX_SESSION_ID_CHARS} characters"),
+                ));
+            }
+        }
+        if let Some(said) = &self.assistant {
+            if said.chars().count() > MAX_ASSISTANT_CHARS {
+                return Err(Error::invalid_request(
+                    "assistant",
+                    format!("must be at most {MAX_ASSISTANT_CHARS} characters"),
                 ));
             }
         }
@@ -290,13 +304,13 @@ impl<I: AdapterInvoker, S: SessionStore> Service<I, S> {
             (Some(_), Err(error)) => SessionUse::Unavailable { error },
             (Some(id), Ok(Some(turns))) => {
                 let (outcome, parameters) = turn_result(&routing, &execution, &orchestration);
-                let turn = turn_of(
-                    &routing,
-                    outcome,
-                    parameters,
-                    &self.router.config().sessions,
-                    now,
-                );
+                let sessions = &self.router.config().sessions;
+                let mut turn = turn_of(&routing, outcome, parameters, sessions, now);
+                turn.answer = execution
+                    .as_ref()
+                    .and_then(|e| e.adapter.as_ref().ok())
+                    .filter(|_| sessions.store_text)
+                    .map(|response| assistant_text(&response.content));
                 let saved = self.sessions.append(&id, turn).await;
                 if let Err(e) = &saved {
                     metrics::counter!("SessionStoreErrors").increment(1);
@@ -378,18 +392,47 @@ impl<I: AdapterInvoker, S: SessionStore> Service<I, S> {
         };
         let sessions = &self.router.config().sessions;
         let joint = turns.and_then(|t| joint_question(t, &question.query, sessions));
-        let (candidates, joint) =
+        // What the assistant said before: the caller's, else the session's last answer.
+        let said = question
+            .assistant
+            .as_deref()
+            .or_else(|| turns.and_then(|t| t.last()?.answer.as_deref()))
+            .filter(|s| !s.trim().is_empty() && sessions.context.enabled);
+        let has_joint = joint.is_some();
+        let mut others: Vec<String> = joint.into_iter().collect();
+        if let Some(said) = said {
+            others.push(assistant_text(said));
+            others.push(assistant_question(said, &question.query));
+        }
+        let (candidates, others) =
             self.router
-                .candidates_with_joint(&question.query, joint.as_deref(), &access)?;
+                .candidates_with_context(&question.query, &others, &access)?;
         let reranked = match &self.rerank {
             Some(stage) => stage.rerank(&self.router, &candidates, now).await,
             None => self.router.not_reranked(),
         };
         let own = self.router.decide(candidates, reranked);
+        let mut others = others
+            .into_iter()
+            .map(|c| self.router.decide(c, self.router.not_reranked()));
+        let joint = if has_joint { others.next() } else { None };
+        let said = said.and_then(|_| Some((others.next()?, others.next()?)));
+        let assistant = said.as_ref().map(|(alone, with_turn)| AssistantTurn {
+            alone,
+            with_turn,
+        });
         let routing = match turns {
-            Some(turns) => {
-                let joint = joint.map(|c| self.router.decide(c, self.router.not_reranked()));
-                contextualize(&self.router, own, joint.as_ref(), turns, topics, now)
+            Some(turns) => contextualize(
+                &self.router,
+                own,
+                joint.as_ref(),
+                assistant,
+                turns,
+                topics,
+                now,
+            ),
+            None if assistant.is_some() => {
+                contextualize(&self.router, own, None, assistant, &[], topics, now)
             }
             None => own,
         };
