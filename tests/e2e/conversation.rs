@@ -108,7 +108,21 @@ fn a_follow_up_continues_and_a_clear_switch_routes_away() {
 
 #[test]
 fn a_clarify_choice_is_resolved_by_the_next_turn() {
-    let (_cache, server) = demo();
+    // A clarify margin wider than any gap: "vehicles in King County" fits several EV
+    // templates about equally, and whether its top two fall within the default 0.1 is a
+    // near tie of the model's, not what this test is about.
+    let cache = tempfile::tempdir().unwrap();
+    let config = cache.path().join("switchyard.yaml");
+    std::fs::write(&config, "composite_retrieval:\n  clarify:\n    margin: 5\n").unwrap();
+    let server = serve(
+        cache.path(),
+        &[
+            "--templates".as_ref(),
+            "templates/demo".as_ref(),
+            "--config".as_ref(),
+            config.as_os_str(),
+        ],
+    );
     let chat = Conversation::new(&server, "clarify");
     let asked = chat.ask("vehicles in King County");
     assert_eq!(asked["status"], "clarify", "{asked}");
@@ -199,7 +213,10 @@ fn an_accepted_offer_routes_to_what_the_assistant_offered() {
         yes["metadata"]["template_id"], said["offered"]["template_id"],
         "{yes}"
     );
-    assert_eq!(yes["metadata"]["composite_routing"]["selected_adapter"], "hr");
+    assert_eq!(
+        yes["metadata"]["composite_routing"]["selected_adapter"],
+        "hr"
+    );
     // The department comes from the offer the turn accepted.
     assert!(yes["content"].as_str().unwrap().contains("Sales"), "{yes}");
 
@@ -220,7 +237,10 @@ fn the_sessions_last_answer_is_the_assistant_turn_when_none_is_sent() {
     let (_cache, server) = demo();
     let chat = Conversation::new(&server, "last-answer");
     let first = chat.ask("How many employees work in Engineering?");
-    assert_eq!(first["metadata"]["session"]["context"]["assistant"], Value::Null);
+    assert_eq!(
+        first["metadata"]["session"]["context"]["assistant"],
+        Value::Null
+    );
     let next = chat.ask("And in Sales?");
     let said = &next["metadata"]["session"]["context"]["assistant"];
     // "14 employees work in Engineering." offers nothing, and is about headcounts.
@@ -235,7 +255,11 @@ fn the_sessions_last_answer_is_the_assistant_turn_when_none_is_sent() {
 #[test]
 fn a_bad_assistant_field_is_named() {
     let (_cache, server) = demo();
-    for assistant in [json!("a".repeat(2001)), json!(42), json!(["Would you like"])] {
+    for assistant in [
+        json!("a".repeat(2001)),
+        json!(42),
+        json!(["Would you like"]),
+    ] {
         let (status, body) = post(
             &server,
             "/v1/query",

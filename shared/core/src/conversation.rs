@@ -485,7 +485,6 @@ fn accepted(assistant: AssistantTurn<'_>, chosen: &TemplateRef) -> bool {
         .is_some_and(|m| m.template_ref() == *chosen)
 }
 
-
 fn same(a: &Match, b: &Match) -> bool {
     a.datasource == b.datasource && a.template_id == b.template_id
 }
@@ -623,7 +622,10 @@ fn move_first(routing: &mut Routing, others: &[&Routing], chosen: &TemplateRef) 
         |m: &Match| m.datasource == chosen.datasource && m.template_id == chosen.template_id;
     let position = match routing.matches.iter().position(is_chosen) {
         Some(i) => i,
-        None => match others.iter().find_map(|o| o.matches.iter().find(|m| is_chosen(m))) {
+        None => match others
+            .iter()
+            .find_map(|o| o.matches.iter().find(|m| is_chosen(m)))
+        {
             Some(m) => {
                 routing.matches.push(m.clone());
                 routing.matches.len() - 1

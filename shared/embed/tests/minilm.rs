@@ -108,7 +108,10 @@ fn vectors_match_the_committed_int8_reference_on_this_cpu() {
         );
     }
     let mean = sum / reference.items.len() as f32;
-    assert!(mean >= min_mean, "mean cosine {mean} (tolerance {min_mean})");
+    assert!(
+        mean >= min_mean,
+        "mean cosine {mean} (tolerance {min_mean})"
+    );
 }
 
 #[test]

@@ -31,7 +31,10 @@ pub struct QueryRequest {
     /// `sessions.store_text`). A chat's whole `messages` list maps onto `query` (the last
     /// user message), this field (the last assistant message) and the session.
     #[serde(default)]
-    #[schema(max_length = 2000, example = "Would you like the headcount of Sales too?")]
+    #[schema(
+        max_length = 2000,
+        example = "Would you like the headcount of Sales too?"
+    )]
     pub assistant: Option<String>,
     /// Search only these of the caller's datasources.
     #[serde(default)]

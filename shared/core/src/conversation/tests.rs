@@ -65,6 +65,7 @@ fn evidence(items: &[(&str, &str, f32, bool)]) -> Vec<Evidence> {
         .map(|&(d, t, probability, action)| Evidence {
             template: template(d, t),
             probability,
+            said: None,
             action,
         })
         .collect()
@@ -307,11 +308,11 @@ fn a_clarify_choice_is_picked_by_ordinal_or_by_name() {
 #[test]
 fn selecting_moves_the_choice_first_and_executes() {
     let mut r = routing(&[("a", "x"), ("b", "y")]);
-    select(&mut r, None, &template("b", "y"));
+    select(&mut r, &[], &template("b", "y"));
     assert_eq!(r.matches[0].template_id, "y");
     assert_eq!((r.selected, r.outcome), (Some(0), Outcome::Execute));
     let joint = routing(&[("c", "z")]);
-    select(&mut r, Some(&joint), &template("c", "z"));
+    select(&mut r, &[&joint], &template("c", "z"));
     assert_eq!(
         r.matches[0].template_id, "z",
         "taken from the joint routing"

@@ -14,7 +14,8 @@ use std::collections::HashMap;
 use serde::Serialize;
 
 use crate::conversation::{
-    assistant_question, assistant_text, contextualize, joint_question, turn_of, unexecuted_outcome, AssistantTurn,
+    assistant_question, assistant_text, contextualize, joint_question, turn_of, unexecuted_outcome,
+    AssistantTurn,
 };
 use crate::error::Result;
 use crate::router::{Access, Router, Routing};
@@ -103,7 +104,10 @@ pub fn replay(
     }
     let mut alone = Tally::default();
     for line in conversations.iter().flatten() {
-        alone.add(line, &router.route_vector(&line.query.text, line.vector, &Access::All)?);
+        alone.add(
+            line,
+            &router.route_vector(&line.query.text, line.vector, &Access::All)?,
+        );
     }
     let has_assistant = conversations
         .iter()
@@ -157,12 +161,8 @@ fn in_session(router: &Router, conversations: &[Vec<Line<'_>>], assistant: bool)
                 let said = query.assistant.as_deref().filter(|_| assistant);
                 Extra {
                     joint: joint_question(&turns[c], &query.text, config),
-                    assistant: said.map(|said| {
-                        (
-                            assistant_text(said),
-                            assistant_question(said, &query.text),
-                        )
-                    }),
+                    assistant: said
+                        .map(|said| (assistant_text(said), assistant_question(said, &query.text))),
                 }
             })
             .collect();
@@ -194,10 +194,9 @@ fn in_session(router: &Router, conversations: &[Vec<Line<'_>>], assistant: bool)
                 Some(_) => Some((route_next()?, route_next()?)),
                 None => None,
             };
-            let said = said.as_ref().map(|(alone, with_turn)| AssistantTurn {
-                alone,
-                with_turn,
-            });
+            let said = said
+                .as_ref()
+                .map(|(alone, with_turn)| AssistantTurn { alone, with_turn });
             let routing = contextualize(router, own, joint.as_ref(), said, &turns[c], None, now);
             tally.add(line, &routing);
             let turn = turn_of(

@@ -417,10 +417,9 @@ impl<I: AdapterInvoker, S: SessionStore> Service<I, S> {
             .map(|c| self.router.decide(c, self.router.not_reranked()));
         let joint = if has_joint { others.next() } else { None };
         let said = said.and_then(|_| Some((others.next()?, others.next()?)));
-        let assistant = said.as_ref().map(|(alone, with_turn)| AssistantTurn {
-            alone,
-            with_turn,
-        });
+        let assistant = said
+            .as_ref()
+            .map(|(alone, with_turn)| AssistantTurn { alone, with_turn });
         let routing = match turns {
             Some(turns) => contextualize(
                 &self.router,
