@@ -27,19 +27,15 @@ from build_onnx_model import feeds_for, load_tokenizer, make_session, sentence_e
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# The sentence-transformers reference sentences, the index's probe sentences
-# (shared/core/src/index/drift.rs) and a few of other shapes.
+# The sentence-transformers reference sentences and a few of other shapes: an acceptance,
+# digits and symbols, one word, a long question, an offer.
 EXTRA = [
-    "How many people work in the Engineering department?",
-    "what's the weather like in Paris tomorrow",
-    "Transfer $250 from checking to savings, please.",
-    "cancel",
-    "Which flights leave Boston for Denver after 5 pm on Friday, and how much do they cost?",
-    "I'd like to book a table for 2 at an Italian restaurant.",
-    "The quick brown fox jumps over the lazy dog.",
-    "translate 'good morning' into Spanish",
     "yes please",
     "what's the mean of 4, 8, 15 and 16",
+    "Move $1,250.50 to savings on 03/15",
+    "balance",
+    "Find round trip flights from New York to San Francisco leaving next Friday and coming back on Sunday for 3 people",
+    "Would you like the headcount of Sales too?",
 ]
 
 
