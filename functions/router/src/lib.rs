@@ -207,7 +207,7 @@ pub async fn cold_start(
     let rerank = reranker.map(|reranker| {
         let cache: Arc<dyn RerankCache> = match &settings.rerank_cache_table {
             Some(table) => Arc::new(DynamoRerankCache::new(dynamodb.clone(), table)),
-            None => Arc::new(MemoryRerankCache::default()),
+            None => Arc::new(MemoryRerankCache::new(config.rerank_cache.memory_capacity)),
         };
         RerankStage::new(reranker, cache, config.rerank_cache.ttl_seconds)
     });

@@ -36,6 +36,7 @@ pub fn run(
             .with_llm(llm);
         let sessions = MemorySessionStore::new(router.config().sessions.clone());
         let ttl = router.config().rerank_cache.ttl_seconds;
+        let cache_capacity = router.config().rerank_cache.memory_capacity;
         let splitter = switchyard_rerank::ChatSplitter::from_config(router.config())?;
         let mut service = Service::new(router, invoker, sessions);
         if let Some(schema) = schema {
@@ -45,7 +46,7 @@ pub fn run(
             service = service.with_splitter(splitter);
         }
         if let Some(reranker) = reranker {
-            let cache = Arc::new(MemoryRerankCache::default());
+            let cache = Arc::new(MemoryRerankCache::new(cache_capacity));
             service = service.with_rerank(RerankStage::new(reranker, cache, ttl));
         }
         let app = switchyard_http::app(Arc::new(service));

@@ -9,6 +9,7 @@ pub mod documents;
 pub mod embed;
 pub mod error;
 pub mod eval;
+pub mod expiring;
 pub mod feedback;
 pub mod head;
 pub mod index;

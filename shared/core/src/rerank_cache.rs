@@ -4,12 +4,10 @@
 //! In memory locally, DynamoDB on AWS (`switchyard-aws`). Stores may delete expired entries
 //! late (DynamoDB's TTL does), so every read checks `expires_at` itself.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-
 use sha2::{Digest, Sha256};
 
 use crate::error::Result;
+use crate::expiring::ExpiringMap;
 use crate::template::Template;
 use crate::BoxFuture;
 
@@ -52,25 +50,36 @@ pub fn cache_key(reranker_id: &str, query: &str, candidates: &[(&str, &Template)
     hex::encode(hasher.finalize())
 }
 
-/// Entries in this process.
-#[derive(Default)]
+/// Entries in this process: at most `rerank_cache.memory_capacity` (the least recently
+/// used go).
 pub struct MemoryRerankCache {
-    entries: Mutex<HashMap<String, CachedScores>>,
+    entries: ExpiringMap<Vec<f32>>,
+}
+
+impl MemoryRerankCache {
+    pub fn new(capacity: usize) -> Self {
+        MemoryRerankCache {
+            entries: ExpiringMap::new(capacity),
+        }
+    }
+
+    /// Entries held.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
 }
 
 impl RerankCache for MemoryRerankCache {
     fn get<'a>(&'a self, key: &'a str, now: i64) -> BoxFuture<'a, Result<Option<Vec<f32>>>> {
-        let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        let found = entries
-            .get(key)
-            .filter(|entry| entry.expires_at > now)
-            .map(|entry| entry.scores.clone());
-        Box::pin(std::future::ready(Ok(found)))
+        Box::pin(std::future::ready(Ok(self.entries.get(key, now))))
     }
 
     fn put<'a>(&'a self, key: &'a str, entry: CachedScores) -> BoxFuture<'a, Result<()>> {
-        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        entries.insert(key.to_owned(), entry);
+        self.entries.put(key, entry.scores, entry.expires_at);
         Box::pin(std::future::ready(Ok(())))
     }
 }
@@ -111,7 +120,7 @@ mod tests {
 
     #[tokio::test]
     async fn expired_entries_are_ignored() {
-        let cache = MemoryRerankCache::default();
+        let cache = MemoryRerankCache::new(10);
         let entry = CachedScores {
             scores: vec![0.5, 0.25],
             expires_at: 100,

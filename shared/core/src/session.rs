@@ -2,15 +2,14 @@
 //! takes the parameters it leaves out from them, and `crate::conversation` routes it with
 //! them. The store is a trait: in memory locally, DynamoDB on AWS (`switchyard-aws`).
 
-use std::collections::HashMap;
 use std::future::Future;
-use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::config::SessionsConfig;
 use crate::error::Result;
+use crate::expiring::ExpiringMap;
 use crate::scoring::serialize_decimal;
 
 /// One question of a session and what became of it.
@@ -179,60 +178,48 @@ pub fn push_bounded(turns: &mut Vec<Turn>, turn: Turn, max_turns: usize) {
 /// Sessions in this process (local `serve`, tests).
 pub struct MemorySessionStore {
     config: SessionsConfig,
-    /// Session id → (expires_at, turns).
-    sessions: Mutex<HashMap<String, (i64, Vec<Turn>)>>,
+    /// Session id → its turns, expiring `ttl_seconds` after the last one; at most
+    /// `memory_capacity` sessions (the least recently used go).
+    sessions: ExpiringMap<Vec<Turn>>,
 }
 
 impl MemorySessionStore {
     pub fn new(config: SessionsConfig) -> Self {
         MemorySessionStore {
+            sessions: ExpiringMap::new(config.memory_capacity),
             config,
-            sessions: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Sessions held.
+    pub fn len(&self) -> usize {
+        self.sessions.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.sessions.is_empty()
     }
 }
 
 impl SessionStore for MemorySessionStore {
     async fn recent(&self, session_id: &str, now: i64) -> Result<Vec<Turn>> {
-        let sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
-        Ok(match sessions.get(session_id) {
-            Some((expires_at, turns)) if *expires_at > now => turns.clone(),
-            _ => Vec::new(),
-        })
+        Ok(self.sessions.get(session_id, now).unwrap_or_default())
     }
 
     async fn append(&self, session_id: &str, turn: Turn) -> Result<()> {
-        let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
         let expires_at = turn.at + self.config.ttl_seconds as i64;
-        // Bounded: at capacity, expired sessions go, then the ones expiring first.
-        let capacity = self.config.memory_capacity;
-        if sessions.len() >= capacity && !sessions.contains_key(session_id) {
-            sessions.retain(|_, (expires, _)| *expires > turn.at);
-            while sessions.len() >= capacity {
-                let first = sessions
-                    .iter()
-                    .min_by_key(|(_, (expires, _))| *expires)
-                    .map(|(id, _)| id.clone());
-                match first {
-                    Some(id) => sessions.remove(&id),
-                    None => break,
-                };
-            }
-        }
-        let entry = sessions
-            .entry(session_id.to_owned())
-            .or_insert_with(|| (expires_at, Vec::new()));
-        if entry.0 <= turn.at {
-            entry.1.clear();
-        }
-        entry.0 = expires_at;
-        push_bounded(&mut entry.1, turn, self.config.max_turns);
+        let max_turns = self.config.max_turns;
+        // A session expired by this turn's time starts afresh.
+        self.sessions.update(session_id, turn.at, |turns| {
+            let mut turns = turns.unwrap_or_default();
+            push_bounded(&mut turns, turn, max_turns);
+            (turns, expires_at)
+        });
         Ok(())
     }
 
     async fn delete(&self, session_id: &str) -> Result<bool> {
-        let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
-        Ok(sessions.remove(session_id).is_some())
+        Ok(self.sessions.remove(session_id))
     }
 }
 
@@ -292,14 +279,15 @@ mod tests {
         store.append("c", turn(3, json!({}))).await.unwrap();
         assert!(
             store.recent("a", 10).await.unwrap().is_empty(),
-            "the first to expire goes"
+            "the least recently used goes"
         );
         assert_eq!(store.recent("b", 10).await.unwrap().len(), 1);
         assert_eq!(store.recent("c", 10).await.unwrap().len(), 1);
-        // Expired sessions make room first: both go for the new one, the live "d".
+        // Past their expiry "b" and "c" read as empty; "d" takes the place of one of them.
         store.append("d", turn(150, json!({}))).await.unwrap();
         store.append("d", turn(151, json!({}))).await.unwrap();
-        assert_eq!(store.sessions.lock().unwrap().len(), 1);
+        assert_eq!(store.len(), 2);
+        assert!(store.recent("c", 150).await.unwrap().is_empty(), "expired");
         assert_eq!(store.recent("d", 160).await.unwrap().len(), 2);
         store.append("e", turn(152, json!({}))).await.unwrap();
         assert_eq!(

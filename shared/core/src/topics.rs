@@ -6,12 +6,12 @@
 //! (`auth::owner`), only with `sessions.store_text` (they are the questions' words).
 
 use std::collections::{BTreeSet, HashMap};
-use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 
 use crate::config::TopicsConfig;
 use crate::error::Result;
+use crate::expiring::ExpiringMap;
 use crate::template::Template;
 use crate::BoxFuture;
 
@@ -142,29 +142,32 @@ pub trait TopicStore: Send + Sync {
 /// Topics in this process (local `serve`, tests): the `capacity` most recent owners.
 pub struct MemoryTopicStore {
     ttl_seconds: i64,
-    capacity: usize,
-    owners: Mutex<HashMap<String, (Topics, i64)>>,
+    /// Owner → topics, at most `capacity` owners (the least recently used go).
+    owners: ExpiringMap<Topics>,
 }
 
 impl MemoryTopicStore {
     pub fn new(config: &TopicsConfig, capacity: usize) -> Self {
         MemoryTopicStore {
             ttl_seconds: config.ttl_seconds as i64,
-            capacity: capacity.max(1),
-            owners: Mutex::new(HashMap::new()),
+            owners: ExpiringMap::new(capacity),
         }
+    }
+
+    /// Owners held.
+    pub fn len(&self) -> usize {
+        self.owners.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.owners.is_empty()
     }
 }
 
 impl TopicStore for MemoryTopicStore {
     fn load<'a>(&'a self, owner: &'a str, now: i64) -> BoxFuture<'a, Result<Topics>> {
-        Box::pin(async move {
-            let owners = self.owners.lock().expect("topics lock");
-            Ok(match owners.get(owner) {
-                Some((topics, expires_at)) if *expires_at > now => topics.clone(),
-                _ => Topics::default(),
-            })
-        })
+        let topics = self.owners.get(owner, now).unwrap_or_default();
+        Box::pin(std::future::ready(Ok(topics)))
     }
 
     fn save<'a>(
@@ -173,21 +176,9 @@ impl TopicStore for MemoryTopicStore {
         topics: &'a Topics,
         now: i64,
     ) -> BoxFuture<'a, Result<()>> {
-        Box::pin(async move {
-            let mut owners = self.owners.lock().expect("topics lock");
-            owners.retain(|_, (_, expires_at)| *expires_at > now);
-            if owners.len() >= self.capacity && !owners.contains_key(owner) {
-                let oldest = owners
-                    .iter()
-                    .min_by_key(|(_, (_, expires_at))| *expires_at)
-                    .map(|(k, _)| k.clone());
-                if let Some(oldest) = oldest {
-                    owners.remove(&oldest);
-                }
-            }
-            owners.insert(owner.to_owned(), (topics.clone(), now + self.ttl_seconds));
-            Ok(())
-        })
+        self.owners
+            .put(owner, topics.clone(), now + self.ttl_seconds);
+        Box::pin(std::future::ready(Ok(())))
     }
 }
 

@@ -222,6 +222,8 @@ pub struct SignalLimits {
 #[serde(deny_unknown_fields)]
 pub struct RerankCacheConfig {
     pub ttl_seconds: u64,
+    /// Entries kept in memory (without a table): the least recently used go.
+    pub memory_capacity: usize,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -41,6 +41,12 @@ impl Config {
             .and_then(|()| check_learned_head(&self.index))
             .and_then(|()| check_embedding(&self.embedding))
             .and_then(|()| check_server(&self.server))
+            .and_then(|()| {
+                if self.rerank_cache.memory_capacity == 0 {
+                    return invalid("rerank_cache.memory_capacity", "must be at least 1");
+                }
+                Ok(())
+            })
             .and_then(|()| check_index_search(&self.index))
             .map_err(|Invalid { field, message }| Error::Config {
                 origin: origin.to_owned(),

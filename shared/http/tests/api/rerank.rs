@@ -71,7 +71,7 @@ fn rerank_api(reranker: Arc<ScriptedReranker>, margin: &str) -> TestApi {
         ),
         ("SWITCHYARD__COMPOSITE_RETRIEVAL__RERANKING__WEIGHT", "3"),
     ]);
-    let cache = Arc::new(MemoryRerankCache::default());
+    let cache = Arc::new(MemoryRerankCache::new(100));
     Arc::new(service(config).with_rerank(RerankStage::new(reranker, cache, 300)))
 }
 
