@@ -46,3 +46,6 @@ cargo test --workspace
 # API conformance: schemathesis against the served OpenAPI document (bounded, ~1 minute;
 # a fixed seed here, so a failure replays: the script alone draws a new one each run).
 SCHEMATHESIS_SEED="${SCHEMATHESIS_SEED:-20261124}" ./infra/scripts/schemathesis.sh
+
+# The OpenAI-compatible endpoints with the official OpenAI client.
+./infra/scripts/chat-clients.sh

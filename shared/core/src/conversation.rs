@@ -54,7 +54,30 @@ pub struct AssistantTurn<'a> {
 /// Longest assistant turn read, in characters: its end, where an offer or question is.
 pub const MAX_ASSISTANT_CHARS: usize = 2000;
 
-/// The assistant's text as routed alone: its end, within the query limit.
+/// The assistant's text as routed alone: from the sentence that makes an offer (one of
+/// `offer_cues`: "15% of 200 is 30. Would you like the headcount of Sales too?" routes as
+/// its second sentence), else all of it; its end, within the query limit.
+pub fn offer_text(assistant: &str, offer_cues: &[String]) -> String {
+    let lower = assistant.to_lowercase();
+    let cue_at = offer_cues
+        .iter()
+        .filter_map(|cue| lower.find(cue.as_str()))
+        .min();
+    let start = cue_at.map_or(0, |at| {
+        lower[..at]
+            .rfind(['.', '!', '?', '\n'])
+            .map_or(0, |end| end + 1)
+    });
+    // `lower` has `assistant`'s byte offsets only where lower-casing keeps lengths.
+    let start = if lower.len() == assistant.len() && assistant.is_char_boundary(start) {
+        start
+    } else {
+        0
+    };
+    assistant_text(assistant[start..].trim_start())
+}
+
+/// The end of a text, within the query limit.
 pub fn assistant_text(assistant: &str) -> String {
     let skip = assistant
         .chars()

@@ -35,7 +35,7 @@ impl ApiError {
     }
 
     /// The status, the stable code and the field at fault.
-    fn parts(&self) -> (StatusCode, &'static str, Option<String>) {
+    pub(crate) fn parts(&self) -> (StatusCode, &'static str, Option<String>) {
         match self {
             ApiError::InvalidRequest { field, .. } => (
                 StatusCode::BAD_REQUEST,

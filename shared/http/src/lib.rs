@@ -5,6 +5,7 @@
 //! types ([`openapi`]).
 
 pub mod admission;
+pub mod chat;
 pub mod error;
 pub mod extract;
 pub mod openapi;
@@ -41,7 +42,8 @@ use wire::{
 pub type Shared<I, S> = Arc<Service<I, S>>;
 
 /// The API: `POST /v1/query`, `POST /v1/route`, `GET /v1/stats`, `GET /v1/health`,
-/// `GET /v1/openapi.json`.
+/// `GET /v1/openapi.json`, and the OpenAI-compatible `POST /v1/chat/completions` and
+/// `GET /v1/models` ([`chat`]).
 pub fn app<I, S>(service: Shared<I, S>) -> axum::Router
 where
     I: AdapterInvoker + 'static,
@@ -55,6 +57,8 @@ where
         .route("/v1/query", post(query::<I, S>))
         .route("/v1/feedback", post(feedback::<I, S>))
         .route("/v1/sessions/{session_id}", delete(forget_session::<I, S>))
+        .route("/v1/chat/completions", post(chat::completions::<I, S>))
+        .route("/v1/models", get(chat::models::<I, S>))
         .route("/v1/openapi.json", get(openapi::serve))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)

@@ -21,6 +21,8 @@ use crate::wire;
         crate::query,
         crate::feedback,
         crate::forget_session,
+        crate::chat::completions,
+        crate::chat::models,
         serve
     ),
     components(schemas(

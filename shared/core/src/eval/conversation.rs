@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use serde::Serialize;
 
 use crate::conversation::{
-    assistant_question, assistant_text, contextualize, joint_question, turn_of, unexecuted_outcome,
+    assistant_question, contextualize, joint_question, offer_text, turn_of, unexecuted_outcome,
     AssistantTurn,
 };
 use crate::error::Result;
@@ -161,8 +161,11 @@ fn in_session(router: &Router, conversations: &[Vec<Line<'_>>], assistant: bool)
                 let said = query.assistant.as_deref().filter(|_| assistant);
                 Extra {
                     joint: joint_question(&turns[c], &query.text, config),
-                    assistant: said
-                        .map(|said| (assistant_text(said), assistant_question(said, &query.text))),
+                    assistant: said.map(|said| {
+                        let said = offer_text(said, &config.context.offer_cues);
+                        let with_turn = assistant_question(&said, &query.text);
+                        (said, with_turn)
+                    }),
                 }
             })
             .collect();

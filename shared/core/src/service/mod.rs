@@ -17,8 +17,8 @@ use serde_json::Map;
 
 use crate::auth::Access;
 use crate::conversation::{
-    assistant_question, assistant_text, contextualize, joint_question, turn_of, AssistantTurn,
-    MAX_ASSISTANT_CHARS,
+    assistant_question, assistant_text, contextualize, joint_question, offer_text, turn_of,
+    AssistantTurn, MAX_ASSISTANT_CHARS,
 };
 use crate::documents::schema::{schema_context, SchemaContext};
 use crate::documents::ChunkIndex;
@@ -401,8 +401,10 @@ impl<I: AdapterInvoker, S: SessionStore> Service<I, S> {
         let has_joint = joint.is_some();
         let mut others: Vec<String> = joint.into_iter().collect();
         if let Some(said) = said {
-            others.push(assistant_text(said));
-            others.push(assistant_question(said, &question.query));
+            // From the offer on, when there is one: the answer before it is the last turn's.
+            let said = offer_text(said, &sessions.context.offer_cues);
+            others.push(said.clone());
+            others.push(assistant_question(&said, &question.query));
         }
         let (candidates, others) =
             self.router
