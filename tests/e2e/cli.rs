@@ -194,6 +194,13 @@ fn index_build_inspect_and_corruption() {
     );
     assert_eq!(manifest["dimension"], 384);
     assert_eq!(manifest["datasources"].as_array().unwrap().len(), 4);
+    // The drift check's probe sentences, shown by their texts.
+    let probes = manifest["probes"].as_array().unwrap();
+    assert_eq!(probes.len(), 8);
+    assert!(
+        probes.iter().all(serde_json::Value::is_string),
+        "{manifest}"
+    );
 
     // The built artifact routes through --index.
     let report = json(&run_ok(

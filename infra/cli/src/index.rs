@@ -97,10 +97,18 @@ fn build_chunks(
     Ok(())
 }
 
-/// `index inspect`: verify the artifact and print its manifest.
+/// `index inspect`: verify the artifact and print its manifest (the probe sentences by
+/// their texts: their vectors are for the drift check, not for reading).
 pub fn inspect(file: &Path) -> Result<()> {
     let index = Index::read(file)?;
-    println!("{}", serde_json::to_string_pretty(&index.manifest)?);
+    let mut manifest = serde_json::to_value(&index.manifest)?;
+    manifest["probes"] = index
+        .manifest
+        .probes
+        .iter()
+        .map(|p| serde_json::Value::from(p.text.as_str()))
+        .collect();
+    println!("{}", serde_json::to_string_pretty(&manifest)?);
     Ok(())
 }
 
