@@ -12,13 +12,13 @@ cd "$(dirname "$0")/../.."
 OPENAI_VERSION="3.57.0"
 BIN="${SWITCHYARD_BIN:-$(pwd)/target/debug/switchyard}"
 WORK="$(mktemp -d)"
-SERVER_PID=""
+. infra/scripts/demo-server.sh
 fail() {
   echo "chat-clients: $*" >&2
   exit 1
 }
 stop() {
-  [ -n "$SERVER_PID" ] && { kill "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true; }
+  demo_server_stop
   rm -rf "$WORK"
 }
 trap stop EXIT
@@ -33,17 +33,7 @@ if [ "$("$python" -c 'from importlib.metadata import version; print(version("ope
 fi
 ./infra/scripts/fetch-model.sh >/dev/null
 
-env -u SWITCHYARD_TEMPLATES -u SWITCHYARD_INDEX -u SWITCHYARD_CONFIG \
-  "$BIN" serve --host 127.0.0.1 --port 0 --templates templates/demo >"$WORK/server.log" 2>&1 &
-SERVER_PID=$!
-PORT=""
-for _ in $(seq 1 240); do
-  PORT=$(sed -n 's|^switchyard listening on http://127\.0\.0\.1:\([0-9]*\).*|\1|p' "$WORK/server.log")
-  [ -n "$PORT" ] && break
-  kill -0 "$SERVER_PID" 2>/dev/null || { cat "$WORK/server.log" >&2; fail "the server exited"; }
-  sleep 0.5
-done
-[ -n "$PORT" ] || fail "the server did not say where it listens"
+demo_server_start "$BIN" "$WORK/server.log" || fail "the server did not start (above)"
 
 "$python" infra/scripts/chat_clients.py "http://127.0.0.1:$PORT/v1" || fail "a check failed (above)"
 echo "chat-clients: passed"

@@ -45,7 +45,6 @@ BIN="${SWITCHYARD_BIN:-$ROOT/target/debug/switchyard}"
 MAX_EXAMPLES="${SCHEMATHESIS_MAX_EXAMPLES:-200}"
 TIME_LIMIT="${SCHEMATHESIS_TIMEOUT:-150}"
 WORK="$(mktemp -d)"
-SERVER_PID=""
 
 say() { echo "schemathesis: $*"; }
 fail() {
@@ -53,14 +52,8 @@ fail() {
   exit 1
 }
 
-stop_server() {
-  if [ -n "$SERVER_PID" ]; then
-    kill "$SERVER_PID" 2>/dev/null || true
-    wait "$SERVER_PID" 2>/dev/null || true
-    SERVER_PID=""
-  fi
-}
-trap 'stop_server; rm -rf "$WORK"' EXIT
+. infra/scripts/demo-server.sh
+trap 'demo_server_stop; rm -rf "$WORK"' EXIT
 
 [ -x "$BIN" ] || fail "$BIN not found; cargo build --bin switchyard"
 
@@ -88,18 +81,7 @@ fi
 
 ./infra/scripts/fetch-model.sh >/dev/null
 
-# The demo catalog with the embedded configuration, whatever the caller's environment says.
-env -u SWITCHYARD_TEMPLATES -u SWITCHYARD_INDEX -u SWITCHYARD_CONFIG \
-  "$BIN" serve --host 127.0.0.1 --port 0 --templates templates/demo >"$WORK/server.log" 2>&1 &
-SERVER_PID=$!
-PORT=""
-for _ in $(seq 1 240); do
-  PORT=$(sed -n 's|^switchyard listening on http://127\.0\.0\.1:\([0-9]*\).*|\1|p' "$WORK/server.log")
-  [ -n "$PORT" ] && break
-  kill -0 "$SERVER_PID" 2>/dev/null || { cat "$WORK/server.log" >&2; fail "the server exited"; }
-  sleep 0.5
-done
-[ -n "$PORT" ] || { tail -n 20 "$WORK/server.log" >&2; fail "the server did not listen within 120 s"; }
+demo_server_start "$BIN" "$WORK/server.log" || fail "the server did not start (above)"
 BASE="http://127.0.0.1:$PORT"
 healthy=""
 for _ in $(seq 1 60); do

@@ -173,36 +173,24 @@ fn a_missing_parameter_is_filled_by_the_next_turn_and_a_session_can_be_forgotten
     assert_eq!(fresh["metadata"]["session"]["turns"], 0, "{fresh}");
 }
 
-/// POST `body` to `path`: the status and the JSON answer.
-fn post(server: &Server, path: &str, body: Value) -> (u16, Value) {
-    let response = reqwest::blocking::Client::new()
-        .post(format!("{}{path}", server.base))
-        .json(&body)
-        .send()
-        .unwrap();
-    (response.status().as_u16(), response.json().unwrap())
-}
-
 #[test]
 fn an_accepted_offer_routes_to_what_the_assistant_offered() {
     let (_cache, server) = demo();
     let offer = "Would you like the headcount of Sales too?";
-    let (_, first) = post(
-        &server,
+    let (_, first) = server.post(
         "/v1/query",
         json!({"query": "What is 15% of 200?", "session_id": "offer"}),
     );
     assert_eq!(first["content"], "15% of 200 is **30**", "{first}");
 
     // Alone, "yes please" says nothing about headcounts.
-    let (_, alone) = post(&server, "/v1/route", json!({"query": "yes please"}));
+    let (_, alone) = server.post("/v1/route", json!({"query": "yes please"}));
     assert_ne!(
         alone["routing_decision"]["selected_template"], "employees_count_by_department",
         "{alone}"
     );
 
-    let (status, yes) = post(
-        &server,
+    let (status, yes) = server.post(
         "/v1/query",
         json!({"query": "yes please", "session_id": "offer", "assistant": offer}),
     );
@@ -221,9 +209,7 @@ fn an_accepted_offer_routes_to_what_the_assistant_offered() {
     assert!(yes["content"].as_str().unwrap().contains("Sales"), "{yes}");
 
     // Declining and asking something else routes away.
-    let (_, no) = post(
-        &server,
-        "/v1/query",
+    let (_, no) = server.post("/v1/query",
         json!({"query": "no thanks, what is 15% of 200", "session_id": "offer-no", "assistant": offer}),
     );
     assert_eq!(
@@ -260,8 +246,7 @@ fn a_bad_assistant_field_is_named() {
         json!(42),
         json!(["Would you like"]),
     ] {
-        let (status, body) = post(
-            &server,
+        let (status, body) = server.post(
             "/v1/query",
             json!({"query": "yes please", "assistant": assistant}),
         );
