@@ -40,6 +40,8 @@ struct Evidence {
     probability: f32,
     /// The template's probability in the routing of "what the assistant said + this turn".
     said: Option<f32>,
+    /// ... and in the routing of what the assistant said alone (what it offered; 0 without).
+    offered: f32,
     action: bool,
 }
 
@@ -111,6 +113,49 @@ pub fn accepts(query: &str, cues: &[String]) -> bool {
     })
 }
 
+/// The texts a turn is routed with besides its own, in this order: the previous question
+/// with it (`joint`), then what the assistant said alone and with it. The service and
+/// `eval` both build them here.
+#[derive(Debug, Clone, Default)]
+pub struct ContextTexts {
+    pub joint: Option<String>,
+    pub assistant: Option<(String, String)>,
+}
+
+impl ContextTexts {
+    /// For a turn `query` after `turns`, when the assistant said `assistant` before it
+    /// (from its offer on, when it makes one: the answer before the offer is the last
+    /// turn's). Nothing from the assistant when context is off or its text is blank.
+    pub fn of(
+        turns: &[Turn],
+        query: &str,
+        assistant: Option<&str>,
+        config: &SessionsConfig,
+    ) -> ContextTexts {
+        let said = assistant
+            .filter(|s| !s.trim().is_empty() && config.context.enabled)
+            .map(|said| {
+                let said = offer_text(said, &config.context.offer_cues);
+                let with_turn = assistant_question(&said, query);
+                (said, with_turn)
+            });
+        ContextTexts {
+            joint: joint_question(turns, query, config),
+            assistant: said,
+        }
+    }
+
+    /// Every text, in the order their routings are read back.
+    pub fn texts(&self) -> Vec<String> {
+        let mut texts: Vec<String> = self.joint.iter().cloned().collect();
+        if let Some((alone, with_turn)) = &self.assistant {
+            texts.push(alone.clone());
+            texts.push(with_turn.clone());
+        }
+        texts
+    }
+}
+
 /// The text routed as "previous question + this one", when the session kept the previous
 /// question and context is on.
 pub fn joint_question(turns: &[Turn], query: &str, config: &SessionsConfig) -> Option<String> {
@@ -127,9 +172,10 @@ pub fn joint_question(turns: &[Turn], query: &str, config: &SessionsConfig) -> O
 
 /// Route a turn with its session: `own` is the question's routing, `joint` the routing of
 /// the previous question with it, `assistant` the routings of what the assistant said
-/// before it, `turns` the session's turns within the window, oldest first. The answer is `own`, possibly re-decided, with `context` and `belief` set; a
-/// picked clarify choice also gets the question it clarifies prepended to `query`, the
-/// text the adapter reads its parameters from.
+/// before it, `turns` the session's turns within the window, oldest first. The answer is
+/// `own`, possibly re-decided, with `context` and `belief` set; a picked clarify choice also
+/// gets the question it clarifies prepended to `query`, the text the adapter reads its
+/// parameters from.
 pub fn contextualize(
     router: &Router,
     mut own: Routing,
@@ -152,20 +198,6 @@ pub fn contextualize(
         config.offer_weight
     } else {
         0.0
-    };
-    let offered: Vec<f32> = match assistant {
-        Some(a) if offer_weight > 0.0 => {
-            let open = open_matches(a.alone);
-            evidence
-                .iter()
-                .map(|e| {
-                    open.iter()
-                        .find(|m| m.template_ref() == e.template)
-                        .map_or(0.0, probability_of)
-                })
-                .collect()
-        }
-        _ => Vec::new(),
     };
     let topics = topics.filter(|t| !t.is_empty());
     let tilts: Vec<f32> = evidence
@@ -198,7 +230,6 @@ pub fn contextualize(
             weight,
             preferred: preferred.as_deref(),
             tilts: &tilts,
-            offered: &offered,
             offer_weight,
         },
         &evidence,
@@ -336,9 +367,7 @@ struct Prior<'a> {
     preferred: Option<&'a str>,
     /// Each evidence template's topic factor (missing ones are 1).
     tilts: &'a [f32],
-    /// Each evidence template's probability in the assistant's offer (empty: none) ...
-    offered: &'a [f32],
-    /// ... and the share of the prior it takes.
+    /// The share of the prior that what the assistant offered takes (`Evidence::offered`).
     offer_weight: f32,
 }
 
@@ -355,7 +384,6 @@ fn follow(
         weight,
         preferred,
         tilts,
-        offered,
         offer_weight,
     } = prior;
     let n = evidence.len().max(1) as f32;
@@ -400,8 +428,8 @@ fn follow(
                 .sum::<f32>()
                 + (1.0 - kept) / n;
             let mut prior = weight * moved + (1.0 - weight) / n;
-            if let Some(&offer) = offered.get(i) {
-                prior = (1.0 - offer_weight) * prior + offer_weight * offer;
+            if offer_weight > 0.0 {
+                prior = (1.0 - offer_weight) * prior + offer_weight * e.offered;
             }
             if preferred == Some(to.datasource.as_str()) {
                 prior *= config.preference_weight;
@@ -485,6 +513,7 @@ fn evidence(
             template: m.template_ref(),
             probability: (1.0 - w) * p(&own_open, m) + w * p(&joint_open, m),
             said: with_turn_open.as_deref().map(|open| p(open, m)),
+            offered: p(&alone_open, m),
             action: is_action(router, m, &config.action_verbs),
         })
         .collect()

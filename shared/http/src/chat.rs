@@ -234,6 +234,24 @@ fn question(request: &ChatRequest, owner: String) -> Result<Question, ApiError> 
     })
 }
 
+/// The question and the assistant's turn come from `messages`: an error about either
+/// names that field, the one the caller sent.
+fn in_messages(error: switchyard_core::Error) -> ApiError {
+    match error {
+        switchyard_core::Error::InvalidRequest { field, message }
+            if field == "query" || field == "assistant" =>
+        {
+            let which = if field == "query" {
+                "the last user message"
+            } else {
+                "the last assistant message"
+            };
+            ApiError::invalid("messages", format!("{which}: {message}"))
+        }
+        other => ApiError::from(other),
+    }
+}
+
 fn unix_now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -265,7 +283,7 @@ pub(crate) async fn completions<I: AdapterInvoker + 'static, S: SessionStore + '
     let answer = service
         .query(&question, &access)
         .await
-        .map_err(ApiError::from)?;
+        .map_err(in_messages)?;
     let (_, answer) = Render(service.router()).answer(question.session_id.clone(), answer);
     let answer = serde_json::to_value(&answer).map_err(|e| ApiError::Internal(e.to_string()))?;
     let content = answer["content"].as_str().unwrap_or_default().to_owned();

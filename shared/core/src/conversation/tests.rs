@@ -26,7 +26,6 @@ fn follow(
             weight,
             preferred,
             tilts,
-            offered: &[],
             offer_weight: 0.0,
         },
         evidence,
@@ -36,10 +35,11 @@ fn follow(
 
 #[test]
 fn an_offer_takes_its_share_of_the_prior() {
-    let even = evidence(&[
+    let mut even = evidence(&[
         ("restaurants", "find_restaurants", 0.1, false),
         ("restaurants", "reserve_restaurant", 0.1, true),
     ]);
+    even[1].offered = 0.9;
     let previous = [Weighted {
         datasource: "restaurants".into(),
         template_id: "find_restaurants".into(),
@@ -50,7 +50,6 @@ fn an_offer_takes_its_share_of_the_prior() {
         weight: 1.0,
         preferred: None,
         tilts: &[],
-        offered: &[0.0, 0.9],
         offer_weight,
     };
     let stays = super::follow(&config(), prior(0.0), &even, 1.0);
@@ -66,6 +65,7 @@ fn evidence(items: &[(&str, &str, f32, bool)]) -> Vec<Evidence> {
             template: template(d, t),
             probability,
             said: None,
+            offered: 0.0,
             action,
         })
         .collect()

@@ -14,8 +14,7 @@ use std::collections::HashMap;
 use serde::Serialize;
 
 use crate::conversation::{
-    assistant_question, contextualize, joint_question, offer_text, turn_of, unexecuted_outcome,
-    AssistantTurn,
+    contextualize, turn_of, unexecuted_outcome, AssistantTurn, ContextTexts,
 };
 use crate::error::Result;
 use crate::router::{Access, Router, Routing};
@@ -133,14 +132,6 @@ pub fn replay(
     }))
 }
 
-/// The texts a turn is routed with besides its own: the previous question with it, and
-/// what the assistant said alone and with it.
-#[derive(Default)]
-struct Extra {
-    joint: Option<String>,
-    assistant: Option<(String, String)>,
-}
-
 /// Replay the conversations through the session logic, with or without the assistant's
 /// turns. Sessions advance together, one turn each per wave, so each wave's extra texts
 /// are embedded in one batch.
@@ -154,29 +145,15 @@ fn in_session(router: &Router, conversations: &[Vec<Line<'_>>], assistant: bool)
         let active: Vec<usize> = (0..conversations.len())
             .filter(|&c| wave < conversations[c].len())
             .collect();
-        let extras: Vec<Extra> = active
+        let extras: Vec<ContextTexts> = active
             .iter()
             .map(|&c| {
                 let query = conversations[c][wave].query;
                 let said = query.assistant.as_deref().filter(|_| assistant);
-                Extra {
-                    joint: joint_question(&turns[c], &query.text, config),
-                    assistant: said.map(|said| {
-                        let said = offer_text(said, &config.context.offer_cues);
-                        let with_turn = assistant_question(&said, &query.text);
-                        (said, with_turn)
-                    }),
-                }
+                ContextTexts::of(&turns[c], &query.text, said, config)
             })
             .collect();
-        let mut texts: Vec<String> = Vec::new();
-        for extra in &extras {
-            texts.extend(extra.joint.iter().cloned());
-            if let Some((alone, with_turn)) = &extra.assistant {
-                texts.push(alone.clone());
-                texts.push(with_turn.clone());
-            }
-        }
+        let texts: Vec<String> = extras.iter().flat_map(ContextTexts::texts).collect();
         let embedding: Vec<String> = texts.iter().map(|t| router.embedding_text(t)).collect();
         let batch: Vec<&str> = embedding.iter().map(String::as_str).collect();
         let vectors = if batch.is_empty() {

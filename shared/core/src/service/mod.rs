@@ -17,8 +17,7 @@ use serde_json::Map;
 
 use crate::auth::Access;
 use crate::conversation::{
-    assistant_question, assistant_text, contextualize, joint_question, offer_text, turn_of,
-    AssistantTurn, MAX_ASSISTANT_CHARS,
+    assistant_text, contextualize, turn_of, AssistantTurn, ContextTexts, MAX_ASSISTANT_CHARS,
 };
 use crate::documents::schema::{schema_context, SchemaContext};
 use crate::documents::ChunkIndex;
@@ -390,25 +389,20 @@ impl<I: AdapterInvoker, S: SessionStore> Service<I, S> {
             Ok(Some(turns)) => Some(turns.as_slice()),
             _ => None,
         };
-        let sessions = &self.router.config().sessions;
-        let joint = turns.and_then(|t| joint_question(t, &question.query, sessions));
         // What the assistant said before: the caller's, else the session's last answer.
         let said = question
             .assistant
             .as_deref()
-            .or_else(|| turns.and_then(|t| t.last()?.answer.as_deref()))
-            .filter(|s| !s.trim().is_empty() && sessions.context.enabled);
-        let has_joint = joint.is_some();
-        let mut others: Vec<String> = joint.into_iter().collect();
-        if let Some(said) = said {
-            // From the offer on, when there is one: the answer before it is the last turn's.
-            let said = offer_text(said, &sessions.context.offer_cues);
-            others.push(said.clone());
-            others.push(assistant_question(&said, &question.query));
-        }
+            .or_else(|| turns.and_then(|t| t.last()?.answer.as_deref()));
+        let texts = ContextTexts::of(
+            turns.unwrap_or_default(),
+            &question.query,
+            said,
+            &self.router.config().sessions,
+        );
         let (candidates, others) =
             self.router
-                .candidates_with_context(&question.query, &others, &access)?;
+                .candidates_with_context(&question.query, &texts.texts(), &access)?;
         let reranked = match &self.rerank {
             Some(stage) => stage.rerank(&self.router, &candidates, now).await,
             None => self.router.not_reranked(),
@@ -417,13 +411,19 @@ impl<I: AdapterInvoker, S: SessionStore> Service<I, S> {
         let mut others = others
             .into_iter()
             .map(|c| self.router.decide(c, self.router.not_reranked()));
-        let joint = if has_joint { others.next() } else { None };
-        let said = said.and_then(|_| Some((others.next()?, others.next()?)));
+        let joint = texts.joint.as_ref().and_then(|_| others.next());
+        let said = texts
+            .assistant
+            .as_ref()
+            .and_then(|_| Some((others.next()?, others.next()?)));
         let assistant = said
             .as_ref()
             .map(|(alone, with_turn)| AssistantTurn { alone, with_turn });
-        let routing = match turns {
-            Some(turns) => contextualize(
+        let routing = if turns.is_none() && assistant.is_none() {
+            own
+        } else {
+            let turns = turns.unwrap_or_default();
+            contextualize(
                 &self.router,
                 own,
                 joint.as_ref(),
@@ -431,11 +431,7 @@ impl<I: AdapterInvoker, S: SessionStore> Service<I, S> {
                 turns,
                 topics,
                 now,
-            ),
-            None if assistant.is_some() => {
-                contextualize(&self.router, own, None, assistant, &[], topics, now)
-            }
-            None => own,
+            )
         };
         record_routing(&routing, question);
         let mut routing = routing;
