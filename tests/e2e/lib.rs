@@ -29,13 +29,17 @@ pub fn switchyard_binary() -> PathBuf {
     binary
 }
 
-/// A `switchyard` command run from the repository root, with its own index cache.
+/// A `switchyard` command run from the repository root, with its own index cache, on the
+/// base model: the catalogs' expected answers (and the golden files) are the base model's,
+/// and adapting the encoder in every fresh cache would cost a training per test. The
+/// adaptation tests (`adaptation.rs`) turn it on.
 pub fn switchyard(cache: &Path) -> Command {
     let mut command = Command::new(switchyard_binary());
     command
         .current_dir(repo_root())
         .env("SWITCHYARD_CACHE_DIR", cache)
         .env("SWITCHYARD_MODEL_DIR", model_dir())
+        .env("SWITCHYARD__EMBEDDING__ADAPTATION__MODE", "base")
         .env("RUST_LOG", "warn");
     command
 }

@@ -27,7 +27,7 @@ use switchyard_core::service::Service;
 use switchyard_core::session::{MemorySessionStore, SessionStore, Turn};
 use switchyard_core::topics::TopicStore;
 use switchyard_core::{Error, Result};
-use switchyard_embed::MiniLmEmbedder;
+use switchyard_embed::{Graph, MiniLmEmbedder};
 use tower::ServiceExt;
 
 /// Where the router's parts live, from the environment.
@@ -157,6 +157,55 @@ pub struct ColdStart {
     pub total_ms: f64,
 }
 
+/// The model the index was embedded with: the base model of the layer
+/// (`SWITCHYARD_MODEL_DIR`), or the adapted int8 graph its manifest names, fetched from
+/// `<prefix>/encoders/<sha256>.onnx` (S3) or read from beside the index file, and refused
+/// when its checksum is not the manifest's.
+async fn load_encoder(
+    location: &IndexLocation,
+    s3: &aws_sdk_s3::Client,
+    index: &Index,
+    artifact: &str,
+    config: &Config,
+) -> Result<MiniLmEmbedder> {
+    let Some(manifest) = &index.manifest.encoder else {
+        return MiniLmEmbedder::from_config(&config.embedding);
+    };
+    let (origin, bytes) = match location {
+        IndexLocation::S3 { bucket, prefix } => {
+            S3IndexStore::new(s3.clone(), bucket, prefix)
+                .fetch_encoder(manifest, artifact)
+                .await?
+        }
+        IndexLocation::File(path) => {
+            let graph = path.with_extension("encoder.onnx");
+            let bytes = std::fs::read(&graph).map_err(|e| {
+                Error::index(
+                    artifact,
+                    format!(
+                        "the index was built with the adapted encoder {}, expected beside it at {}: {e}",
+                        manifest.model_id,
+                        graph.display()
+                    ),
+                )
+            })?;
+            let origin = graph.display().to_string();
+            manifest.check_graph(&bytes, &origin, artifact)?;
+            (origin, bytes)
+        }
+    };
+    MiniLmEmbedder::load_adapted(
+        &config.embedding.resolved_model_dir(),
+        Graph {
+            bytes,
+            origin,
+            model_id: manifest.model_id.clone(),
+        },
+        config.embedding.batch_size,
+        config.embedding.threads,
+    )
+}
+
 /// The SDK clients the router uses (built once in `main`, or by tests for emulators).
 pub struct Clients {
     pub s3: aws_sdk_s3::Client,
@@ -198,7 +247,7 @@ pub async fn cold_start(
     let load_ms = ms_since(loading);
     let model = Instant::now();
     let embedder = CachedEmbedder::wrap(
-        Arc::new(MiniLmEmbedder::from_config(&config.embedding)?),
+        Arc::new(load_encoder(&settings.index, &clients.s3, &index, &artifact, &config).await?),
         config.embedding.cache_size,
     );
     let model_ms = ms_since(model);

@@ -14,8 +14,10 @@ use switchyard_core::eval::{load_dataset, percentiles, Percentiles};
 use switchyard_core::index::{load_or_build, Index};
 use switchyard_core::router::{Access, Router};
 use switchyard_core::synthetic::synthetic_index;
+use switchyard_core::template::Catalog;
 
-use crate::open::{cached_index, load_embedder};
+use crate::encoder;
+use crate::open::cached_index;
 
 pub struct Options {
     /// Labelled JSON lines; without it, the catalog's own examples.
@@ -67,27 +69,38 @@ pub fn run(
     // Build the cached index first, untimed: the cold start reads an artifact, it does not
     // embed a catalog.
     if index_file.is_none() {
-        cached_index(templates, load_embedder(&config)?.as_ref(), &config)?;
+        cached_index(templates, &config)?;
     }
 
+    // The model (the base, or the adapted graph the index names), then the index.
     let started = Instant::now();
-    let embedder = load_embedder(&config)?;
-    let model_load_ms = ms(started);
-    let loading = Instant::now();
-    let (index, origin) = match index_file {
-        Some(path) => (Index::read(path)?, path.display().to_string()),
+    let (index, origin, embedder, model_load_ms, index_load_ms) = match index_file {
+        Some(path) => {
+            let index = Index::read(path)?;
+            let index_load_ms = ms(started);
+            let model = Instant::now();
+            let origin = path.display().to_string();
+            let encoder =
+                encoder::for_index(&index, &encoder::graph_beside(path), &origin, &config)?;
+            (index, origin, encoder.embedder, ms(model), index_load_ms)
+        }
         None => {
+            let catalog = Catalog::load(templates)?;
+            let encoder = encoder::for_catalog(&catalog, &config)?;
+            let model_load_ms = ms(started);
+            let loading = Instant::now();
             let (index, _) = load_or_build(
                 templates,
                 &cache_dir(),
-                embedder.as_ref(),
+                encoder.embedder.as_ref(),
+                encoder.manifest,
                 &config,
                 &|_, _| {},
             )?;
-            (index, templates.display().to_string())
+            let origin = templates.display().to_string();
+            (index, origin, encoder.embedder, model_load_ms, ms(loading))
         }
     };
-    let index_load_ms = ms(loading);
     let router = Router::new(index, config.clone(), embedder.clone(), &origin)?;
     let cold_start_ms = ms(started);
 

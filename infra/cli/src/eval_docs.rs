@@ -10,7 +10,8 @@ use switchyard_core::eval::documents::{evaluate_retrieval, load_judged, stages, 
 use switchyard_core::keywords::TermExpansion;
 use switchyard_core::template::{Catalog, DatasourceKind};
 
-use crate::open::{advance, load_embedder, progress_bar};
+use crate::encoder;
+use crate::open::{advance, progress_bar};
 
 pub struct Options<'a> {
     pub datasource: &'a str,
@@ -36,7 +37,8 @@ pub fn run(templates: &Path, config: &Config, options: &Options<'_>) -> Result<(
         );
     }
     let queries = load_judged(options.dataset)?;
-    let embedder = load_embedder(config)?;
+    // The encoder the catalog's router embeds questions with (adapted or base).
+    let embedder = encoder::for_catalog(&catalog, config)?.embedder;
     let bar = progress_bar();
     let start = Instant::now();
     let (chunks, built) = documents::load_or_build(

@@ -10,19 +10,53 @@ use switchyard_core::embed::Embedder;
 use switchyard_core::index::Index;
 use switchyard_core::template::{Catalog, Datasource, DatasourceKind};
 
-use crate::open::{advance, load_embedder, progress_bar, schema_tables};
+use crate::encoder;
+use crate::open::{advance, progress_bar, schema_tables};
 use switchyard_core::documents::schema::{table_documents, SCHEMA_ARTIFACT};
 
 /// `index build`: embed the catalog in `templates`, write the artifact to `out`, report.
 pub fn build(templates: &Path, config: &Config, out: &Path) -> Result<()> {
-    let embedder = load_embedder(config)?;
     let catalog = Catalog::load(templates)?;
     switchyard_adapters::check_catalog(&catalog)?;
     let start = Instant::now();
+    let encoder = encoder::for_catalog(&catalog, config)?;
+    let embedder = encoder.embedder.clone();
     let bar = progress_bar();
-    let index = Index::build(catalog, embedder.as_ref(), config, &advance(&bar))?;
+    let index = Index::build_with_encoder(
+        catalog,
+        embedder.as_ref(),
+        encoder.manifest.clone(),
+        config,
+        &advance(&bar),
+    )?;
     bar.finish_and_clear();
     index.write(out)?;
+    // The adapted graph travels beside the index; a stale one from an earlier build goes.
+    let beside = encoder::graph_beside(out);
+    match &encoder.graph {
+        Some(graph) => {
+            std::fs::copy(graph, &beside)
+                .with_context(|| format!("writing {}", beside.display()))?;
+        }
+        None if beside.exists() => {
+            std::fs::remove_file(&beside)
+                .with_context(|| format!("removing the stale {}", beside.display()))?;
+        }
+        None => {}
+    }
+    if let Some(manifest) = &encoder.manifest {
+        eprintln!(
+            "encoder: {} adapted from {} ({} steps, {} pairs, {:.0} s); {} beside the index",
+            manifest.model_id,
+            manifest.base_model,
+            manifest.steps,
+            manifest.pairs,
+            manifest.training_seconds,
+            beside.display()
+        );
+    } else {
+        eprintln!("encoder: the base model (embedding.adaptation.mode is base, or auto and the catalog has fewer than min_templates templates)");
+    }
     let bytes = std::fs::metadata(out).map(|m| m.len()).unwrap_or(0);
     eprintln!(
         "built {} ({} templates, {} datasources, {bytes} bytes) in {:.1} s",
@@ -112,9 +146,9 @@ pub fn inspect(file: &Path) -> Result<()> {
     Ok(())
 }
 
-/// `index push`: publish the artifact to S3, and the chunk artifacts `index build` wrote
-/// beside it (documents datasources, the SQL schema) under `<prefix>/chunks/<name>`;
-/// print the new `current` pointers.
+/// `index push`: publish the artifact to S3, and what `index build` wrote beside it: the
+/// chunk artifacts (documents datasources, the SQL schema) under `<prefix>/chunks/<name>`
+/// and an adapted encoder under `<prefix>/encoders/<sha256>.onnx`; print where they went.
 pub fn push(file: &Path, bucket: &str, prefix: &str) -> Result<()> {
     let bytes = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
     let index = Index::from_bytes(&bytes, &file.display().to_string())?;
@@ -140,11 +174,32 @@ pub fn push(file: &Path, bucket: &str, prefix: &str) -> Result<()> {
             );
         }
     }
+    let encoder = match &index.manifest.encoder {
+        Some(manifest) => {
+            let path = encoder::graph_beside(file);
+            let bytes = std::fs::read(&path).with_context(|| {
+                format!(
+                    "{} (the adapted encoder {}) is missing: `index build` writes it beside the index",
+                    path.display(),
+                    manifest.model_id
+                )
+            })?;
+            Some((manifest.clone(), bytes))
+        }
+        None => None,
+    };
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
     let pointers = runtime.block_on(async {
         let sdk = switchyard_aws::sdk_config().await;
         let client = switchyard_aws::s3_client(&sdk);
         let mut pointers = serde_json::Map::new();
+        // The encoder first too: it is addressed by the checksum the index names.
+        if let Some((manifest, bytes)) = &encoder {
+            let place = switchyard_aws::S3IndexStore::new(client.clone(), bucket, prefix)
+                .push_encoder(bytes, manifest)
+                .await?;
+            pointers.insert("encoder".into(), serde_json::Value::from(place));
+        }
         // Chunks first: the index's pointer moves last, onto artifacts already there.
         for (name, bytes) in &chunks {
             let prefix = switchyard_aws::chunks_prefix(prefix, name);

@@ -4,6 +4,7 @@
 //! configuration and dispatches.
 
 mod bench;
+mod encoder;
 mod eval;
 mod eval_docs;
 mod index;

@@ -2,7 +2,6 @@
 //! file, or the catalog's cached index, built when missing) and the router over them.
 
 use std::path::Path;
-use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -10,19 +9,11 @@ use switchyard_adapters::schema;
 use switchyard_core::config::{cache_dir, Config};
 use switchyard_core::documents::schema::{table_documents, TableText, SCHEMA_ARTIFACT};
 use switchyard_core::documents::{self, ChunkIndex};
-use switchyard_core::embed::{CachedEmbedder, Embedder};
 use switchyard_core::index::{load_or_build, Index};
 use switchyard_core::router::Router;
 use switchyard_core::template::{Catalog, DatasourceKind};
-use switchyard_embed::MiniLmEmbedder;
 
-pub fn load_embedder(config: &Config) -> Result<Arc<dyn Embedder>> {
-    let embedder = MiniLmEmbedder::from_config(&config.embedding)?;
-    Ok(CachedEmbedder::wrap(
-        Arc::new(embedder),
-        config.embedding.cache_size,
-    ))
-}
+use crate::encoder::{self, Encoder};
 
 pub fn progress_bar() -> ProgressBar {
     let bar = ProgressBar::new(0);
@@ -41,24 +32,43 @@ pub fn advance(bar: &ProgressBar) -> impl Fn(usize, usize) + Sync + '_ {
     }
 }
 
-/// The router for the CLI's catalog: `--index`, or the cached index of `--templates`.
+/// The router for the CLI's catalog: `--index` (with its adapted encoder beside it, if it
+/// was built with one), or the cached index of `--templates`.
 pub fn open_router(templates: &Path, index: Option<&Path>, config: Config) -> Result<Router> {
-    let embedder = load_embedder(&config)?;
-    let (index, origin) = match index {
-        Some(path) => (Index::read(path)?, path.display().to_string()),
-        None => (
-            cached_index(templates, embedder.as_ref(), &config)?,
-            templates.display().to_string(),
-        ),
+    let (index, origin, encoder) = match index {
+        Some(path) => indexed(path, &config)?,
+        None => {
+            let (index, encoder) = cached_index(templates, &config)?;
+            (index, templates.display().to_string(), encoder)
+        }
     };
-    Ok(Router::new(index, config, embedder, &origin)?)
+    Ok(Router::new(index, config, encoder.embedder, &origin)?)
 }
 
-/// The cached index of `templates`, built (with a progress bar) and cached when missing.
-pub fn cached_index(templates: &Path, embedder: &dyn Embedder, config: &Config) -> Result<Index> {
-    let bar = progress_bar();
-    let (index, built) = load_or_build(templates, &cache_dir(), embedder, config, &advance(&bar))
+/// The index artifact at `path` and the encoder it was built with.
+pub fn indexed(path: &Path, config: &Config) -> Result<(Index, String, Encoder)> {
+    let origin = path.display().to_string();
+    let index = Index::read(path)?;
+    let encoder = encoder::for_index(&index, &encoder::graph_beside(path), &origin, config)?;
+    Ok((index, origin, encoder))
+}
+
+/// The cached index of `templates` and its encoder (adapted to the catalog when
+/// `embedding.adaptation` says so), built (with progress bars) and cached when missing.
+pub fn cached_index(templates: &Path, config: &Config) -> Result<(Index, Encoder)> {
+    let catalog = Catalog::load(templates)
         .with_context(|| format!("loading the catalog {}", templates.display()))?;
+    let encoder = encoder::for_catalog(&catalog, config)?;
+    let bar = progress_bar();
+    let (index, built) = load_or_build(
+        templates,
+        &cache_dir(),
+        encoder.embedder.as_ref(),
+        encoder.manifest.clone(),
+        config,
+        &advance(&bar),
+    )
+    .with_context(|| format!("loading the catalog {}", templates.display()))?;
     bar.finish_and_clear();
     if built {
         // The target the log line had when this was in main.rs.
@@ -68,7 +78,7 @@ pub fn cached_index(templates: &Path, embedder: &dyn Embedder, config: &Config) 
             "built and cached the index"
         );
     }
-    Ok(index)
+    Ok((index, encoder))
 }
 
 /// The chunk artifacts of the catalog's documents datasources, with where each came from:

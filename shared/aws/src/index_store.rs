@@ -8,7 +8,7 @@ use aws_sdk_s3::primitives::ByteStream;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use switchyard_core::documents::ChunkIndex;
-use switchyard_core::index::{Index, IndexSource};
+use switchyard_core::index::{EncoderManifest, Index, IndexSource};
 use switchyard_core::{Error, Result};
 
 use crate::describe;
@@ -90,6 +90,38 @@ impl S3IndexStore {
         self.put(&self.pointer_key(), body, "application/json")
             .await?;
         Ok(pointer)
+    }
+
+    /// Where an adapted encoder's int8 graph is published: addressed by its checksum,
+    /// which the index's manifest names, so no pointer can pair an index with another
+    /// build's encoder.
+    pub fn encoder_key(&self, sha256: &str) -> String {
+        format!("{}/encoders/{sha256}.onnx", self.prefix)
+    }
+
+    /// Publish the adapted encoder `manifest` names (before the index that names it):
+    /// checked against the manifest, uploaded, read back and compared.
+    pub async fn push_encoder(&self, bytes: &[u8], manifest: &EncoderManifest) -> Result<String> {
+        let key = self.encoder_key(&manifest.onnx_sha256);
+        manifest.check_graph(bytes, "the encoder to push", "the index to push")?;
+        self.put(&key, bytes.to_vec(), "application/octet-stream")
+            .await?;
+        let stored = self.get(&key).await?;
+        manifest.check_graph(&stored, &self.place(&key), "the index to push")?;
+        Ok(self.place(&key))
+    }
+
+    /// The adapted encoder an index names, checked against its manifest.
+    pub async fn fetch_encoder(
+        &self,
+        manifest: &EncoderManifest,
+        index_origin: &str,
+    ) -> Result<(String, Vec<u8>)> {
+        let key = self.encoder_key(&manifest.onnx_sha256);
+        let bytes = self.get(&key).await?;
+        let place = self.place(&key);
+        manifest.check_graph(&bytes, &place, index_origin)?;
+        Ok((place, bytes))
     }
 
     /// The pointer the router follows.

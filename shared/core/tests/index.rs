@@ -147,6 +147,7 @@ fn cache_is_reused_and_rebuilt_when_templates_change() {
             catalog_dir.path(),
             cache.path(),
             embedder.as_ref(),
+            None,
             &config,
             &|_, _| {},
         )

@@ -41,10 +41,27 @@ pub const RUNTIME_FILE: &str = "libonnxruntime.so";
 const MAX_TOKENS: usize = 256;
 const DIMENSION: usize = 384;
 
+/// The id of an encoder adapted from the base model whose int8 graph has this sha256.
+pub fn adapted_model_id(onnx_sha256: &str) -> String {
+    format!(
+        "{MINILM_MODEL_ID}+adapted@{}",
+        &onnx_sha256[..onnx_sha256.len().min(16)]
+    )
+}
+
+/// An int8 graph held in memory (an adapted encoder's), with where it came from and the id
+/// its vectors go by.
+pub struct Graph {
+    pub bytes: Vec<u8>,
+    pub origin: String,
+    pub model_id: String,
+}
+
 /// all-MiniLM-L6-v2 int8 on ONNX Runtime. Each session runs on one intra-op thread without
 /// spinning (a Lambda vCPU is not kept busy waiting); `sessions` of them let that many
 /// requests, or batches of an index build, embed at once.
 pub struct MiniLmEmbedder {
+    model_id: String,
     sessions: Vec<Mutex<Session>>,
     next_session: AtomicUsize,
     tokenizer: Tokenizer,
@@ -65,11 +82,41 @@ impl MiniLmEmbedder {
     /// available core). A missing file is [`Error::ModelMissing`], whose message gives the
     /// command that fetches the model.
     pub fn load(dir: &Path, batch_size: usize, threads: usize) -> Result<Self> {
+        let model_path = dir.join(MODEL_FILE);
+        let graph = Graph {
+            bytes: Vec::new(),
+            origin: model_path.display().to_string(),
+            model_id: MINILM_MODEL_ID.to_owned(),
+        };
+        Self::load_graph(dir, graph, batch_size, threads)
+    }
+
+    /// An adapted encoder: its int8 `graph` (checked against the index that names it by
+    /// the caller) with the tokenizer and runtime of the base model folder `dir`.
+    pub fn load_adapted(
+        dir: &Path,
+        graph: Graph,
+        batch_size: usize,
+        threads: usize,
+    ) -> Result<Self> {
+        if graph.bytes.is_empty() {
+            return Err(Error::Embedding(format!(
+                "{}: an empty model graph",
+                graph.origin
+            )));
+        }
+        Self::load_graph(dir, graph, batch_size, threads)
+    }
+
+    /// `graph` with no bytes is the folder's own model.onnx.
+    fn load_graph(dir: &Path, graph: Graph, batch_size: usize, threads: usize) -> Result<Self> {
+        let base = graph.bytes.is_empty();
         let runtime = std::env::var_os("ORT_DYLIB_PATH")
             .map(PathBuf::from)
             .unwrap_or_else(|| dir.join(RUNTIME_FILE));
         let mut missing: Vec<String> = [MODEL_FILE, TOKENIZER_FILE]
             .iter()
+            .filter(|name| base || **name != MODEL_FILE)
             .filter(|name| !dir.join(name).is_file())
             .map(|name| name.to_string())
             .collect();
@@ -84,8 +131,12 @@ impl MiniLmEmbedder {
         }
         let environment = environment(&runtime)?;
 
-        let model_path = dir.join(MODEL_FILE);
-        let model = std::fs::read(&model_path).map_err(|e| Error::io(&model_path, e))?;
+        let model_path = PathBuf::from(&graph.origin);
+        let model = if base {
+            std::fs::read(&model_path).map_err(|e| Error::io(&model_path, e))?
+        } else {
+            graph.bytes
+        };
         let sessions = (0..session_count(threads))
             .map(|_| open_session(environment, &model, &model_path).map(Mutex::new))
             .collect::<Result<Vec<_>>>()?;
@@ -108,6 +159,7 @@ impl MiniLmEmbedder {
             .map_err(|e| tokenizer_error(&e))?;
 
         Ok(MiniLmEmbedder {
+            model_id: graph.model_id,
             sessions,
             next_session: AtomicUsize::new(0),
             tokenizer,
@@ -263,7 +315,7 @@ fn check_interface(session: &Mutex<Session>, path: &Path) -> Result<()> {
 
 impl Embedder for MiniLmEmbedder {
     fn model_id(&self) -> &str {
-        MINILM_MODEL_ID
+        &self.model_id
     }
 
     fn dimension(&self) -> usize {

@@ -11,6 +11,7 @@
 //! `workflows` (checkpoints of split questions, and resuming from them).
 
 mod adapters;
+mod encoder;
 mod index;
 mod rerank;
 mod sessions;

@@ -447,6 +447,40 @@ pub struct EmbeddingConfig {
     /// Questions whose vectors are kept (least recently used out); 0 keeps none.
     pub cache_size: usize,
     pub drift: DriftConfig,
+    pub adaptation: AdaptationConfig,
+}
+
+/// Whether `index build` fine-tunes the encoder on the catalog's own texts, and how
+/// (`switchyard-adapt`; the CLI runs it, the router only loads its result).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AdaptationConfig {
+    pub mode: AdaptationMode,
+    /// `auto` adapts catalogs of at least this many templates.
+    pub min_templates: usize,
+    pub seed: u64,
+    pub learning_rate: f64,
+    pub epochs: usize,
+    pub pairs_per_text: usize,
+    /// The bound on a build's cost: at most this many training pairs per epoch.
+    pub max_pairs: usize,
+    /// Layers before this one stay frozen (0 trains all six).
+    pub first_trained_layer: usize,
+    /// The Python that builds the int8 graph from the adapted weights (with onnx and
+    /// onnxruntime, as `infra/scripts/fetch-model.sh` installs them); null means
+    /// `$SWITCHYARD_PYTHON`, else the project virtualenv's, else `python3`.
+    pub python: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AdaptationMode {
+    /// The frozen base model, always.
+    Base,
+    /// Adapted for catalogs of at least `min_templates` templates.
+    Auto,
+    /// Adapted, whatever the catalog's size.
+    Adapted,
 }
 
 /// How far the model at hand may embed the index's probe sentences from the builder's

@@ -394,6 +394,31 @@ fn check_embedding(embedding: &EmbeddingConfig) -> Checked {
     if embedding.batch_size == 0 {
         return invalid("embedding.batch_size", "must be at least 1");
     }
+    let adaptation = &embedding.adaptation;
+    if !(adaptation.learning_rate > 0.0 && adaptation.learning_rate < 1.0) {
+        return invalid(
+            "embedding.adaptation.learning_rate",
+            "must be a number in (0, 1)",
+        );
+    }
+    for (field, value) in [
+        ("embedding.adaptation.epochs", adaptation.epochs),
+        (
+            "embedding.adaptation.pairs_per_text",
+            adaptation.pairs_per_text,
+        ),
+        ("embedding.adaptation.max_pairs", adaptation.max_pairs),
+    ] {
+        if value == 0 {
+            return invalid(field, "must be at least 1");
+        }
+    }
+    if adaptation.first_trained_layer > 5 {
+        return invalid(
+            "embedding.adaptation.first_trained_layer",
+            "must be a layer of the model's six (0 to 5)",
+        );
+    }
     let drift = &embedding.drift;
     if !(0.0..=1.0).contains(&drift.warn_below) {
         return invalid("embedding.drift.warn_below", "must be a cosine in [0, 1]");

@@ -36,6 +36,52 @@ pub struct Manifest {
     /// The probe sentences' vectors as the builder computed them (`drift`); empty for an
     /// index built from given vectors.
     pub probes: Vec<Probe>,
+    /// The adapted encoder the index was embedded with (`<index>.encoder.onnx` beside it,
+    /// or `encoders/<sha256>.onnx` under its S3 prefix); `None` for the base model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encoder: Option<EncoderManifest>,
+}
+
+impl EncoderManifest {
+    /// Refuse a graph other than the one this manifest names, naming both.
+    pub fn check_graph(&self, bytes: &[u8], graph_origin: &str, index_origin: &str) -> Result<()> {
+        let found = hex::encode(Sha256::digest(bytes));
+        if found != self.onnx_sha256 {
+            return Err(Error::index(
+                index_origin,
+                format!(
+                    "the index was embedded with the adapted encoder {} (sha256 {}) but {graph_origin} has sha256 {found}: the index and its encoder come from different builds; build or push them together",
+                    self.model_id, self.onnx_sha256
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// An adapted encoder: what it was adapted from and how, and the checksums that tie the
+/// index to it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EncoderManifest {
+    /// The base model's id (its vectors are not comparable with these).
+    pub base_model: String,
+    /// The id the adapted embedder reports: the base's with the graph's checksum.
+    pub model_id: String,
+    /// sha256 of the int8 graph the router runs.
+    pub onnx_sha256: String,
+    /// sha256 of the adapted f32 weights (model.safetensors) it was derived from.
+    pub weights_sha256: String,
+    pub loss: String,
+    pub seed: u64,
+    pub steps: usize,
+    pub pairs: usize,
+    pub epochs: usize,
+    pub learning_rate: f64,
+    pub first_trained_layer: usize,
+    /// `nl_examples` kept out of training, for calibrating the threshold and the head's
+    /// temperature on texts the encoder did not see.
+    pub held_out: usize,
+    pub training_seconds: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

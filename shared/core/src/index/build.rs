@@ -5,8 +5,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::drift::embed_probes;
 use super::{
-    template_texts, DatasourceVectors, HeadSummary, Index, Manifest, ManifestDatasource, Partition,
-    Progress, FORMAT_VERSION,
+    is_held_out, template_texts, DatasourceVectors, EncoderManifest, HeadSummary, Index, Manifest,
+    ManifestDatasource, Partition, Progress, FORMAT_VERSION,
 };
 use crate::config::Config;
 use crate::embed::Embedder;
@@ -19,6 +19,19 @@ impl Index {
     pub fn build(
         catalog: Catalog,
         embedder: &dyn Embedder,
+        config: &Config,
+        progress: Progress<'_>,
+    ) -> Result<Index> {
+        Self::build_with_encoder(catalog, embedder, None, config, progress)
+    }
+
+    /// [`Index::build`] with `embedder` an adapted encoder, described by `encoder` (or
+    /// the base model, `None`). With an adapted encoder the threshold is calibrated on the
+    /// `nl_examples` its training left out ([`held_out`]), as the head's temperature is.
+    pub fn build_with_encoder(
+        catalog: Catalog,
+        embedder: &dyn Embedder,
+        encoder: Option<EncoderManifest>,
         config: &Config,
         progress: Progress<'_>,
     ) -> Result<Index> {
@@ -57,11 +70,12 @@ impl Index {
             }
             vectors.push(source);
         }
-        let mut index = Index::from_vectors(
+        let mut index = Index::from_vectors_with_encoder(
             catalog,
             vectors,
             embedder.model_id(),
             embedder.dimension(),
+            encoder,
             config,
         );
         index.manifest.probes = embed_probes(embedder)?;
@@ -75,6 +89,17 @@ impl Index {
         vectors: Vec<DatasourceVectors>,
         model_id: &str,
         dimension: usize,
+        full_config: &Config,
+    ) -> Index {
+        Self::from_vectors_with_encoder(catalog, vectors, model_id, dimension, None, full_config)
+    }
+
+    fn from_vectors_with_encoder(
+        catalog: Catalog,
+        vectors: Vec<DatasourceVectors>,
+        model_id: &str,
+        dimension: usize,
+        encoder: Option<EncoderManifest>,
         full_config: &Config,
     ) -> Index {
         let config = &full_config.index;
@@ -108,6 +133,7 @@ impl Index {
             head: None,
             calibration: None,
             probes: Vec::new(),
+            encoder,
         };
         let mut index = Index {
             manifest,
@@ -155,7 +181,7 @@ impl Index {
                     } else {
                         1.0
                     });
-                    held_out.push(r < examples && examples >= 3 && r % 5 == 4);
+                    held_out.push(r < examples && is_held_out(r, examples));
                 }
                 centroids.extend_from_slice(partition.centroid(t));
                 number += 1;

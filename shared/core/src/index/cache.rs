@@ -5,7 +5,7 @@ use std::path::Path;
 
 use sha2::{Digest, Sha256};
 
-use super::{Index, Progress, FORMAT_VERSION};
+use super::{EncoderManifest, Index, Progress, FORMAT_VERSION};
 use crate::config::Config;
 use crate::embed::Embedder;
 use crate::error::Result;
@@ -42,6 +42,7 @@ pub fn load_or_build(
     templates_dir: &Path,
     cache_dir: &Path,
     embedder: &dyn Embedder,
+    encoder: Option<EncoderManifest>,
     config: &Config,
     progress: Progress<'_>,
 ) -> Result<(Index, bool)> {
@@ -62,7 +63,7 @@ pub fn load_or_build(
             Err(e) => tracing::warn!(error = %e, "cached index unreadable; rebuilding"),
         }
     }
-    let index = Index::build(catalog, embedder, config, progress)?;
+    let index = Index::build_with_encoder(catalog, embedder, encoder, config, progress)?;
     index.write(&path)?;
     Ok((index, true))
 }

@@ -1,10 +1,11 @@
-//! The automatic threshold: the median, over the catalog's `nl_examples`, of each one's
-//! best confidence against the other datasources' templates.
+//! The automatic threshold: the median, over the catalog's `nl_examples` (with an adapted
+//! encoder, those its training held out), of each one's best confidence against the other
+//! datasources' templates.
 
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use super::Index;
+use super::{is_held_out, Index};
 use crate::config::{CompositeRetrieval, StringSimilarity};
 use crate::embed::dot;
 use crate::scoring::{confidence, Weights};
@@ -37,9 +38,17 @@ impl Index {
         let texts = TemplateTexts::of_catalog(&self.catalog);
         // (datasource, template, example number)
         let mut examples: Vec<(usize, usize, usize)> = Vec::new();
+        // An adapted encoder was trained to pull its training texts away from other
+        // templates: only the examples it did not see measure how far a stranger lands.
+        let adapted = self.manifest.encoder.is_some();
         for (d, datasource) in self.catalog.datasources.iter().enumerate() {
             for (t, template) in datasource.templates.iter().enumerate() {
-                examples.extend((0..template.nl_examples.len()).map(|e| (d, t, e)));
+                let count = template.nl_examples.len();
+                examples.extend(
+                    (0..count)
+                        .filter(|&e| !adapted || is_held_out(e, count))
+                        .map(|e| (d, t, e)),
+                );
             }
         }
         let stride = examples.len().div_ceil(MAX_EXAMPLES).max(1);

@@ -30,7 +30,8 @@ mod partition;
 
 pub(crate) use artifact::{seal, unseal, write_atomically};
 pub use artifact::{
-    FileIndexSource, HeadSummary, IndexSource, Manifest, ManifestDatasource, FORMAT_VERSION,
+    EncoderManifest, FileIndexSource, HeadSummary, IndexSource, Manifest, ManifestDatasource,
+    FORMAT_VERSION,
 };
 pub(crate) use build::build_time;
 pub use cache::{cache_path, load_or_build};
@@ -72,6 +73,14 @@ pub fn template_texts(template: &crate::template::Template) -> Vec<String> {
         .cloned()
         .chain([template.description.clone(), id_words(&template.id)])
         .collect()
+}
+
+/// Whether `nl_examples[example]` of a template with `examples` of them is held out: of
+/// the head's training while its temperature is fitted, and of an adapted encoder's
+/// training, so that calibration sees texts the encoder did not (every fifth, of templates
+/// with at least three).
+pub fn is_held_out(example: usize, examples: usize) -> bool {
+    examples >= 3 && example % 5 == 4
 }
 
 /// Called with (texts embedded so far, total) while building.

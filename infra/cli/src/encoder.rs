@@ -1,0 +1,311 @@
+//! Which encoder a catalog's index is embedded with: the base model, or the base adapted
+//! to the catalog (`switchyard-adapt`), trained once per catalog and settings and cached
+//! under `<cache>/encoders/`. An index built with an adapted encoder carries its
+//! [`EncoderManifest`]; the int8 graph travels beside it (`<index>.encoder.onnx`).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+
+use anyhow::{bail, Context, Result};
+use indicatif::{ProgressBar, ProgressStyle};
+use switchyard_adapt::{file_sha256, Settings};
+use switchyard_core::config::{cache_dir, AdaptationConfig, AdaptationMode, Config};
+use switchyard_core::embed::{CachedEmbedder, Embedder};
+use switchyard_core::index::{is_held_out, template_texts, EncoderManifest, Index};
+use switchyard_core::template::Catalog;
+use switchyard_embed::{adapted_model_id, Graph, MiniLmEmbedder, MINILM_MODEL_ID};
+
+/// The script that builds the base model's int8 graph builds the adapted one's too: the
+/// same fused graph and the same 7-bit quantization, so routing costs the same.
+const GRAPH_SCRIPT: &str = include_str!("../../scripts/build_onnx_model.py");
+/// Bumped when the recipe changes, so that cached encoders are retrained.
+const RECIPE: &str = "mnrl-v1";
+const MANIFEST_FILE: &str = "encoder.json";
+const GRAPH_FILE: &str = "model.onnx";
+
+/// An encoder ready to embed: the embedder, and the manifest of an adapted one.
+pub struct Encoder {
+    pub embedder: Arc<dyn Embedder>,
+    pub manifest: Option<EncoderManifest>,
+    /// The adapted int8 graph, to ship beside an index.
+    pub graph: Option<PathBuf>,
+}
+
+/// The base model of the configuration.
+pub fn base(config: &Config) -> Result<Encoder> {
+    let embedder = MiniLmEmbedder::from_config(&config.embedding)?;
+    Ok(Encoder {
+        embedder: CachedEmbedder::wrap(Arc::new(embedder), config.embedding.cache_size),
+        manifest: None,
+        graph: None,
+    })
+}
+
+/// Whether `config` adapts the encoder to `catalog`.
+pub fn adapts(catalog: &Catalog, adaptation: &AdaptationConfig) -> bool {
+    match adaptation.mode {
+        AdaptationMode::Base => false,
+        AdaptationMode::Adapted => true,
+        AdaptationMode::Auto => catalog.template_count() >= adaptation.min_templates,
+    }
+}
+
+/// The encoder for building `catalog`'s index: the base model, or (as `embedding.adaptation`
+/// says) one adapted to it, from the cache or trained now.
+pub fn for_catalog(catalog: &Catalog, config: &Config) -> Result<Encoder> {
+    let adaptation = &config.embedding.adaptation;
+    if !adapts(catalog, adaptation) {
+        return base(config);
+    }
+    let base_dir = config.embedding.resolved_model_dir();
+    let groups = training_groups(catalog);
+    let settings = settings(adaptation);
+    let dir = cache_dir()
+        .join("encoders")
+        .join(cache_key(&base_dir, &groups, &settings)?);
+    let manifest = match cached(&dir) {
+        Some(manifest) => manifest,
+        None => {
+            let held_out = catalog
+                .datasources
+                .iter()
+                .flat_map(|d| &d.templates)
+                .map(|t| {
+                    let n = t.nl_examples.len();
+                    (0..n).filter(|&e| is_held_out(e, n)).count()
+                })
+                .sum();
+            adapt(&base_dir, &groups, &settings, adaptation, held_out, &dir)?
+        }
+    };
+    let graph = dir.join(GRAPH_FILE);
+    Ok(Encoder {
+        embedder: load_adapted(config, &manifest, &graph, "the encoder cache")?,
+        manifest: Some(manifest),
+        graph: Some(graph),
+    })
+}
+
+/// The encoder an index was built with: the base model, or the adapted graph at `graph`
+/// (checked against the index's manifest; a mismatch names both).
+pub fn for_index(index: &Index, graph: &Path, origin: &str, config: &Config) -> Result<Encoder> {
+    match &index.manifest.encoder {
+        None => base(config),
+        Some(manifest) => Ok(Encoder {
+            embedder: load_adapted(config, manifest, graph, origin)?,
+            manifest: Some(manifest.clone()),
+            graph: Some(graph.to_path_buf()),
+        }),
+    }
+}
+
+/// Where `index build` puts the adapted graph of the index at `index`.
+pub fn graph_beside(index: &Path) -> PathBuf {
+    index.with_extension("encoder.onnx")
+}
+
+fn load_adapted(
+    config: &Config,
+    manifest: &EncoderManifest,
+    graph: &Path,
+    index_origin: &str,
+) -> Result<Arc<dyn Embedder>> {
+    let bytes = std::fs::read(graph).with_context(|| {
+        format!(
+            "reading {}, the adapted encoder {} that {index_origin} was built with",
+            graph.display(),
+            manifest.model_id
+        )
+    })?;
+    let origin = graph.display().to_string();
+    manifest.check_graph(&bytes, &origin, index_origin)?;
+    let embedder = MiniLmEmbedder::load_adapted(
+        &config.embedding.resolved_model_dir(),
+        Graph {
+            bytes,
+            origin,
+            model_id: manifest.model_id.clone(),
+        },
+        config.embedding.batch_size,
+        config.embedding.threads,
+    )?;
+    Ok(CachedEmbedder::wrap(
+        Arc::new(embedder),
+        config.embedding.cache_size,
+    ))
+}
+
+/// Each template's training texts: its `nl_examples` but the held-out ones, its
+/// description and id words.
+pub fn training_groups(catalog: &Catalog) -> Vec<Vec<String>> {
+    catalog
+        .datasources
+        .iter()
+        .flat_map(|d| &d.templates)
+        .map(|template| {
+            let examples = template.nl_examples.len();
+            template_texts(template)
+                .into_iter()
+                .enumerate()
+                .filter(|&(i, _)| i >= examples || !is_held_out(i, examples))
+                .map(|(_, text)| text)
+                .collect()
+        })
+        .collect()
+}
+
+pub fn settings(adaptation: &AdaptationConfig) -> Settings {
+    Settings {
+        seed: adaptation.seed,
+        learning_rate: adaptation.learning_rate,
+        epochs: adaptation.epochs,
+        pairs_per_text: adaptation.pairs_per_text,
+        max_pairs: adaptation.max_pairs,
+        first_trained_layer: adaptation.first_trained_layer,
+        ..Settings::default()
+    }
+}
+
+/// Everything that changes the adapted weights: the base weights, the texts, the settings.
+fn cache_key(base_dir: &Path, groups: &[Vec<String>], settings: &Settings) -> Result<String> {
+    let weights = base_dir.join(switchyard_adapt::WEIGHTS_FILE);
+    let base = file_sha256(&weights).with_context(|| {
+        format!(
+            "adapting the encoder needs the base model's f32 weights {} (infra/scripts/fetch-model.sh)",
+            weights.display()
+        )
+    })?;
+    let key = serde_json::json!({
+        "recipe": RECIPE,
+        "base": base,
+        "groups": groups,
+        "settings": settings,
+    });
+    Ok(switchyard_adapt::sha256_hex(key.to_string().as_bytes())[..24].to_owned())
+}
+
+/// A cached encoder whose graph still has the checksum its manifest names.
+fn cached(dir: &Path) -> Option<EncoderManifest> {
+    let text = std::fs::read_to_string(dir.join(MANIFEST_FILE)).ok()?;
+    let manifest: EncoderManifest = serde_json::from_str(&text).ok()?;
+    let sha = file_sha256(&dir.join(GRAPH_FILE)).ok()?;
+    (sha == manifest.onnx_sha256).then_some(manifest)
+}
+
+/// Train, write the weights, build the int8 graph, write the manifest.
+fn adapt(
+    base_dir: &Path,
+    groups: &[Vec<String>],
+    settings: &Settings,
+    adaptation: &AdaptationConfig,
+    held_out: usize,
+    dir: &Path,
+) -> Result<EncoderManifest> {
+    let encoder = switchyard_adapt::Encoder::load(base_dir, settings)?;
+    let bar = ProgressBar::new(0);
+    bar.set_style(
+        ProgressStyle::with_template(
+            "adapting the encoder {bar:40} {pos}/{len} steps ({eta}) {msg}",
+        )
+        .expect("a valid template"),
+    );
+    let run = encoder.adapt(groups, settings, &|step, steps, loss| {
+        bar.set_length(steps as u64);
+        bar.set_position(step as u64);
+        bar.set_message(format!("loss {loss:.3}"));
+    })?;
+    bar.finish_and_clear();
+    // A half-written folder is never taken for a cached encoder: the manifest comes last.
+    let _ = std::fs::remove_file(dir.join(MANIFEST_FILE));
+    let weights_sha256 = encoder.save(dir)?;
+    // The graph's build checks itself against the trained model's own vectors.
+    let reference = dir.join("reference.json");
+    let texts: Vec<&str> = switchyard_core::index::PROBE_TEXTS.to_vec();
+    let vectors = encoder.embed(&texts)?;
+    let items: Vec<serde_json::Value> = texts
+        .iter()
+        .zip(vectors)
+        .map(|(text, embedding)| serde_json::json!({"text": text, "embedding": embedding}))
+        .collect();
+    std::fs::write(
+        &reference,
+        serde_json::json!({ "items": items }).to_string(),
+    )
+    .with_context(|| format!("writing {}", reference.display()))?;
+    build_graph(dir, &reference, adaptation)?;
+    let onnx_sha256 = file_sha256(&dir.join(GRAPH_FILE))?;
+    let manifest = EncoderManifest {
+        base_model: MINILM_MODEL_ID.to_owned(),
+        model_id: adapted_model_id(&onnx_sha256),
+        onnx_sha256,
+        weights_sha256,
+        loss: "multiple-negatives ranking (in-batch negatives)".to_owned(),
+        seed: settings.seed,
+        steps: run.steps,
+        pairs: run.pairs,
+        epochs: settings.epochs,
+        learning_rate: settings.learning_rate,
+        first_trained_layer: settings.first_trained_layer,
+        held_out,
+        training_seconds: run.seconds,
+    };
+    let path = dir.join(MANIFEST_FILE);
+    std::fs::write(&path, serde_json::to_string_pretty(&manifest)?)
+        .with_context(|| format!("writing {}", path.display()))?;
+    eprintln!(
+        "adapted the encoder: {} steps on {} pairs in {:.0} s (loss {:.3} -> {:.3}); {}",
+        run.steps,
+        run.pairs,
+        run.seconds,
+        run.first_loss,
+        run.last_loss,
+        dir.display()
+    );
+    Ok(manifest)
+}
+
+/// The Python that builds the graph: the setting, `$SWITCHYARD_PYTHON`, the project
+/// virtualenv's (where fetch-model.sh installed onnx and onnxruntime), else `python3`.
+fn python(adaptation: &AdaptationConfig) -> PathBuf {
+    if let Some(python) = &adaptation.python {
+        return python.clone();
+    }
+    if let Some(python) = std::env::var_os("SWITCHYARD_PYTHON") {
+        return PathBuf::from(python);
+    }
+    let venv = cache_dir().join("venv").join("bin").join("python");
+    if venv.is_file() {
+        return venv;
+    }
+    PathBuf::from("python3")
+}
+
+/// Run build_onnx_model.py on the adapted folder `dir`: `dir/model.onnx`.
+fn build_graph(dir: &Path, reference: &Path, adaptation: &AdaptationConfig) -> Result<()> {
+    let script = dir.join("build_onnx_model.py");
+    std::fs::write(&script, GRAPH_SCRIPT)
+        .with_context(|| format!("writing {}", script.display()))?;
+    let python = python(adaptation);
+    let output = Command::new(&python)
+        .arg(&script)
+        .arg(dir)
+        .arg("--reference")
+        .arg(reference)
+        .output()
+        .with_context(|| {
+            format!(
+                "running {} to build the adapted encoder's int8 graph (set embedding.adaptation.python or SWITCHYARD_PYTHON to a Python with onnx and onnxruntime, as infra/scripts/fetch-model.sh installs them)",
+                python.display()
+            )
+        })?;
+    if !output.status.success() {
+        bail!(
+            "building the adapted encoder's int8 graph in {} failed ({}): {}",
+            dir.display(),
+            output.status,
+            String::from_utf8_lossy(&output.stderr).trim()
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,271 @@
+//! all-MiniLM-L6-v2 (BERT: 6 layers, hidden 384, 12 heads) in candle. candle-nn's fused
+//! layer norm and softmax have no gradient, so both are this crate's own ops (`ops.rs`).
+//!
+//! The word, position and token-type embeddings stay frozen (plain tensors); every encoder
+//! layer from `first_trained` on holds its weights in [`Var`]s, which the optimizer updates.
+
+use std::collections::HashMap;
+
+use candle_core::{DType, Device, Module, Tensor, Var};
+
+use crate::ops::{Softmax, Standardize};
+
+use crate::error::{Error, Result};
+
+/// BERT's layer-norm epsilon (config.json's `layer_norm_eps`).
+const LAYER_NORM_EPS: f32 = 1e-12;
+
+/// The model's shape, from config.json.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shape {
+    pub layers: usize,
+    pub hidden: usize,
+    pub heads: usize,
+}
+
+/// A weight that is either trained (a [`Var`]) or frozen.
+#[derive(Clone)]
+enum Weight {
+    Trained(Var),
+    Frozen(Tensor),
+}
+
+impl Weight {
+    fn tensor(&self) -> &Tensor {
+        match self {
+            Weight::Trained(var) => var.as_tensor(),
+            Weight::Frozen(tensor) => tensor,
+        }
+    }
+}
+
+struct Linear {
+    weight: Weight,
+    bias: Weight,
+}
+
+impl Module for Linear {
+    fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
+        // (batch, tokens, in) -> (batch * tokens, in) so that one matmul does the batch.
+        let (batch, tokens, width) = x.dims3()?;
+        let flat = x.reshape((batch * tokens, width))?;
+        let out = flat
+            .matmul(&self.weight.tensor().t()?)?
+            .broadcast_add(self.bias.tensor())?;
+        let out_width = out.dim(1)?;
+        out.reshape((batch, tokens, out_width))
+    }
+}
+
+struct LayerNorm {
+    gamma: Weight,
+    beta: Weight,
+}
+
+impl Module for LayerNorm {
+    fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
+        x.contiguous()?
+            .apply_op1(Standardize {
+                eps: LAYER_NORM_EPS,
+            })?
+            .broadcast_mul(self.gamma.tensor())?
+            .broadcast_add(self.beta.tensor())
+    }
+}
+
+struct Layer {
+    query: Linear,
+    key: Linear,
+    value: Linear,
+    attention_out: Linear,
+    attention_norm: LayerNorm,
+    intermediate: Linear,
+    output: Linear,
+    output_norm: LayerNorm,
+}
+
+/// The encoder: its weights by their safetensors names, and which of them train.
+pub struct Bert {
+    shape: Shape,
+    word: Tensor,
+    position: Tensor,
+    token_type: Tensor,
+    embedding_norm: LayerNorm,
+    layers: Vec<Layer>,
+    /// Every tensor of the weights file, for writing it back with the trained ones replaced.
+    names: Vec<(String, Weight)>,
+}
+
+impl Bert {
+    /// Build from the tensors of `model.safetensors`; layers `first_trained..` train.
+    pub fn new(
+        mut tensors: HashMap<String, Tensor>,
+        shape: Shape,
+        first_trained: usize,
+        file: &str,
+    ) -> Result<Bert> {
+        let mut names: Vec<(String, Weight)> = Vec::new();
+        let mut take = |name: String, train: bool| -> Result<Weight> {
+            let tensor = tensors.remove(&name).ok_or_else(|| Error::Weights {
+                file: file.to_owned(),
+                problem: format!("no tensor {name}"),
+            })?;
+            let weight = if train {
+                Weight::Trained(Var::from_tensor(&tensor.to_dtype(DType::F32)?)?)
+            } else {
+                Weight::Frozen(tensor)
+            };
+            names.push((name, weight.clone()));
+            Ok(weight)
+        };
+        let word = take("embeddings.word_embeddings.weight".into(), false)?;
+        let position = take("embeddings.position_embeddings.weight".into(), false)?;
+        let token_type = take("embeddings.token_type_embeddings.weight".into(), false)?;
+        let embedding_norm = LayerNorm {
+            gamma: take("embeddings.LayerNorm.weight".into(), false)?,
+            beta: take("embeddings.LayerNorm.bias".into(), false)?,
+        };
+        let mut layers = Vec::with_capacity(shape.layers);
+        for l in 0..shape.layers {
+            let train = l >= first_trained;
+            let p = format!("encoder.layer.{l}");
+            let mut linear = |name: &str| -> Result<Linear> {
+                Ok(Linear {
+                    weight: take(format!("{p}.{name}.weight"), train)?,
+                    bias: take(format!("{p}.{name}.bias"), train)?,
+                })
+            };
+            let query = linear("attention.self.query")?;
+            let key = linear("attention.self.key")?;
+            let value = linear("attention.self.value")?;
+            let attention_out = linear("attention.output.dense")?;
+            let intermediate = linear("intermediate.dense")?;
+            let output = linear("output.dense")?;
+            let mut norm = |name: &str| -> Result<LayerNorm> {
+                Ok(LayerNorm {
+                    gamma: take(format!("{p}.{name}.weight"), train)?,
+                    beta: take(format!("{p}.{name}.bias"), train)?,
+                })
+            };
+            let attention_norm = norm("attention.output.LayerNorm")?;
+            let output_norm = norm("output.LayerNorm")?;
+            layers.push(Layer {
+                query,
+                key,
+                value,
+                attention_out,
+                attention_norm,
+                intermediate,
+                output,
+                output_norm,
+            });
+        }
+        // What the encoder does not use (position ids, the pooler) is written back as read.
+        let mut rest: Vec<(String, Tensor)> = tensors.into_iter().collect();
+        rest.sort_by(|a, b| a.0.cmp(&b.0));
+        names.extend(rest.into_iter().map(|(n, t)| (n, Weight::Frozen(t))));
+        Ok(Bert {
+            shape,
+            word: word.tensor().clone(),
+            position: position.tensor().clone(),
+            token_type: token_type.tensor().clone(),
+            embedding_norm,
+            layers,
+            names,
+        })
+    }
+
+    /// The trained weights, for the optimizer.
+    pub fn trained(&self) -> Vec<Var> {
+        self.names
+            .iter()
+            .filter_map(|(_, w)| match w {
+                Weight::Trained(var) => Some(var.clone()),
+                Weight::Frozen(_) => None,
+            })
+            .collect()
+    }
+
+    /// Every tensor by its safetensors name, trained ones at their current values.
+    pub fn tensors(&self) -> HashMap<String, Tensor> {
+        self.names
+            .iter()
+            .map(|(n, w)| (n.clone(), w.tensor().clone()))
+            .collect()
+    }
+
+    /// Sentence embeddings, L2-normalised: the mean of the last hidden state over real
+    /// tokens, as sentence-transformers computes them. `ids` and `mask` are (batch, tokens)
+    /// u32; padding has mask 0.
+    pub fn embed(&self, ids: &Tensor, mask: &Tensor) -> Result<Tensor> {
+        Ok(self.embed_inner(ids, mask)?)
+    }
+
+    fn embed_inner(&self, ids: &Tensor, mask: &Tensor) -> candle_core::Result<Tensor> {
+        let (batch, tokens) = ids.dims2()?;
+        let device = ids.device();
+        let positions = Tensor::arange(0u32, tokens as u32, device)?;
+        let words = self.word.index_select(&ids.flatten_all()?, 0)?.reshape((
+            batch,
+            tokens,
+            self.shape.hidden,
+        ))?;
+        let position = self.position.index_select(&positions, 0)?;
+        let token_type = self.token_type.narrow(0, 0, 1)?;
+        let embedded = words.broadcast_add(&position)?.broadcast_add(&token_type)?;
+        let mut hidden = self.embedding_norm.forward(&embedded)?;
+
+        let mask_f = mask.to_dtype(DType::F32)?;
+        // 0 for real tokens, a large negative number for padding, on every head and query.
+        let bias = ((mask_f.clone() - 1.0)? * 10_000.0)?.reshape((batch, 1, 1, tokens))?;
+        for layer in &self.layers {
+            hidden = self.layer(layer, &hidden, &bias)?;
+        }
+        let weights = mask_f.unsqueeze(2)?;
+        let summed = hidden.broadcast_mul(&weights)?.sum(1)?;
+        let counts = weights.sum(1)?;
+        let mean = summed.broadcast_div(&counts)?;
+        let norm = mean.sqr()?.sum_keepdim(1)?.sqrt()?;
+        mean.broadcast_div(&norm)
+    }
+
+    fn layer(&self, layer: &Layer, x: &Tensor, bias: &Tensor) -> candle_core::Result<Tensor> {
+        let (batch, tokens, hidden) = x.dims3()?;
+        let heads = self.shape.heads;
+        let head_width = hidden / heads;
+        let split = |t: Tensor| -> candle_core::Result<Tensor> {
+            t.reshape((batch, tokens, heads, head_width))?
+                .transpose(1, 2)?
+                .contiguous()
+        };
+        let q = split(layer.query.forward(x)?)?;
+        let k = split(layer.key.forward(x)?)?;
+        let v = split(layer.value.forward(x)?)?;
+        let scores = (q.matmul(&k.t()?)? / (head_width as f64).sqrt())?.broadcast_add(bias)?;
+        let probabilities = softmax_last(&scores)?;
+        let context = probabilities
+            .matmul(&v)?
+            .transpose(1, 2)?
+            .contiguous()?
+            .reshape((batch, tokens, hidden))?;
+        let attended = layer
+            .attention_norm
+            .forward(&(layer.attention_out.forward(&context)? + x)?)?;
+        let inner = layer.intermediate.forward(&attended)?.gelu_erf()?;
+        layer
+            .output_norm
+            .forward(&(layer.output.forward(&inner)? + attended)?)
+    }
+}
+
+fn softmax_last(x: &Tensor) -> candle_core::Result<Tensor> {
+    x.contiguous()?.apply_op1(Softmax)
+}
+
+/// Load every tensor of a safetensors file on the CPU.
+pub fn load_tensors(path: &std::path::Path) -> Result<HashMap<String, Tensor>> {
+    candle_core::safetensors::load(path, &Device::Cpu).map_err(|e| Error::Weights {
+        file: path.display().to_string(),
+        problem: e.to_string(),
+    })
+}

@@ -1,0 +1,131 @@
+//! Training pairs from a catalog's texts: (anchor, positive) of one template, shuffled and
+//! cut into batches in which no template appears twice, so that every other pair of a batch
+//! is a true negative for the in-batch ranking loss.
+
+/// A small deterministic generator (SplitMix64): the same seed gives the same pairs and
+/// batches on every machine.
+pub struct SplitMix(u64);
+
+impl SplitMix {
+    pub fn new(seed: u64) -> SplitMix {
+        SplitMix(seed)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `0..bound` (`bound` > 0).
+    pub fn below(&mut self, bound: usize) -> usize {
+        (self.next_u64() % bound as u64) as usize
+    }
+
+    pub fn shuffle<T>(&mut self, items: &mut [T]) {
+        for i in (1..items.len()).rev() {
+            items.swap(i, self.below(i + 1));
+        }
+    }
+}
+
+/// One training pair: two texts of template `group`, by their positions in the groups.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pair {
+    pub group: usize,
+    pub anchor: usize,
+    pub positive: usize,
+}
+
+/// Up to `per_text` pairs for every text of every group with at least two texts, each
+/// text the anchor of pairs with other texts of its group (drawn without repeats while
+/// they last).
+pub fn pairs(group_sizes: &[usize], per_text: usize, rng: &mut SplitMix) -> Vec<Pair> {
+    let mut out = Vec::new();
+    for (group, &size) in group_sizes.iter().enumerate() {
+        if size < 2 {
+            continue;
+        }
+        for anchor in 0..size {
+            let mut others: Vec<usize> = (0..size).filter(|&o| o != anchor).collect();
+            rng.shuffle(&mut others);
+            for &positive in others.iter().cycle().take(per_text) {
+                out.push(Pair {
+                    group,
+                    anchor,
+                    positive,
+                });
+            }
+        }
+    }
+    rng.shuffle(&mut out);
+    out
+}
+
+/// Batches of `size` pairs with no group twice: each batch takes, in order, the first
+/// pairs whose group it lacks; a last batch may be smaller. A batch of one pair has no
+/// negative and is dropped.
+pub fn batches(mut pending: Vec<Pair>, size: usize) -> Vec<Vec<Pair>> {
+    let groups = pending.iter().map(|p| p.group + 1).max().unwrap_or(0);
+    let mut in_batch = vec![false; groups];
+    let mut out = Vec::new();
+    while !pending.is_empty() {
+        let mut batch: Vec<Pair> = Vec::with_capacity(size);
+        let mut rest = Vec::with_capacity(pending.len());
+        for pair in pending {
+            if batch.len() < size && !in_batch[pair.group] {
+                in_batch[pair.group] = true;
+                batch.push(pair);
+            } else {
+                rest.push(pair);
+            }
+        }
+        for pair in &batch {
+            in_batch[pair.group] = false;
+        }
+        if batch.len() > 1 {
+            out.push(batch);
+        }
+        pending = rest;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batches_never_hold_a_group_twice_and_keep_every_pair() {
+        let mut rng = SplitMix::new(7);
+        let all = pairs(&[10, 10, 3, 1, 5], 4, &mut rng);
+        assert_eq!(all.len(), (10 + 10 + 3 + 5) * 4);
+        assert!(all.iter().all(|p| p.anchor != p.positive && p.group != 3));
+        let cut = batches(all.clone(), 3);
+        // Only pairs left alone at the end (one group remaining) are dropped.
+        let kept = cut.iter().map(Vec::len).sum::<usize>();
+        assert!(
+            kept <= all.len() && kept + 40 >= all.len(),
+            "{kept} of {}",
+            all.len()
+        );
+        assert!(cut.iter().all(|b| b.len() > 1));
+        for batch in &cut {
+            let mut groups: Vec<usize> = batch.iter().map(|p| p.group).collect();
+            groups.sort_unstable();
+            groups.dedup();
+            assert_eq!(groups.len(), batch.len());
+        }
+    }
+
+    #[test]
+    fn the_same_seed_gives_the_same_pairs() {
+        let a = pairs(&[4, 6, 2], 3, &mut SplitMix::new(1));
+        let b = pairs(&[4, 6, 2], 3, &mut SplitMix::new(1));
+        let c = pairs(&[4, 6, 2], 3, &mut SplitMix::new(2));
+        assert_eq!(a, b);
+        assert_ne!(a, c);
+    }
+}

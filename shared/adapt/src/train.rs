@@ -1,0 +1,157 @@
+//! The training loop: in-batch-negative ranking loss (the "multiple negatives ranking" loss
+//! of sentence-transformers) on (anchor, positive) pairs of one template, AdamW with a
+//! linear warm-up and decay.
+
+use std::path::Path;
+use std::time::Instant;
+
+use candle_core::{Device, Tensor};
+use candle_nn::{AdamW, Optimizer, ParamsAdamW};
+use tokenizers::{Tokenizer, TruncationParams};
+
+use crate::bert::Bert;
+use crate::error::{Error, Result};
+use crate::pairs::{batches, pairs, Pair, SplitMix};
+use crate::Settings;
+
+/// Token ids and attention masks of a batch of texts, padded to the longest.
+pub struct TokenBatch {
+    pub ids: Tensor,
+    pub mask: Tensor,
+}
+
+/// The tokenizer of the model folder, truncating at `max_tokens`, padding nothing.
+pub fn tokenizer(path: &Path, max_tokens: usize) -> Result<Tokenizer> {
+    let problem = |e: &dyn std::fmt::Display| Error::Tokenizer {
+        file: path.display().to_string(),
+        problem: e.to_string(),
+    };
+    let mut tokenizer = Tokenizer::from_file(path).map_err(|e| problem(&e))?;
+    tokenizer.with_padding(None);
+    tokenizer
+        .with_truncation(Some(TruncationParams {
+            max_length: max_tokens,
+            ..TruncationParams::default()
+        }))
+        .map_err(|e| problem(&e))?;
+    Ok(tokenizer)
+}
+
+pub fn tokenize(tokenizer: &Tokenizer, texts: &[&str]) -> Result<TokenBatch> {
+    let encodings = tokenizer
+        .encode_batch(texts.to_vec(), true)
+        .map_err(|e| Error::Tokenizer {
+            file: "tokenizer.json".into(),
+            problem: e.to_string(),
+        })?;
+    let longest = encodings
+        .iter()
+        .map(|e| e.get_ids().len())
+        .max()
+        .unwrap_or(1);
+    let mut ids = vec![0u32; texts.len() * longest];
+    let mut mask = vec![0u32; texts.len() * longest];
+    for (row, encoding) in encodings.iter().enumerate() {
+        for (column, &id) in encoding.get_ids().iter().enumerate() {
+            ids[row * longest + column] = id;
+            mask[row * longest + column] = 1;
+        }
+    }
+    let shape = (texts.len(), longest);
+    Ok(TokenBatch {
+        ids: Tensor::from_vec(ids, shape, &Device::Cpu)?,
+        mask: Tensor::from_vec(mask, shape, &Device::Cpu)?,
+    })
+}
+
+/// What one training run did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Run {
+    pub pairs: usize,
+    pub pairs_per_text: usize,
+    pub steps: usize,
+    /// Mean loss over the first and the last tenth of the steps.
+    pub first_loss: f32,
+    pub last_loss: f32,
+    pub seconds: f64,
+}
+
+/// Train `model` on pairs of `groups` (each one template's texts).
+pub fn train(
+    model: &Bert,
+    tokenizer: &Tokenizer,
+    groups: &[Vec<String>],
+    settings: &Settings,
+    progress: &dyn Fn(usize, usize, f32),
+) -> Result<Run> {
+    let began = Instant::now();
+    let sizes: Vec<usize> = groups.iter().map(Vec::len).collect();
+    let texts: usize = sizes.iter().filter(|&&s| s >= 2).sum();
+    // The bound on cost: at most max_pairs pairs, by fewer pairs per text.
+    let per_text = settings
+        .pairs_per_text
+        .min(settings.max_pairs / texts.max(1))
+        .max(1);
+    let mut rng = SplitMix::new(settings.seed);
+    let mut plan: Vec<Vec<Pair>> = Vec::new();
+    for _ in 0..settings.epochs {
+        let mut epoch = pairs(&sizes, per_text, &mut rng);
+        epoch.truncate(settings.max_pairs);
+        plan.extend(batches(epoch, settings.batch_size));
+    }
+    let steps = plan.len();
+    if steps == 0 {
+        return Err(Error::Setting {
+            setting: "catalog",
+            problem: "no template has two texts to pair".into(),
+        });
+    }
+    let warmup = ((steps as f64) * settings.warmup).ceil().max(1.0);
+    let mut optimizer = AdamW::new(
+        model.trained(),
+        ParamsAdamW {
+            lr: settings.learning_rate,
+            weight_decay: settings.weight_decay,
+            ..ParamsAdamW::default()
+        },
+    )?;
+    let mut losses = Vec::with_capacity(steps);
+    for (step, batch) in plan.iter().enumerate() {
+        let s = step as f64 + 1.0;
+        let rate = if s <= warmup {
+            s / warmup
+        } else {
+            ((steps as f64 - s) / (steps as f64 - warmup).max(1.0)).max(0.0)
+        };
+        optimizer.set_learning_rate(settings.learning_rate * rate);
+        let anchors: Vec<&str> = batch
+            .iter()
+            .map(|p| groups[p.group][p.anchor].as_str())
+            .collect();
+        let positives: Vec<&str> = batch
+            .iter()
+            .map(|p| groups[p.group][p.positive].as_str())
+            .collect();
+        let a = tokenize(tokenizer, &anchors)?;
+        let p = tokenize(tokenizer, &positives)?;
+        let ea = model.embed(&a.ids, &a.mask)?;
+        let ep = model.embed(&p.ids, &p.mask)?;
+        let logits = (ea.matmul(&ep.t()?)? * settings.scale)?;
+        let labels = Tensor::arange(0u32, batch.len() as u32, &Device::Cpu)?;
+        let loss = candle_nn::loss::cross_entropy(&logits, &labels)?;
+        optimizer.backward_step(&loss)?;
+        let value = loss.to_scalar::<f32>()?;
+        losses.push(value);
+        progress(step + 1, steps, value);
+    }
+    let tenth = (steps / 10).max(1);
+    let mean = |xs: &[f32]| xs.iter().sum::<f32>() / xs.len() as f32;
+    Ok(Run {
+        pairs: plan.iter().map(Vec::len).sum(),
+        pairs_per_text: per_text,
+        steps,
+        first_loss: mean(&losses[..tenth]),
+        last_loss: mean(&losses[steps - tenth..]),
+        seconds: began.elapsed().as_secs_f64(),
+    })
+}

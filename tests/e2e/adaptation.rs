@@ -1,0 +1,91 @@
+//! Encoder adaptation through the CLI, as a user runs it: `index build` with
+//! `embedding.adaptation.mode: adapted` trains the encoder on the catalog (a few steps here, to
+//! keep the test short), builds its int8 graph with the same script as the base model's,
+//! and writes it beside the index; the index's manifest names it. Building twice gives the
+//! same weights and graph; a graph that is not the one the index names is refused, naming
+//! both checksums.
+
+use std::path::Path;
+use std::process::Command;
+
+use switchyard_core::index::Index;
+use switchyard_e2e::{model_dir, run, run_ok, switchyard};
+
+/// A few training steps on the demo catalog: enough to change the weights.
+fn adapting(cache: &Path) -> Command {
+    let mut command = switchyard(cache);
+    command
+        .env("SWITCHYARD__EMBEDDING__ADAPTATION__MODE", "adapted")
+        .env("SWITCHYARD__EMBEDDING__ADAPTATION__MAX_PAIRS", "96")
+        .env("SWITCHYARD__EMBEDDING__ADAPTATION__PAIRS_PER_TEXT", "1");
+    command
+}
+
+fn build(cache: &Path, out: &Path) -> Index {
+    run_ok(adapting(cache).args(["index", "build", "--out"]).arg(out));
+    Index::read(out).unwrap()
+}
+
+#[test]
+fn index_build_adapts_the_encoder_deterministically_and_ships_it_beside_the_index() {
+    let first = tempfile::tempdir().unwrap();
+    let second = tempfile::tempdir().unwrap();
+    let out = first.path().join("demo.idx");
+    let index = build(first.path(), &out);
+    let encoder = index.manifest.encoder.clone().expect("an adapted encoder");
+    assert!(encoder.model_id.contains("+adapted@"), "{encoder:?}");
+    assert_eq!(index.manifest.model_id, encoder.model_id);
+    assert!(encoder.steps >= 1 && encoder.pairs <= 96, "{encoder:?}");
+    assert!(
+        encoder.held_out > 0,
+        "every fifth example is held out: {encoder:?}"
+    );
+    let graph = out.with_extension("encoder.onnx");
+    let base = std::fs::read(model_dir().join("model.onnx")).unwrap();
+    let adapted = std::fs::read(&graph).unwrap();
+    assert_ne!(
+        adapted, base,
+        "the adapted graph differs from the base model's"
+    );
+
+    // The same catalog, settings and seed in a fresh cache: the same weights and graph.
+    let again = build(second.path(), &second.path().join("demo.idx"))
+        .manifest
+        .encoder
+        .unwrap();
+    assert_eq!(again.weights_sha256, encoder.weights_sha256);
+    assert_eq!(again.onnx_sha256, encoder.onnx_sha256);
+
+    // The index routes with its own encoder.
+    let routed = run_ok(switchyard(first.path()).arg("--index").arg(&out).args([
+        "route",
+        "What is 15% of 200?",
+        "--json",
+    ]));
+    let report: serde_json::Value = serde_json::from_str(&routed).unwrap();
+    assert_eq!(
+        report["routing_decision"]["would_route_to"], "tools",
+        "{report}"
+    );
+
+    // Another graph beside the index (here the base model's) is refused, naming both.
+    std::fs::write(&graph, &base).unwrap();
+    let refused = run(switchyard(first.path())
+        .arg("--index")
+        .arg(&out)
+        .args(["route", "What is 15% of 200?"]));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success());
+    assert!(stderr.contains(&encoder.onnx_sha256), "{stderr}");
+    assert!(stderr.contains("different builds"), "{stderr}");
+
+    // A missing one is named.
+    std::fs::remove_file(&graph).unwrap();
+    let missing = run(switchyard(first.path())
+        .arg("--index")
+        .arg(&out)
+        .args(["route", "What is 15% of 200?"]));
+    let stderr = String::from_utf8_lossy(&missing.stderr);
+    assert!(!missing.status.success());
+    assert!(stderr.contains("demo.encoder.onnx"), "{stderr}");
+}
