@@ -1,6 +1,6 @@
-//! The automatic threshold: the median, over the catalog's `nl_examples` (with an adapted
-//! encoder, those its training held out), of each one's best confidence against the other
-//! datasources' templates.
+//! The automatic threshold: the median, over the catalog's `nl_examples`, of each one's
+//! best confidence against the other datasources' templates; with an adapted encoder, over
+//! the examples its training held out, against every other template.
 
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -24,12 +24,14 @@ pub struct Calibration {
 impl Index {
     /// The automatic threshold for `retrieval`'s confidence settings: for each
     /// `nl_example`, its best confidence against the templates of the other datasources
-    /// (a question that belongs elsewhere), and the median of those. `None` with a single
-    /// datasource. Scans at most 4,000 examples, evenly spread.
+    /// (a question that belongs elsewhere), and the median of those; with an adapted
+    /// encoder, for each held-out example against every other template. `None` with a
+    /// single datasource (adapted: a single template). Scans at most 4,000 examples,
+    /// evenly spread.
     pub fn calibrate(&self, retrieval: &CompositeRetrieval) -> Option<Calibration> {
         const MAX_EXAMPLES: usize = 4000;
         const STRING_CANDIDATES: usize = 8;
-        if self.partitions.len() < 2 {
+        if self.partitions.len() < 2 && self.manifest.encoder.is_none() {
             return None;
         }
         let strings = &retrieval.string_similarity;
@@ -39,7 +41,12 @@ impl Index {
         // (datasource, template, example number)
         let mut examples: Vec<(usize, usize, usize)> = Vec::new();
         // An adapted encoder was trained to pull its training texts away from other
-        // templates: only the examples it did not see measure how far a stranger lands.
+        // templates: only the examples it did not see measure how far a stranger lands,
+        // and against every other template (its own datasource's too), since telling
+        // templates apart is what it learned. Measured on CLINC150 validation: against
+        // other datasources only, the adapted threshold stayed at the base model's 0.40
+        // while out-of-scope questions moved up (recall 78% -> 66%); against every other
+        // template it is 0.50 (recall 86%, in-scope 90.8%).
         let adapted = self.manifest.encoder.is_some();
         for (d, datasource) in self.catalog.datasources.iter().enumerate() {
             for (t, template) in datasource.templates.iter().enumerate() {
@@ -59,10 +66,13 @@ impl Index {
                 let vector = self.partitions[d].template_rows(t).nth(e).expect("row");
                 let mut nearest: Vec<(usize, usize, f32)> = Vec::new();
                 for (other, partition) in self.partitions.iter().enumerate() {
-                    if other == d {
+                    if other == d && !adapted {
                         continue;
                     }
                     for u in 0..partition.template_count() {
+                        if other == d && u == t {
+                            continue;
+                        }
                         nearest.push((other, u, dot(vector, partition.centroid(u))));
                     }
                 }
