@@ -8,6 +8,9 @@ PORT="${PORT:-8080}"
 ./infra/scripts/fetch-model.sh
 # The same build as the tests, so the two commands share one set of artifacts.
 cargo build --workspace --bins
+# The demo catalog's index, cached: on the first run this adapts the encoder to the
+# catalog (about 2 minutes on 2 cores, embedding.adaptation), later runs reuse it.
+./target/debug/switchyard stats >/dev/null
 ./target/debug/switchyard serve --port "$PORT" &
 server=$!
 trap 'kill $server 2>/dev/null || true' EXIT INT TERM
