@@ -12,14 +12,15 @@ demo_server_start() { # BIN LOG
   env -u SWITCHYARD_TEMPLATES -u SWITCHYARD_INDEX -u SWITCHYARD_CONFIG \
     "$1" serve --host 127.0.0.1 --port 0 --templates templates/demo >"$2" 2>&1 &
   SERVER_PID=$!
-  for _ in $(seq 1 240); do
+  # A first run on a fresh machine adapts the encoder to the demo catalog (about 2 minutes).
+  for _ in $(seq 1 720); do
     PORT=$(sed -n 's|^switchyard listening on http://127\.0\.0\.1:\([0-9]*\).*|\1|p' "$2")
     [ -n "$PORT" ] && return 0
     kill -0 "$SERVER_PID" 2>/dev/null || { cat "$2" >&2; echo "the server exited" >&2; return 1; }
     sleep 0.5
   done
   tail -n 20 "$2" >&2
-  echo "the server did not listen within 120 s" >&2
+  echo "the server did not listen within 360 s" >&2
   return 1
 }
 
