@@ -27,7 +27,7 @@ use switchyard_core::service::Service;
 use switchyard_core::session::{MemorySessionStore, SessionStore, Turn};
 use switchyard_core::topics::TopicStore;
 use switchyard_core::{Error, Result};
-use switchyard_embed::{Graph, MiniLmEmbedder};
+use switchyard_embed::MiniLmEmbedder;
 use tower::ServiceExt;
 
 /// Where the router's parts live, from the environment.
@@ -174,7 +174,7 @@ async fn load_encoder(
     let (origin, bytes) = match location {
         IndexLocation::S3 { bucket, prefix } => {
             S3IndexStore::new(s3.clone(), bucket, prefix)
-                .fetch_encoder(manifest, artifact)
+                .fetch_encoder(manifest)
                 .await?
         }
         IndexLocation::File(path) => {
@@ -189,21 +189,10 @@ async fn load_encoder(
                     ),
                 )
             })?;
-            let origin = graph.display().to_string();
-            manifest.check_graph(&bytes, &origin, artifact)?;
-            (origin, bytes)
+            (graph.display().to_string(), bytes)
         }
     };
-    MiniLmEmbedder::load_adapted(
-        &config.embedding.resolved_model_dir(),
-        Graph {
-            bytes,
-            origin,
-            model_id: manifest.model_id.clone(),
-        },
-        config.embedding.batch_size,
-        config.embedding.threads,
-    )
+    MiniLmEmbedder::adapted(&config.embedding, manifest, bytes, &origin, artifact)
 }
 
 /// The SDK clients the router uses (built once in `main`, or by tests for emulators).

@@ -14,7 +14,7 @@ use switchyard_core::config::{cache_dir, AdaptationConfig, AdaptationMode, Confi
 use switchyard_core::embed::{CachedEmbedder, Embedder};
 use switchyard_core::index::{is_held_out, template_texts, EncoderManifest, Index};
 use switchyard_core::template::Catalog;
-use switchyard_embed::{adapted_model_id, Graph, MiniLmEmbedder, MINILM_MODEL_ID};
+use switchyard_embed::{adapted_model_id, MiniLmEmbedder, MINILM_MODEL_ID};
 
 /// The script that builds the base model's int8 graph builds the adapted one's too: the
 /// same fused graph and the same 7-bit quantization, so routing costs the same.
@@ -119,17 +119,8 @@ fn load_adapted(
         )
     })?;
     let origin = graph.display().to_string();
-    manifest.check_graph(&bytes, &origin, index_origin)?;
-    let embedder = MiniLmEmbedder::load_adapted(
-        &config.embedding.resolved_model_dir(),
-        Graph {
-            bytes,
-            origin,
-            model_id: manifest.model_id.clone(),
-        },
-        config.embedding.batch_size,
-        config.embedding.threads,
-    )?;
+    let embedder =
+        MiniLmEmbedder::adapted(&config.embedding, manifest, bytes, &origin, index_origin)?;
     Ok(CachedEmbedder::wrap(
         Arc::new(embedder),
         config.embedding.cache_size,

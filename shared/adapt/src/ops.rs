@@ -16,6 +16,29 @@ fn rows<'a>(storage: &'a CpuStorage, layout: &Layout) -> Result<(&'a [f32], usiz
     Ok((&data[start..end], width))
 }
 
+/// `f(row of x, row of out)` over every row, in parallel.
+fn map_rows(x: &[f32], width: usize, f: impl Fn(&[f32], &mut [f32]) + Sync) -> Vec<f32> {
+    let mut out = vec![0f32; x.len()];
+    out.par_chunks_mut(width)
+        .zip(x.par_chunks(width))
+        .for_each(|(o, row)| f(row, o));
+    out
+}
+
+/// `f(row of a, row of b, row of out)` over every row, in parallel.
+fn map_row_pairs(
+    a: &[f32],
+    b: &[f32],
+    width: usize,
+    f: impl Fn(&[f32], &[f32], &mut [f32]) + Sync,
+) -> Vec<f32> {
+    let mut out = vec![0f32; a.len()];
+    out.par_chunks_mut(width)
+        .zip(a.par_chunks(width).zip(b.par_chunks(width)))
+        .for_each(|(o, (a, b))| f(a, b, o));
+    out
+}
+
 fn mean_and_inverse_deviation(row: &[f32], eps: f32) -> (f32, f32) {
     let n = row.len() as f32;
     let mean = row.iter().sum::<f32>() / n;
@@ -36,15 +59,12 @@ impl CustomOp1 for Standardize {
 
     fn cpu_fwd(&self, storage: &CpuStorage, layout: &Layout) -> Result<(CpuStorage, Shape)> {
         let (x, width) = rows(storage, layout)?;
-        let mut out = vec![0f32; x.len()];
-        out.par_chunks_mut(width)
-            .zip(x.par_chunks(width))
-            .for_each(|(o, row)| {
-                let (mean, inverse) = mean_and_inverse_deviation(row, self.eps);
-                for (o, v) in o.iter_mut().zip(row) {
-                    *o = (v - mean) * inverse;
-                }
-            });
+        let out = map_rows(x, width, |row, o| {
+            let (mean, inverse) = mean_and_inverse_deviation(row, self.eps);
+            for (o, v) in o.iter_mut().zip(row) {
+                *o = (v - mean) * inverse;
+            }
+        });
         Ok((CpuStorage::F32(out), layout.shape().clone()))
     }
 
@@ -78,24 +98,21 @@ impl CustomOp2 for StandardizeGrad {
     ) -> Result<(CpuStorage, Shape)> {
         let (x, width) = rows(x_storage, x_layout)?;
         let (g, _) = rows(g_storage, g_layout)?;
-        let mut out = vec![0f32; x.len()];
-        out.par_chunks_mut(width)
-            .zip(x.par_chunks(width).zip(g.par_chunks(width)))
-            .for_each(|(o, (row, grad))| {
-                let n = width as f32;
-                let (mean, inverse) = mean_and_inverse_deviation(row, self.eps);
-                let mean_grad = grad.iter().sum::<f32>() / n;
-                let mean_grad_y = row
-                    .iter()
-                    .zip(grad)
-                    .map(|(v, g)| g * (v - mean) * inverse)
-                    .sum::<f32>()
-                    / n;
-                for ((o, v), g) in o.iter_mut().zip(row).zip(grad) {
-                    let y = (v - mean) * inverse;
-                    *o = (g - mean_grad - y * mean_grad_y) * inverse;
-                }
-            });
+        let out = map_row_pairs(x, g, width, |row, grad, o| {
+            let n = width as f32;
+            let (mean, inverse) = mean_and_inverse_deviation(row, self.eps);
+            let mean_grad = grad.iter().sum::<f32>() / n;
+            let mean_grad_y = row
+                .iter()
+                .zip(grad)
+                .map(|(v, g)| g * (v - mean) * inverse)
+                .sum::<f32>()
+                / n;
+            for ((o, v), g) in o.iter_mut().zip(row).zip(grad) {
+                let y = (v - mean) * inverse;
+                *o = (g - mean_grad - y * mean_grad_y) * inverse;
+            }
+        });
         Ok((CpuStorage::F32(out), x_layout.shape().clone()))
     }
 }
@@ -110,20 +127,17 @@ impl CustomOp1 for Softmax {
 
     fn cpu_fwd(&self, storage: &CpuStorage, layout: &Layout) -> Result<(CpuStorage, Shape)> {
         let (x, width) = rows(storage, layout)?;
-        let mut out = vec![0f32; x.len()];
-        out.par_chunks_mut(width)
-            .zip(x.par_chunks(width))
-            .for_each(|(o, row)| {
-                let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-                let mut sum = 0f32;
-                for (o, v) in o.iter_mut().zip(row) {
-                    *o = (v - max).exp();
-                    sum += *o;
-                }
-                for o in o.iter_mut() {
-                    *o /= sum;
-                }
-            });
+        let out = map_rows(x, width, |row, o| {
+            let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+            let mut sum = 0f32;
+            for (o, v) in o.iter_mut().zip(row) {
+                *o = (v - max).exp();
+                sum += *o;
+            }
+            for o in o.iter_mut() {
+                *o /= sum;
+            }
+        });
         Ok((CpuStorage::F32(out), layout.shape().clone()))
     }
 
@@ -151,15 +165,12 @@ impl CustomOp2 for SoftmaxGrad {
     ) -> Result<(CpuStorage, Shape)> {
         let (y, width) = rows(y_storage, y_layout)?;
         let (g, _) = rows(g_storage, g_layout)?;
-        let mut out = vec![0f32; y.len()];
-        out.par_chunks_mut(width)
-            .zip(y.par_chunks(width).zip(g.par_chunks(width)))
-            .for_each(|(o, (y, g))| {
-                let dot = y.iter().zip(g).map(|(y, g)| y * g).sum::<f32>();
-                for ((o, y), g) in o.iter_mut().zip(y).zip(g) {
-                    *o = y * (g - dot);
-                }
-            });
+        let out = map_row_pairs(y, g, width, |y, g, o| {
+            let dot = y.iter().zip(g).map(|(y, g)| y * g).sum::<f32>();
+            for ((o, y), g) in o.iter_mut().zip(y).zip(g) {
+                *o = y * (g - dot);
+            }
+        });
         Ok((CpuStorage::F32(out), y_layout.shape().clone()))
     }
 }

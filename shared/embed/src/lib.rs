@@ -26,6 +26,7 @@ use ort::value::Tensor;
 use rayon::prelude::*;
 use switchyard_core::config::EmbeddingConfig;
 use switchyard_core::embed::Embedder;
+use switchyard_core::index::EncoderManifest;
 use switchyard_core::{Error, Result};
 use tokenizers::{Encoding, Tokenizer, TruncationParams};
 
@@ -106,6 +107,29 @@ impl MiniLmEmbedder {
             )));
         }
         Self::load_graph(dir, graph, batch_size, threads)
+    }
+
+    /// The adapted encoder an index's `manifest` names, from its graph's `bytes` read at
+    /// `origin`: refused, naming both checksums, unless they are that graph; the tokenizer
+    /// and runtime come from the configured model folder.
+    pub fn adapted(
+        config: &EmbeddingConfig,
+        manifest: &EncoderManifest,
+        bytes: Vec<u8>,
+        origin: &str,
+        index_origin: &str,
+    ) -> Result<Self> {
+        manifest.check_graph(&bytes, origin, index_origin)?;
+        Self::load_adapted(
+            &config.resolved_model_dir(),
+            Graph {
+                bytes,
+                origin: origin.to_owned(),
+                model_id: manifest.model_id.clone(),
+            },
+            config.batch_size,
+            config.threads,
+        )
     }
 
     /// `graph` with no bytes is the folder's own model.onnx.
