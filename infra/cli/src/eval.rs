@@ -17,6 +17,9 @@ pub struct Options {
     pub stages: bool,
     /// What conversations are replayed with besides each turn alone.
     pub replay: Replay,
+    /// With `stages`, the same catalog's router on the frozen base model, when the
+    /// evaluated one runs an adapted encoder: its rows are added to the table.
+    pub frozen: Option<Router>,
 }
 
 /// Evaluate `router` on `dataset` (each stage on and off with `stages`; conversations
@@ -26,7 +29,15 @@ pub fn run(router: &Router, dataset: &Path, options: &Options) -> Result<()> {
     let embedded = embed_queries(router, &queries)?;
     let report = evaluate(router, &queries, &embedded, options.latency_samples)?;
     let table = if options.stages {
-        Some(stage_table(router, &queries, &embedded)?)
+        let mut rows = stage_table(router, &queries, &embedded)?;
+        if let Some(frozen) = &options.frozen {
+            let embedded = embed_queries(frozen, &queries)?;
+            for mut row in stage_table(frozen, &queries, &embedded)? {
+                row.stages = format!("base encoder: {}", row.stages);
+                rows.push(row);
+            }
+        }
+        Some(rows)
     } else {
         None
     };
@@ -136,12 +147,12 @@ fn print_conversation(report: &ConversationReport) {
 fn print_stages(rows: &[StageRow]) {
     println!("\neach stage on and off (same query vectors; threshold automatic for each):");
     println!(
-        "{:<44} {:>7} {:>7} {:>9} {:>9} {:>7} {:>8}",
+        "{:<58} {:>7} {:>7} {:>9} {:>9} {:>7} {:>8}",
         "stages", "intent", "source", "threshold", "in-scope", "oos", "clarify"
     );
     for row in rows {
         println!(
-            "{:<44} {:>6.2}% {:>6.2}% {:>9.3} {:>8.2}% {:>6.1}% {:>7.2}%",
+            "{:<58} {:>6.2}% {:>6.2}% {:>9.3} {:>8.2}% {:>6.1}% {:>7.2}%",
             row.stages,
             row.intent_accuracy * 100.0,
             row.datasource_accuracy * 100.0,

@@ -18,7 +18,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
-use switchyard_core::config::Config;
+use switchyard_core::config::{AdaptationMode, Config};
 use switchyard_core::eval::conversation::Replay;
 
 use crate::open::open_router;
@@ -72,7 +72,8 @@ enum Command {
         /// Queries routed one at a time to measure whole-route latency.
         #[arg(long, default_value_t = 200)]
         latency_samples: usize,
-        /// Also score each stage on and off (same query vectors): what each contributes.
+        /// Also score each stage on and off (same query vectors): what each contributes; on
+        /// a catalog with an adapted encoder, the frozen base model's rows too.
         #[arg(long)]
         stages: bool,
         /// Replay conversations (lines with `session_id`) without the session only.
@@ -212,11 +213,21 @@ fn main() -> Result<()> {
             no_session,
             no_assistant,
         } => {
+            // --stages on an adapted catalog also scores the frozen base model.
+            let mut base = config.clone();
+            base.embedding.adaptation.mode = AdaptationMode::Base;
             let router = open_router(templates, index_file, config)?;
+            let frozen =
+                if *stages && index_file.is_none() && router.index().manifest.encoder.is_some() {
+                    Some(open_router(templates, None, base)?)
+                } else {
+                    None
+                };
             let options = eval::Options {
                 json: *json,
                 latency_samples: *latency_samples,
                 stages: *stages,
+                frozen,
                 replay: match (*no_session, *no_assistant) {
                     (true, _) => Replay::NoSession,
                     (false, true) => Replay::Session,
