@@ -110,7 +110,10 @@ async fn the_cold_start_loads_the_adapted_encoder_the_index_names_from_s3() {
     .unwrap();
     let (status, body) = query(&app(service), json!({"query": "What is 15% of 200?"})).await;
     assert_eq!(status, 200, "{body}");
-    assert_eq!(body["metadata"]["template_id"], "calculator_percentage", "{body}");
+    assert_eq!(
+        body["metadata"]["template_id"], "calculator_percentage",
+        "{body}"
+    );
     assert_eq!(body["data"]["tool_execution"]["result"], 30, "{body}");
 }
 
