@@ -22,7 +22,7 @@ fn adapted_demo() -> (Vec<u8>, Vec<u8>, EncoderManifest) {
     let config = Config::default();
     let model_dir = config.embedding.resolved_model_dir();
     let graph = std::fs::read(model_dir.join("model.onnx")).expect("the model");
-    let sha = switchyard_adapt_sha(&graph);
+    let sha = sha256_hex(&graph);
     let manifest = EncoderManifest {
         base_model: MINILM_MODEL_ID.to_owned(),
         model_id: adapted_model_id(&sha),
@@ -61,7 +61,7 @@ fn adapted_demo() -> (Vec<u8>, Vec<u8>, EncoderManifest) {
     (graph, index.to_bytes().unwrap(), manifest)
 }
 
-fn switchyard_adapt_sha(bytes: &[u8]) -> String {
+fn sha256_hex(bytes: &[u8]) -> String {
     use sha2::{Digest, Sha256};
     hex::encode(Sha256::digest(bytes))
 }
@@ -158,7 +158,7 @@ async fn a_graph_other_than_the_one_the_index_names_is_refused_naming_both() {
     .err()
     .expect("a mismatched encoder is refused");
     let message = error.to_string();
-    let found = switchyard_adapt_sha(&other);
+    let found = sha256_hex(&other);
     assert!(
         message.contains(&manifest.onnx_sha256) && message.contains(&found),
         "{message}"
