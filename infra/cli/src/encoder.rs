@@ -9,8 +9,10 @@ use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
-use switchyard_adapt::{file_sha256, Settings};
-use switchyard_core::config::{cache_dir, AdaptationConfig, AdaptationMode, Config};
+use switchyard_adapt::{file_sha256, Batching, Settings};
+use switchyard_core::config::{
+    cache_dir, AdaptationBatching, AdaptationConfig, AdaptationMode, Config,
+};
 use switchyard_core::embed::{CachedEmbedder, Embedder};
 use switchyard_core::index::{is_held_out, template_texts, EncoderManifest, Index};
 use switchyard_core::template::Catalog;
@@ -60,10 +62,15 @@ pub fn for_catalog(catalog: &Catalog, config: &Config) -> Result<Encoder> {
     }
     let base_dir = config.embedding.resolved_model_dir();
     let groups = training_groups(catalog);
+    let negatives: Vec<String> = catalog
+        .datasources
+        .iter()
+        .flat_map(|d| d.spec.negative_examples.iter().cloned())
+        .collect();
     let settings = settings(adaptation);
     let dir = cache_dir()
         .join("encoders")
-        .join(cache_key(&base_dir, &groups, &settings)?);
+        .join(cache_key(&base_dir, &groups, &negatives, &settings)?);
     let manifest = match cached(&dir) {
         Some(manifest) => manifest,
         None => {
@@ -76,7 +83,8 @@ pub fn for_catalog(catalog: &Catalog, config: &Config) -> Result<Encoder> {
                     (0..n).filter(|&e| is_held_out(e, n)).count()
                 })
                 .sum();
-            adapt(&base_dir, &groups, &settings, adaptation, held_out, &dir)?
+            let texts = (groups.as_slice(), negatives.as_slice());
+            adapt(&base_dir, texts, &settings, adaptation, held_out, &dir)?
         }
     };
     let graph = dir.join(GRAPH_FILE);
@@ -154,12 +162,22 @@ pub fn settings(adaptation: &AdaptationConfig) -> Settings {
         pairs_per_text: adaptation.pairs_per_text,
         max_pairs: adaptation.max_pairs,
         first_trained_layer: adaptation.first_trained_layer,
+        batching: match adaptation.batching {
+            AdaptationBatching::Random => Batching::Random,
+            AdaptationBatching::Nearest => Batching::Nearest,
+        },
+        layers: adaptation.layers,
         ..Settings::default()
     }
 }
 
 /// Everything that changes the adapted weights: the base weights, the texts, the settings.
-fn cache_key(base_dir: &Path, groups: &[Vec<String>], settings: &Settings) -> Result<String> {
+fn cache_key(
+    base_dir: &Path,
+    groups: &[Vec<String>],
+    negatives: &[String],
+    settings: &Settings,
+) -> Result<String> {
     let weights = base_dir.join(switchyard_adapt::WEIGHTS_FILE);
     let base = file_sha256(&weights).with_context(|| {
         format!(
@@ -167,12 +185,16 @@ fn cache_key(base_dir: &Path, groups: &[Vec<String>], settings: &Settings) -> Re
             weights.display()
         )
     })?;
-    let key = serde_json::json!({
+    let mut key = serde_json::json!({
         "recipe": RECIPE,
         "base": base,
         "groups": groups,
         "settings": settings,
     });
+    // Only when there are some: catalogs without negative examples keep their cached key.
+    if !negatives.is_empty() {
+        key["negatives"] = serde_json::json!(negatives);
+    }
     Ok(switchyard_adapt::sha256_hex(key.to_string().as_bytes())[..24].to_owned())
 }
 
@@ -184,10 +206,11 @@ fn cached(dir: &Path) -> Option<EncoderManifest> {
     (sha == manifest.onnx_sha256).then_some(manifest)
 }
 
-/// Train, write the weights, build the int8 graph, write the manifest.
+/// Train on `(groups, negatives)`, write the weights, build the int8 graph, write the
+/// manifest.
 fn adapt(
     base_dir: &Path,
-    groups: &[Vec<String>],
+    (groups, negatives): (&[Vec<String>], &[String]),
     settings: &Settings,
     adaptation: &AdaptationConfig,
     held_out: usize,
@@ -201,7 +224,7 @@ fn adapt(
         )
         .expect("a valid template"),
     );
-    let run = encoder.adapt(groups, settings, &|step, steps, loss| {
+    let run = encoder.adapt(groups, negatives, settings, &|step, steps, loss| {
         bar.set_length(steps as u64);
         bar.set_position(step as u64);
         bar.set_message(format!("loss {loss:.3}"));
@@ -231,13 +254,23 @@ fn adapt(
         model_id: adapted_model_id(&onnx_sha256),
         onnx_sha256,
         weights_sha256,
-        loss: "multiple-negatives ranking (in-batch negatives)".to_owned(),
+        loss: if negatives.is_empty() {
+            "multiple-negatives ranking (in-batch negatives)"
+        } else {
+            "multiple-negatives ranking (in-batch negatives and the negative examples)"
+        }
+        .to_owned(),
         seed: settings.seed,
         steps: run.steps,
         pairs: run.pairs,
         epochs: settings.epochs,
         learning_rate: settings.learning_rate,
         first_trained_layer: settings.first_trained_layer,
+        layers: encoder.layers(),
+        batching: serde_json::to_value(settings.batching)?
+            .as_str()
+            .unwrap_or_default()
+            .to_owned(),
         held_out,
         training_seconds: run.seconds,
     };

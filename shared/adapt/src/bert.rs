@@ -160,8 +160,12 @@ impl Bert {
                 output_norm,
             });
         }
-        // What the encoder does not use (position ids, the pooler) is written back as read.
-        let mut rest: Vec<(String, Tensor)> = tensors.into_iter().collect();
+        // What the encoder does not use (position ids, the pooler) is written back as read;
+        // the layers cut off are not.
+        let mut rest: Vec<(String, Tensor)> = tensors
+            .into_iter()
+            .filter(|(name, _)| !name.starts_with("encoder.layer."))
+            .collect();
         rest.sort_by(|a, b| a.0.cmp(&b.0));
         names.extend(rest.into_iter().map(|(n, t)| (n, Weight::Frozen(t))));
         Ok(Bert {
@@ -173,6 +177,10 @@ impl Bert {
             layers,
             names,
         })
+    }
+
+    pub fn layers(&self) -> usize {
+        self.shape.layers
     }
 
     /// The trained weights, for the optimizer.

@@ -56,6 +56,20 @@ pub struct Settings {
     pub first_trained_layer: usize,
     /// Texts are cut at this many tokens while training.
     pub max_tokens: usize,
+    /// How pairs are cut into batches, which decides the negatives each pair meets.
+    pub batching: Batching,
+    /// Keep only the first this many layers (a smaller, faster encoder); all when unset.
+    pub layers: Option<usize>,
+}
+
+/// Which templates share a batch, and so serve as each other's negatives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Batching {
+    /// Any templates, in a seeded random order.
+    Random,
+    /// Templates near each other (by the base model's centroids): harder negatives.
+    Nearest,
 }
 
 impl Default for Settings {
@@ -72,6 +86,8 @@ impl Default for Settings {
             scale: 20.0,
             first_trained_layer: 0,
             max_tokens: 64,
+            batching: Batching::Random,
+            layers: None,
         }
     }
 }
@@ -99,8 +115,21 @@ impl Encoder {
             file: config_path.display().to_string(),
             problem: e.to_string(),
         })?;
+        let layers = match settings.layers {
+            None => config.num_hidden_layers,
+            Some(n) if (1..=config.num_hidden_layers).contains(&n) => n,
+            Some(n) => {
+                return Err(Error::Setting {
+                    setting: "layers",
+                    problem: format!(
+                        "{n} is not between 1 and the model's {} layers",
+                        config.num_hidden_layers
+                    ),
+                })
+            }
+        };
         let shape = Shape {
-            layers: config.num_hidden_layers,
+            layers,
             hidden: config.hidden_size,
             heads: config.num_attention_heads,
         };
@@ -129,15 +158,25 @@ impl Encoder {
         })
     }
 
-    /// Fine-tune on `groups` (each one template's texts); `progress` hears (step, steps, loss).
+    /// Fine-tune on `groups` (each one template's texts), with `negatives` (texts of no
+    /// template: the datasources' negative examples) as extra negatives in every batch;
+    /// `progress` hears (step, steps, loss).
     pub fn adapt(
         &self,
         groups: &[Vec<String>],
+        negatives: &[String],
         settings: &Settings,
         progress: &dyn Fn(usize, usize, f32),
     ) -> Result<Run> {
         check(settings)?;
-        train::train(&self.bert, &self.tokenizer, groups, settings, progress)
+        train::train(
+            &self.bert,
+            &self.tokenizer,
+            groups,
+            negatives,
+            settings,
+            progress,
+        )
     }
 
     /// Sentence embeddings of `texts` (L2-normalised), in batches of 64.
@@ -151,17 +190,31 @@ impl Encoder {
         Ok(out)
     }
 
-    /// Write the weights, config.json and tokenizer.json to `dir` as a model folder; the
-    /// weights' sha256 is returned.
+    /// Layers the encoder runs.
+    pub fn layers(&self) -> usize {
+        self.bert.layers()
+    }
+
+    /// Write the weights, config.json (with the number of layers kept) and tokenizer.json
+    /// to `dir` as a model folder; the weights' sha256 is returned.
     pub fn save(&self, dir: &Path) -> Result<String> {
         std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
         let weights = dir.join(WEIGHTS_FILE);
         let tensors: HashMap<String, Tensor> = self.bert.tensors();
         candle_core::safetensors::save(&tensors, &weights)?;
-        for name in [CONFIG_FILE, TOKENIZER_FILE] {
-            let from = self.dir.join(name);
-            std::fs::copy(&from, dir.join(name)).map_err(|e| Error::io(&from, e))?;
-        }
+        let from = self.dir.join(TOKENIZER_FILE);
+        std::fs::copy(&from, dir.join(TOKENIZER_FILE)).map_err(|e| Error::io(&from, e))?;
+        let from = self.dir.join(CONFIG_FILE);
+        let text = std::fs::read_to_string(&from).map_err(|e| Error::io(&from, e))?;
+        let mut config: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| Error::Weights {
+                file: from.display().to_string(),
+                problem: e.to_string(),
+            })?;
+        config["num_hidden_layers"] = self.bert.layers().into();
+        let to = dir.join(CONFIG_FILE);
+        let text = serde_json::to_string_pretty(&config).expect("a JSON value serialises");
+        std::fs::write(&to, text).map_err(|e| Error::io(&to, e))?;
         file_sha256(&weights)
     }
 }

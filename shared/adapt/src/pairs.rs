@@ -93,6 +93,87 @@ pub fn batches(mut pending: Vec<Pair>, size: usize) -> Vec<Vec<Pair>> {
     out
 }
 
+/// Batches of near templates, so that the in-batch negatives are the rivals a template
+/// is confused with: each batch starts from the template with the most pairs left (ties in
+/// a random order) and takes the next pair of each template in order of nearness to it
+/// (`neighbours[g]` lists every group, nearest to `g` first), no group twice. The batches
+/// come out shuffled, so training meets the regions of the catalog in no fixed order.
+pub fn nearest_batches(
+    pending: Vec<Pair>,
+    size: usize,
+    neighbours: &[Vec<usize>],
+    rng: &mut SplitMix,
+) -> Vec<Vec<Pair>> {
+    let groups = neighbours.len();
+    let mut queues: Vec<std::collections::VecDeque<Pair>> = vec![Default::default(); groups];
+    for pair in pending {
+        queues[pair.group].push_back(pair);
+    }
+    let mut tie_rank: Vec<usize> = (0..groups).collect();
+    rng.shuffle(&mut tie_rank);
+    let mut out = Vec::new();
+    loop {
+        let Some(seed) = (0..groups)
+            .filter(|&g| !queues[g].is_empty())
+            .max_by_key(|&g| (queues[g].len(), std::cmp::Reverse(tie_rank[g])))
+        else {
+            break;
+        };
+        let mut batch = Vec::with_capacity(size);
+        for &g in &neighbours[seed] {
+            if batch.len() == size {
+                break;
+            }
+            if let Some(pair) = queues[g].pop_front() {
+                batch.push(pair);
+            }
+        }
+        if batch.len() > 1 {
+            out.push(batch);
+        }
+    }
+    rng.shuffle(&mut out);
+    out
+}
+
+/// Every group's other groups in order of cosine similarity of their centroids (`vectors`
+/// are one group's L2-normalised text vectors each), the group itself first.
+pub fn neighbours(vectors: &[Vec<Vec<f32>>]) -> Vec<Vec<usize>> {
+    let centroids: Vec<Vec<f32>> = vectors
+        .iter()
+        .map(|group| {
+            let width = group.first().map_or(0, Vec::len);
+            let mut sum = vec![0f32; width];
+            for v in group {
+                for (s, x) in sum.iter_mut().zip(v) {
+                    *s += x;
+                }
+            }
+            let norm = sum.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-12);
+            sum.iter().map(|x| x / norm).collect()
+        })
+        .collect();
+    (0..centroids.len())
+        .map(|g| {
+            let mut order: Vec<(usize, f32)> = centroids
+                .iter()
+                .enumerate()
+                .map(|(o, c)| {
+                    let cosine = if o == g {
+                        f32::INFINITY
+                    } else {
+                        c.iter().zip(&centroids[g]).map(|(a, b)| a * b).sum()
+                    };
+                    (o, cosine)
+                })
+                .collect();
+            // Ties by index, so that the order is the same on every machine.
+            order.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+            order.into_iter().map(|(o, _)| o).collect()
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -113,6 +194,41 @@ mod tests {
         );
         assert!(cut.iter().all(|b| b.len() > 1));
         for batch in &cut {
+            let mut groups: Vec<usize> = batch.iter().map(|p| p.group).collect();
+            groups.sort_unstable();
+            groups.dedup();
+            assert_eq!(groups.len(), batch.len());
+        }
+    }
+
+    #[test]
+    fn nearest_batches_gather_near_groups_and_keep_every_pair() {
+        let mut rng = SplitMix::new(3);
+        let all = pairs(&[4, 4, 4, 4, 4, 4], 2, &mut rng);
+        // Groups 0-2 lie along one axis, 3-5 along another.
+        let along = |axis: usize, tilt: f32| {
+            let mut v = vec![0.0f32; 3];
+            v[axis] = 1.0;
+            v[2] = tilt;
+            let n = (1.0 + tilt * tilt).sqrt();
+            vec![v.iter().map(|x| x / n).collect::<Vec<f32>>()]
+        };
+        let vectors = vec![
+            along(0, 0.0),
+            along(0, 0.1),
+            along(0, 0.2),
+            along(1, 0.0),
+            along(1, 0.1),
+            along(1, 0.2),
+        ];
+        let near = neighbours(&vectors);
+        assert_eq!(near[0][0], 0);
+        assert!(near[0][..3].iter().all(|&g| g < 3), "{:?}", near[0]);
+        let cut = nearest_batches(all.clone(), 3, &near, &mut rng);
+        assert_eq!(cut.iter().map(Vec::len).sum::<usize>(), all.len());
+        for batch in &cut {
+            let side = batch[0].group < 3;
+            assert!(batch.iter().all(|p| (p.group < 3) == side), "{batch:?}");
             let mut groups: Vec<usize> = batch.iter().map(|p| p.group).collect();
             groups.sort_unstable();
             groups.dedup();

@@ -11,8 +11,8 @@ use tokenizers::{Tokenizer, TruncationParams};
 
 use crate::bert::Bert;
 use crate::error::{Error, Result};
-use crate::pairs::{batches, pairs, Pair, SplitMix};
-use crate::Settings;
+use crate::pairs::{batches, nearest_batches, neighbours, pairs, Pair, SplitMix};
+use crate::{Batching, Settings};
 
 /// Token ids and attention masks of a batch of texts, padded to the longest.
 pub struct TokenBatch {
@@ -64,6 +64,25 @@ pub fn tokenize(tokenizer: &Tokenizer, texts: &[&str]) -> Result<TokenBatch> {
     })
 }
 
+/// Every group's texts embedded by the model as it is before training.
+fn group_vectors(
+    model: &Bert,
+    tokenizer: &Tokenizer,
+    groups: &[Vec<String>],
+) -> Result<Vec<Vec<Vec<f32>>>> {
+    let texts: Vec<&str> = groups.iter().flatten().map(String::as_str).collect();
+    let mut vectors = Vec::with_capacity(texts.len());
+    for chunk in texts.chunks(64) {
+        let batch = tokenize(tokenizer, chunk)?;
+        vectors.extend(model.embed(&batch.ids, &batch.mask)?.to_vec2::<f32>()?);
+    }
+    let mut rest = vectors.into_iter();
+    Ok(groups
+        .iter()
+        .map(|group| rest.by_ref().take(group.len()).collect())
+        .collect())
+}
+
 /// What one training run did.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Run {
@@ -81,6 +100,7 @@ pub fn train(
     model: &Bert,
     tokenizer: &Tokenizer,
     groups: &[Vec<String>],
+    negatives: &[String],
     settings: &Settings,
     progress: &dyn Fn(usize, usize, f32),
 ) -> Result<Run> {
@@ -92,12 +112,19 @@ pub fn train(
         .pairs_per_text
         .min(settings.max_pairs / texts.max(1))
         .max(1);
+    let near = match settings.batching {
+        Batching::Random => None,
+        Batching::Nearest => Some(neighbours(&group_vectors(model, tokenizer, groups)?)),
+    };
     let mut rng = SplitMix::new(settings.seed);
     let mut plan: Vec<Vec<Pair>> = Vec::new();
     for _ in 0..settings.epochs {
         let mut epoch = pairs(&sizes, per_text, &mut rng);
         epoch.truncate(settings.max_pairs);
-        plan.extend(batches(epoch, settings.batch_size));
+        plan.extend(match &near {
+            None => batches(epoch, settings.batch_size),
+            Some(near) => nearest_batches(epoch, settings.batch_size, near, &mut rng),
+        });
     }
     let steps = plan.len();
     if steps == 0 {
@@ -128,10 +155,17 @@ pub fn train(
             .iter()
             .map(|p| groups[p.group][p.anchor].as_str())
             .collect();
-        let positives: Vec<&str> = batch
+        let mut positives: Vec<&str> = batch
             .iter()
             .map(|p| groups[p.group][p.positive].as_str())
             .collect();
+        // Texts of no template join the candidates every anchor must rank below its
+        // positive (a batch's worth at a time, in turn).
+        if !negatives.is_empty() {
+            let take = batch.len().min(negatives.len());
+            positives
+                .extend((0..take).map(|i| negatives[(step * take + i) % negatives.len()].as_str()));
+        }
         let a = tokenize(tokenizer, &anchors)?;
         let p = tokenize(tokenizer, &positives)?;
         let ea = model.embed(&a.ids, &a.mask)?;

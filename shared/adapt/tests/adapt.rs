@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use switchyard_adapt::{file_sha256, Encoder, Settings};
+use switchyard_adapt::{file_sha256, Batching, Encoder, Settings};
 
 fn model_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os("SWITCHYARD_MODEL_DIR") {
@@ -103,7 +103,7 @@ fn training_pulls_a_template_together_and_repeats_exactly() {
         let before = encoder.embed(&probe).unwrap();
         let anchor_before = encoder.embed(&["what is my balance"]).unwrap();
         let trained = encoder
-            .adapt(&groups(), &settings(), &|_, _, _| {})
+            .adapt(&groups(), &[], &settings(), &|_, _, _| {})
             .unwrap();
         assert!(trained.steps >= 4, "{trained:?}");
         let after = encoder.embed(&probe).unwrap();
@@ -135,9 +135,40 @@ fn training_pulls_a_template_together_and_repeats_exactly() {
         seed: 7,
         ..settings()
     };
-    other_seed.adapt(&groups(), &seeded, &|_, _, _| {}).unwrap();
+    other_seed
+        .adapt(&groups(), &[], &seeded, &|_, _, _| {})
+        .unwrap();
     let sha = other_seed.save(&out.path().join("seed7")).unwrap();
     assert_ne!(sha, shas[0], "another seed, other pairs, other weights");
+}
+
+#[test]
+fn a_cut_encoder_trains_with_near_batches_and_saves_as_a_smaller_model() {
+    let settings = Settings {
+        layers: Some(3),
+        batching: Batching::Nearest,
+        ..settings()
+    };
+    let encoder = Encoder::load(&model_dir(), &settings).unwrap();
+    assert_eq!(encoder.layers(), 3);
+    let negatives = ["what is the meaning of life".to_owned()];
+    let run = encoder
+        .adapt(&groups(), &negatives, &settings, &|_, _, _| {})
+        .unwrap();
+    assert!(run.steps >= 4, "{run:?}");
+    let out = tempfile::tempdir().unwrap();
+    encoder.save(out.path()).unwrap();
+    let config: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.path().join("config.json")).unwrap())
+            .unwrap();
+    assert_eq!(config["num_hidden_layers"], 3);
+    // The saved folder loads as a 3-layer model and embeds as the trained one did.
+    let reloaded = Encoder::load(out.path(), &Settings::default()).unwrap();
+    assert_eq!(reloaded.layers(), 3);
+    let text = ["is it going to snow"];
+    let a = encoder.embed(&text).unwrap();
+    let b = reloaded.embed(&text).unwrap();
+    assert!(cosine(&a[0], &b[0]) > 0.99999);
 }
 
 #[test]
@@ -167,7 +198,7 @@ fn bad_settings_are_named() {
         ),
     ] {
         let error = encoder
-            .adapt(&groups(), &settings, &|_, _, _| {})
+            .adapt(&groups(), &[], &settings, &|_, _, _| {})
             .unwrap_err();
         assert!(error.to_string().contains(field), "{error}");
     }
@@ -181,6 +212,16 @@ fn bad_settings_are_named() {
     .err()
     .unwrap();
     assert!(error.to_string().contains("first_trained_layer"), "{error}");
+    let error = Encoder::load(
+        &model_dir(),
+        &Settings {
+            layers: Some(7),
+            ..Settings::default()
+        },
+    )
+    .err()
+    .unwrap();
+    assert!(error.to_string().contains("layers"), "{error}");
     let missing = Encoder::load(std::path::Path::new("/nonexistent"), &Settings::default())
         .err()
         .unwrap();

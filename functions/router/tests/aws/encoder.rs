@@ -35,6 +35,8 @@ fn adapted_demo() -> (Vec<u8>, Vec<u8>, EncoderManifest) {
         epochs: 0,
         learning_rate: 0.0,
         first_trained_layer: 0,
+        layers: 6,
+        batching: "random".into(),
         held_out: 0,
         training_seconds: 0.0,
     };

@@ -466,6 +466,11 @@ pub struct AdaptationConfig {
     pub max_pairs: usize,
     /// Layers before this one stay frozen (0 trains all six).
     pub first_trained_layer: usize,
+    /// Which templates share a training batch (and so serve as each other's negatives).
+    pub batching: AdaptationBatching,
+    /// Keep only the model's first this many layers, adapted as such: a faster encoder;
+    /// null keeps all six.
+    pub layers: Option<usize>,
     /// The Python that builds the int8 graph from the adapted weights (with onnx and
     /// onnxruntime, as `infra/scripts/fetch-model.sh` installs them); null means
     /// `$SWITCHYARD_PYTHON`, else the project virtualenv's, else `python3`.
@@ -481,6 +486,15 @@ pub enum AdaptationMode {
     Auto,
     /// Adapted, whatever the catalog's size.
     Adapted,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AdaptationBatching {
+    /// Any templates, in a seeded random order.
+    Random,
+    /// Templates near each other by the base model: harder negatives.
+    Nearest,
 }
 
 /// How far the model at hand may embed the index's probe sentences from the builder's

@@ -200,3 +200,56 @@ fn orchestration_values_are_checked_and_named() {
         crate::orchestration::FusionStrategy::Temporal
     );
 }
+
+#[test]
+fn adaptation_values_are_checked_and_named() {
+    for (key, value, field) in [
+        (
+            "SWITCHYARD__EMBEDDING__ADAPTATION__LAYERS",
+            "7",
+            "embedding.adaptation.layers",
+        ),
+        (
+            "SWITCHYARD__EMBEDDING__ADAPTATION__BATCHING",
+            "sorted",
+            "batching",
+        ),
+        (
+            "SWITCHYARD__EMBEDDING__ADAPTATION__LEARNING_RATE",
+            "2",
+            "embedding.adaptation.learning_rate",
+        ),
+    ] {
+        let message = Config::load(None, env(&[(key, value)]))
+            .unwrap_err()
+            .to_string();
+        assert!(message.contains(field), "{key}={value}: {message}");
+    }
+    let config = Config::load(
+        None,
+        env(&[
+            ("SWITCHYARD__EMBEDDING__ADAPTATION__LAYERS", "3"),
+            ("SWITCHYARD__EMBEDDING__ADAPTATION__BATCHING", "nearest"),
+        ]),
+    )
+    .unwrap();
+    assert_eq!(config.embedding.adaptation.layers, Some(3));
+    assert_eq!(
+        config.embedding.adaptation.batching,
+        crate::config::AdaptationBatching::Nearest
+    );
+    // Training must reach some layer of the cut model.
+    let message = Config::load(
+        None,
+        env(&[
+            ("SWITCHYARD__EMBEDDING__ADAPTATION__LAYERS", "3"),
+            (
+                "SWITCHYARD__EMBEDDING__ADAPTATION__FIRST_TRAINED_LAYER",
+                "3",
+            ),
+        ]),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(message.contains("first_trained_layer"), "{message}");
+}

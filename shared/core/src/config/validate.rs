@@ -419,6 +419,20 @@ fn check_embedding(embedding: &EmbeddingConfig) -> Checked {
             "must be a layer of the model's six (0 to 5)",
         );
     }
+    if let Some(layers) = adaptation.layers {
+        if !(1..=6).contains(&layers) {
+            return invalid(
+                "embedding.adaptation.layers",
+                "must be between 1 and the model's 6 layers, or null for all",
+            );
+        }
+        if adaptation.first_trained_layer >= layers {
+            return invalid(
+                "embedding.adaptation.first_trained_layer",
+                "must be below embedding.adaptation.layers (some layer must train)",
+            );
+        }
+    }
     let drift = &embedding.drift;
     if !(0.0..=1.0).contains(&drift.warn_below) {
         return invalid("embedding.drift.warn_below", "must be a cosine in [0, 1]");

@@ -78,10 +78,20 @@ pub struct EncoderManifest {
     pub epochs: usize,
     pub learning_rate: f64,
     pub first_trained_layer: usize,
+    /// Layers the adapted encoder runs (fewer than the base's when cut for speed).
+    #[serde(default = "six")]
+    pub layers: usize,
+    /// How training pairs were batched (`random` or `nearest`).
+    #[serde(default)]
+    pub batching: String,
     /// `nl_examples` kept out of training, for calibrating the threshold and the head's
     /// temperature on texts the encoder did not see.
     pub held_out: usize,
     pub training_seconds: f64,
+}
+
+fn six() -> usize {
+    6
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
