@@ -161,6 +161,7 @@ pub fn settings(adaptation: &AdaptationConfig) -> Settings {
         epochs: adaptation.epochs,
         pairs_per_text: adaptation.pairs_per_text,
         max_pairs: adaptation.max_pairs,
+        batch_size: adaptation.batch_size,
         first_trained_layer: adaptation.first_trained_layer,
         batching: match adaptation.batching {
             AdaptationBatching::Random => Batching::Random,

@@ -78,7 +78,7 @@ impl Default for Settings {
             seed: 42,
             pairs_per_text: 5,
             max_pairs: 8_000,
-            batch_size: 64,
+            batch_size: 32,
             epochs: 1,
             learning_rate: 5e-5,
             warmup: 0.1,
@@ -86,7 +86,7 @@ impl Default for Settings {
             scale: 20.0,
             first_trained_layer: 0,
             max_tokens: 64,
-            batching: Batching::Random,
+            batching: Batching::Nearest,
             layers: None,
         }
     }

@@ -112,13 +112,10 @@ pub fn nearest_batches(
     let mut tie_rank: Vec<usize> = (0..groups).collect();
     rng.shuffle(&mut tie_rank);
     let mut out = Vec::new();
-    loop {
-        let Some(seed) = (0..groups)
-            .filter(|&g| !queues[g].is_empty())
-            .max_by_key(|&g| (queues[g].len(), std::cmp::Reverse(tie_rank[g])))
-        else {
-            break;
-        };
+    while let Some(seed) = (0..groups)
+        .filter(|&g| !queues[g].is_empty())
+        .max_by_key(|&g| (queues[g].len(), std::cmp::Reverse(tie_rank[g])))
+    {
         let mut batch = Vec::with_capacity(size);
         for &g in &neighbours[seed] {
             if batch.len() == size {
@@ -207,7 +204,7 @@ mod tests {
         let all = pairs(&[4, 4, 4, 4, 4, 4], 2, &mut rng);
         // Groups 0-2 lie along one axis, 3-5 along another.
         let along = |axis: usize, tilt: f32| {
-            let mut v = vec![0.0f32; 3];
+            let mut v = [0.0f32; 3];
             v[axis] = 1.0;
             v[2] = tilt;
             let n = (1.0 + tilt * tilt).sqrt();

@@ -464,6 +464,8 @@ pub struct AdaptationConfig {
     pub pairs_per_text: usize,
     /// The bound on a build's cost: at most this many training pairs per epoch.
     pub max_pairs: usize,
+    /// Pairs per training step; the other pairs of a batch are each pair's negatives.
+    pub batch_size: usize,
     /// Layers before this one stay frozen (0 trains all six).
     pub first_trained_layer: usize,
     /// Which templates share a training batch (and so serve as each other's negatives).

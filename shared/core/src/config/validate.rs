@@ -413,6 +413,12 @@ fn check_embedding(embedding: &EmbeddingConfig) -> Checked {
             return invalid(field, "must be at least 1");
         }
     }
+    if adaptation.batch_size < 2 {
+        return invalid(
+            "embedding.adaptation.batch_size",
+            "must be at least 2 (a pair needs a negative)",
+        );
+    }
     if adaptation.first_trained_layer > 5 {
         return invalid(
             "embedding.adaptation.first_trained_layer",
