@@ -185,10 +185,7 @@ fn orchestration_values_are_checked_and_named() {
         ),
         ("SWITCHYARD__ORCHESTRATION__FUSION", "loudest", "fusion"),
     ] {
-        let message = Config::load(None, env(&[(key, value)]))
-            .unwrap_err()
-            .to_string();
-        assert!(message.contains(field), "{key}={value}: {message}");
+        assert_refused_naming(key, value, field);
     }
     let config = Config::load(
         None,
@@ -220,10 +217,7 @@ fn adaptation_values_are_checked_and_named() {
             "embedding.adaptation.learning_rate",
         ),
     ] {
-        let message = Config::load(None, env(&[(key, value)]))
-            .unwrap_err()
-            .to_string();
-        assert!(message.contains(field), "{key}={value}: {message}");
+        assert_refused_naming(key, value, field);
     }
     let config = Config::load(
         None,
@@ -252,4 +246,12 @@ fn adaptation_values_are_checked_and_named() {
     .unwrap_err()
     .to_string();
     assert!(message.contains("first_trained_layer"), "{message}");
+}
+
+/// `key=value` alone is refused, and the message names `field`.
+fn assert_refused_naming(key: &str, value: &str, field: &str) {
+    let message = Config::load(None, env(&[(key, value)]))
+        .unwrap_err()
+        .to_string();
+    assert!(message.contains(field), "{key}={value}: {message}");
 }
