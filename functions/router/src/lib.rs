@@ -239,6 +239,16 @@ pub async fn cold_start(
         Arc::new(load_encoder(&settings.index, &clients.s3, &index, &artifact, &config).await?),
         config.embedding.cache_size,
     );
+    // Documents and SQL schemas are searched with the base model (of the layer) when the
+    // routing encoder is adapted to the templates: `index build` embedded them with it.
+    let documents_embedder =
+        match index.manifest.encoder.is_some() && index.catalog.searches_texts() {
+            true => Some(CachedEmbedder::wrap(
+                Arc::new(MiniLmEmbedder::from_config(&config.embedding)?),
+                config.embedding.cache_size,
+            )),
+            false => None,
+        };
     let model_ms = ms_since(model);
     let reranker = switchyard_rerank::from_config(&config.composite_retrieval.reranking)?;
     let dynamodb = bounded(clients.dynamodb);
@@ -276,7 +286,10 @@ pub async fn cold_start(
     };
     let schema = load_schema(&settings.index, &clients.s3).await?;
     let invoker = LambdaInvoker::new(clients.lambda, index.catalog.clone(), variable);
-    let router = Router::new(index, config, embedder, &artifact)?;
+    let mut router = Router::new(index, config, embedder, &artifact)?;
+    if let Some(embedder) = documents_embedder {
+        router = router.with_documents_embedder(embedder);
+    }
     let report = ColdStart {
         index_origin: origin,
         index_bytes: bytes.len(),

@@ -44,6 +44,20 @@ pub fn base(config: &Config) -> Result<Encoder> {
     })
 }
 
+/// The model the catalog's documents and SQL schemas are embedded and searched with: the
+/// base model when `encoder` is adapted to the templates and the catalog has any (passage
+/// retrieval loses by the adaptation: SciFact dev nDCG@10 0.836 -> 0.735), else `encoder`'s.
+pub fn for_documents(
+    encoder: &Encoder,
+    catalog: &Catalog,
+    config: &Config,
+) -> Result<Option<Arc<dyn Embedder>>> {
+    if encoder.manifest.is_none() || !catalog.searches_texts() {
+        return Ok(None);
+    }
+    Ok(Some(base(config)?.embedder))
+}
+
 /// Whether `config` adapts the encoder to `catalog`.
 pub fn adapts(catalog: &Catalog, adaptation: &AdaptationConfig) -> bool {
     match adaptation.mode {

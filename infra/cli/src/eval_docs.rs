@@ -37,8 +37,9 @@ pub fn run(templates: &Path, config: &Config, options: &Options<'_>) -> Result<(
         );
     }
     let queries = load_judged(options.dataset)?;
-    // The encoder the catalog's router embeds questions with (adapted or base).
-    let embedder = encoder::for_catalog(&catalog, config)?.embedder;
+    // Documents are embedded and searched with the base model, also beside an encoder
+    // adapted to the templates (`encoder::for_documents`): no need to train one here.
+    let embedder = encoder::base(config)?.embedder;
     let bar = progress_bar();
     let start = Instant::now();
     let (chunks, built) = documents::load_or_build(

@@ -21,6 +21,8 @@ pub fn build(templates: &Path, config: &Config, out: &Path) -> Result<()> {
     let start = Instant::now();
     let encoder = encoder::for_catalog(&catalog, config)?;
     let embedder = encoder.embedder.clone();
+    let documents_embedder =
+        encoder::for_documents(&encoder, &catalog, config)?.unwrap_or_else(|| embedder.clone());
     let bar = progress_bar();
     let index = Index::build_with_encoder(
         catalog,
@@ -84,7 +86,13 @@ pub fn build(templates: &Path, config: &Config, out: &Path) -> Result<()> {
     }
     for datasource in &index.catalog.datasources {
         if datasource.spec.kind == DatasourceKind::Documents {
-            build_chunks(templates, datasource, embedder.as_ref(), config, out)?;
+            build_chunks(
+                templates,
+                datasource,
+                documents_embedder.as_ref(),
+                config,
+                out,
+            )?;
         }
     }
     let tables = schema_tables(&index.catalog, templates)?;
@@ -92,7 +100,7 @@ pub fn build(templates: &Path, config: &Config, out: &Path) -> Result<()> {
         let schema = ChunkIndex::build(
             SCHEMA_ARTIFACT,
             &table_documents(&tables),
-            embedder.as_ref(),
+            documents_embedder.as_ref(),
             &config.documents,
             &|_, _| {},
         )?;

@@ -42,7 +42,12 @@ pub fn open_router(templates: &Path, index: Option<&Path>, config: Config) -> Re
             (index, templates.display().to_string(), encoder)
         }
     };
-    Ok(Router::new(index, config, encoder.embedder, &origin)?)
+    let documents = encoder::for_documents(&encoder, &index.catalog, &config)?;
+    let router = Router::new(index, config, encoder.embedder, &origin)?;
+    Ok(match documents {
+        Some(embedder) => router.with_documents_embedder(embedder),
+        None => router,
+    })
 }
 
 /// The index artifact at `path` and the encoder it was built with.
@@ -110,7 +115,7 @@ pub fn open_documents(
                     datasource,
                     &templates.join(name),
                     &cache_dir(),
-                    router.embedder(),
+                    router.documents_embedder(),
                     &config.documents,
                     &advance(&bar),
                 )
@@ -179,7 +184,7 @@ pub fn open_schema(
         SCHEMA_ARTIFACT,
         &table_documents(&tables),
         &cache_dir(),
-        router.embedder(),
+        router.documents_embedder(),
         &router.config().documents,
         &|_, _| {},
     )?;

@@ -1,7 +1,7 @@
 //! `switchyard route`: route one question and show every candidate with its stage scores.
 
 use anyhow::Result;
-use switchyard_core::orchestration::{decompose, phases, plan};
+use switchyard_core::orchestration::{decompose, phases, plan, Decomposer};
 use switchyard_core::router::{Access, Outcome, Router, Routing};
 use switchyard_core::service::{Plan, Routed};
 
@@ -9,7 +9,8 @@ use switchyard_core::service::{Plan, Routed};
 /// things; print the table, or the route report as JSON.
 pub fn run(router: &Router, question: &str, json: bool) -> Result<()> {
     let routing = router.route(question, &Access::All)?;
-    let decomposition = decompose(router, &routing, &Access::All)?;
+    let decomposer = Decomposer::new(&router.index().catalog, &router.config().orchestration);
+    let decomposition = decompose(router, &decomposer, &routing, &Access::All)?;
     let plan = if decomposition.is_split() {
         let tasks = plan(
             &decomposition.parts,

@@ -10,6 +10,7 @@ pub mod http;
 pub mod llm;
 pub mod local;
 pub mod postgres;
+pub mod registry;
 pub mod render;
 pub mod schema;
 pub mod sql;
@@ -26,5 +27,5 @@ use switchyard_core::template::Catalog;
 /// `http_call` tool endpoints must stay on their datasource's allowed hosts; a tool's
 /// `execution` must parse. Each adapter checks again when it opens.
 pub fn check_catalog(catalog: &Catalog) -> Result<()> {
-    catalog.datasources.iter().try_for_each(adapter::check)
+    catalog.datasources.iter().try_for_each(registry::check)
 }

@@ -1,6 +1,6 @@
 //! The in-process adapters: one `AdapterInvoker` that answers every datasource of a
 //! catalog whose adapter runs locally (intent, SQLite, PostgreSQL, HTTP/JSON, GraphQL,
-//! built-in tools), each opened by [`crate::adapter::open`]. Kinds without a local adapter
+//! built-in tools), each opened by [`crate::registry::open`]. Kinds without a local adapter
 //! are refused as unavailable, never answered with a made-up result.
 
 use std::collections::HashMap;
@@ -18,9 +18,10 @@ use switchyard_core::rerank::Reranker;
 use switchyard_core::template::{Catalog, DatasourceKind, Template};
 use switchyard_core::Error;
 
-use crate::adapter::{self, Adapter};
+use crate::adapter::Adapter;
 use crate::documents::{ChunkRerank, DocumentsAdapter};
 use crate::llm::Assistant;
+use crate::registry;
 
 pub struct LocalAdapters {
     catalog: Catalog,
@@ -71,7 +72,7 @@ impl LocalAdapters {
     ) -> crate::Result<LocalAdapters> {
         let mut adapters = HashMap::new();
         for datasource in &catalog.datasources {
-            if let Some(opened) = adapter::open(datasource, templates_dir).await? {
+            if let Some(opened) = registry::open(datasource, templates_dir).await? {
                 adapters.insert(datasource.name().to_owned(), opened);
             }
         }

@@ -4,11 +4,9 @@
 
 use minijinja::value::ValueKind;
 use minijinja::{AutoEscape, Environment, UndefinedBehavior};
-use serde_json::{Map, Value};
-use switchyard_core::template::Template;
+use serde_json::Value;
 
 use crate::error::{AdapterError, Result};
-use crate::tools::ToolOutcome;
 
 /// Render a template's `response_template` with minijinja over `context` (an object: the
 /// parameters plus `result` or `rows`). Number formatting: whole floats print without ".0".
@@ -39,23 +37,6 @@ pub fn render(template_id: &str, source: &str, context: &Value) -> Result<String
     compiled
         .render(integral(context))
         .map_err(|e| fail(describe(&e)))
-}
-
-/// Render a tool template's answer: its `response_template` over the parameters plus
-/// `result`, or, when it has none, the result alone as plain text.
-pub fn tool_content(
-    template: &Template,
-    parameters: &Map<String, Value>,
-    outcome: &ToolOutcome,
-) -> Result<String> {
-    match template.response_template.as_deref() {
-        Some(source) => {
-            let mut context = parameters.clone();
-            context.insert("result".to_owned(), outcome.result.clone());
-            render(&template.id, source, &Value::Object(context))
-        }
-        None => Ok(plain_text(&outcome.result)),
-    }
 }
 
 /// A value as an answer line: strings unquoted, whole numbers without ".0", the rest as JSON.

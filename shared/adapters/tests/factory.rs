@@ -1,7 +1,7 @@
 //! The adapter factory: which kinds get an adapter here, and which stay unavailable.
 
 use serde_json::json;
-use switchyard_adapters::{adapter, check_catalog, LocalAdapters};
+use switchyard_adapters::{check_catalog, registry, LocalAdapters};
 use switchyard_core::invoker::{AdapterInvoker, AdapterRequest, AdapterStatus};
 use switchyard_core::template::Catalog;
 use switchyard_core::Error;
@@ -63,10 +63,10 @@ async fn intents_are_served_and_documents_and_absent_files_are_unavailable() {
 async fn the_factory_opens_nothing_for_documents() {
     let catalog = catalog();
     let docs = catalog.datasource("docs").unwrap();
-    assert!(adapter::open(docs, None).await.unwrap().is_none());
-    adapter::check(docs).unwrap();
+    assert!(registry::open(docs, None).await.unwrap().is_none());
+    registry::check(docs).unwrap();
     let intents = catalog.datasource("intents").unwrap();
-    assert!(adapter::open(intents, None).await.unwrap().is_some());
+    assert!(registry::open(intents, None).await.unwrap().is_some());
 }
 
 #[test]

@@ -15,7 +15,7 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use switchyard_core::config::Config;
 use switchyard_core::embed::Embedder;
 use switchyard_core::index::Index;
-use switchyard_core::orchestration::{choose, decompose, spans, Span, SpanRouting};
+use switchyard_core::orchestration::{choose, decompose, spans, Decomposer, Span, SpanRouting};
 use switchyard_core::router::{Access, Router, Routing};
 use switchyard_core::template::Catalog;
 use switchyard_embed::MiniLmEmbedder;
@@ -50,11 +50,12 @@ fn benches(c: &mut Criterion) {
     let index = Index::build(catalog, embedder.as_ref(), &config, &|_, _| {}).unwrap();
     let router = Router::new(index, config.clone(), embedder, "bench").unwrap();
     let orchestration = &config.orchestration;
+    let decomposer = Decomposer::new(&router.index().catalog, orchestration);
     let prepared: Vec<Prepared> = QUESTIONS
         .iter()
         .map(|q| {
             let whole = router.route(q, &Access::All).unwrap();
-            let segments = router.decomposer().segments(q, orchestration);
+            let segments = decomposer.segments(q, orchestration);
             let routed = spans(segments.len(), orchestration.max_parts)
                 .into_iter()
                 .map(|(first, end)| {
@@ -63,7 +64,7 @@ fn benches(c: &mut Criterion) {
                     ((first, end), SpanRouting::of(&routing))
                 })
                 .collect();
-            let parts = decompose(&router, &whole, &Access::All)
+            let parts = decompose(&router, &decomposer, &whole, &Access::All)
                 .unwrap()
                 .parts
                 .into_iter()
@@ -83,11 +84,8 @@ fn benches(c: &mut Criterion) {
         b.iter(|| {
             for p in &prepared {
                 let whole = SpanRouting::of(&p.whole);
-                let signals =
-                    router
-                        .decomposer()
-                        .detect(&p.whole.query, whole.confidence, orchestration);
-                let segments = router.decomposer().segments(&p.whole.query, orchestration);
+                let signals = decomposer.detect(&p.whole.query, whole.confidence, orchestration);
+                let segments = decomposer.segments(&p.whole.query, orchestration);
                 if signals.considered && segments.len() == p.segments {
                     std::hint::black_box(choose(p.segments, &whole, &p.routed, orchestration));
                 }
@@ -109,7 +107,9 @@ fn benches(c: &mut Criterion) {
     group.bench_function("decompose", |b| {
         b.iter(|| {
             for p in &prepared {
-                std::hint::black_box(decompose(&router, &p.whole, &Access::All).unwrap());
+                std::hint::black_box(
+                    decompose(&router, &decomposer, &p.whole, &Access::All).unwrap(),
+                );
             }
         })
     });

@@ -9,7 +9,7 @@ use sha2::{Digest, Sha256};
 
 use crate::config::AuthConfig;
 use crate::error::{Error, Result};
-use crate::index::Index;
+use crate::template::Catalog;
 
 /// Which datasources a caller may use. Every stage sees only these partitions.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,10 +28,10 @@ impl Access {
 
     /// Narrow to `requested` (a request's own `datasources` list). Naming a datasource
     /// that does not exist or is not allowed is an error naming it.
-    pub fn narrow(&self, requested: &[String], index: &Index) -> Result<Access> {
+    pub fn narrow(&self, requested: &[String], catalog: &Catalog) -> Result<Access> {
         let mut names = BTreeSet::new();
         for name in requested {
-            if index.catalog.datasource(name).is_none() || !self.allows(name) {
+            if catalog.datasource(name).is_none() || !self.allows(name) {
                 return Err(Error::UnknownDatasource(name.clone()));
             }
             names.insert(name.clone());

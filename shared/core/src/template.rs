@@ -295,6 +295,14 @@ impl Catalog {
         self.datasources.iter().map(|d| d.templates.len()).sum()
     }
 
+    /// Whether questions are also searched against texts other than the templates':
+    /// documents' chunks, or SQL tables' schemas (for questions no template fits).
+    pub fn searches_texts(&self) -> bool {
+        self.datasources
+            .iter()
+            .any(|d| matches!(d.spec.kind, DatasourceKind::Documents | DatasourceKind::Sql))
+    }
+
     /// SHA-256 of the catalog's canonical JSON: changes whenever anything routing or
     /// execution depends on changes, and only then.
     pub fn content_hash(&self) -> String {

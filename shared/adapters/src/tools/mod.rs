@@ -25,7 +25,7 @@ use switchyard_core::template::{Datasource, Template};
 use crate::adapter::{Adapter, Answer};
 use crate::error::{AdapterError, Result};
 use crate::http::HttpDatasource;
-use crate::render::tool_content;
+use crate::render::{plain_text, render};
 
 pub use http_call::{http_call_datasource, http_call_template, HTTP_CALL};
 
@@ -361,5 +361,22 @@ impl Adapter for ToolsAdapter {
             });
             Ok((content, data))
         })
+    }
+}
+
+/// Render a tool template's answer: its `response_template` over the parameters plus
+/// `result`, or, when it has none, the result alone as plain text.
+pub fn tool_content(
+    template: &Template,
+    parameters: &Map<String, Value>,
+    outcome: &ToolOutcome,
+) -> Result<String> {
+    match template.response_template.as_deref() {
+        Some(source) => {
+            let mut context = parameters.clone();
+            context.insert("result".to_owned(), outcome.result.clone());
+            render(&template.id, source, &Value::Object(context))
+        }
+        None => Ok(plain_text(&outcome.result)),
     }
 }

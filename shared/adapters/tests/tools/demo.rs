@@ -3,8 +3,8 @@
 use std::path::Path;
 
 use serde_json::Map;
-use switchyard_adapters::render::tool_content;
 use switchyard_adapters::tools;
+use switchyard_adapters::tools::tool_content;
 use switchyard_core::template::{Catalog, Template};
 
 use crate::helpers::now;

@@ -1,7 +1,8 @@
 //! Response rendering: numbers, template errors, and tool content with and without a response template.
 
 use serde_json::{json, Value};
-use switchyard_adapters::render::{render, tool_content};
+use switchyard_adapters::render::render;
+use switchyard_adapters::tools::tool_content;
 use switchyard_adapters::tools::ToolOutcome;
 use switchyard_adapters::AdapterError;
 

@@ -160,7 +160,7 @@ pub struct OrchestrationConfig {
     /// `workflow_id` meanwhile gets 409): the longest a run can take.
     pub workflow_lease_seconds: u64,
     /// auto | simple | score | hierarchical | temporal | semantic
-    pub fusion: crate::orchestration::FusionStrategy,
+    pub fusion: FusionStrategy,
     /// `semantic` fusion merges rows or passages whose word overlap reaches this.
     pub duplicate_similarity: f32,
     /// Ask the configured chat model (`llm`) to split what the rules could not, when the
@@ -181,7 +181,7 @@ pub struct DocumentsConfig {
     pub weights: VectorWeights,
     /// weighted: `(1 − keyword_weight) · vectors + keyword_weight · BM25 / best BM25`;
     /// rrf: reciprocal-rank fusion of the two rankings.
-    pub fusion: crate::documents::Fusion,
+    pub fusion: Fusion,
     pub keyword_weight: f32,
     pub rrf_k: f32,
     pub k1: f32,
@@ -324,6 +324,20 @@ pub struct Openings {
     pub skip_words: Vec<String>,
 }
 
+/// How a split question's answers are fused into one (`crate::orchestration::fuse`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FusionStrategy {
+    #[default]
+    Auto,
+    Simple,
+    Score,
+    Hierarchical,
+    Temporal,
+    Semantic,
+}
+
+/// How vector and keyword scores are combined: a weighted sum, or reciprocal-rank fusion.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Fusion {

@@ -192,10 +192,7 @@ fn orchestration_values_are_checked_and_named() {
         env(&[("SWITCHYARD__ORCHESTRATION__FUSION", "temporal")]),
     )
     .unwrap();
-    assert_eq!(
-        config.orchestration.fusion,
-        crate::orchestration::FusionStrategy::Temporal
-    );
+    assert_eq!(config.orchestration.fusion, FusionStrategy::Temporal);
 }
 
 #[test]

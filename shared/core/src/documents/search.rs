@@ -6,21 +6,15 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use super::chunk::terms;
 use super::index::ChunkIndex;
 use crate::config::DocumentsConfig;
+/// How vector and keyword scores are combined: the same choice as the templates' keywords.
+pub use crate::config::Fusion;
 use crate::embed::dot;
 use crate::keywords::TermExpansion;
-
-/// How vector and keyword scores are combined.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Fusion {
-    Weighted,
-    Rrf,
-}
 
 /// Which scores a search uses: all of them in service; one at a time in `eval-docs --stages`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

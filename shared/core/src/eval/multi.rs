@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use super::{percentiles, ratio, Embedded, LabeledQuery, Percentiles};
 use crate::error::Result;
-use crate::orchestration::decompose;
+use crate::orchestration::{decompose, Decomposer};
 use crate::router::{Access, Router};
 
 #[derive(Debug, Clone, Serialize)]
@@ -43,6 +43,7 @@ pub fn multi_intent(
     queries: &[LabeledQuery],
     embedded: &Embedded,
 ) -> Result<MultiIntentReport> {
+    let decomposer = Decomposer::new(&router.index().catalog, &router.config().orchestration);
     let mut by_count: BTreeMap<usize, (usize, usize, usize)> = BTreeMap::new();
     let (mut correct, mut scored, mut considered) = (0, 0, 0);
     let (mut single, mut single_split) = (0, 0);
@@ -53,7 +54,7 @@ pub fn multi_intent(
             continue;
         }
         let whole = router.route_vector(&query.text, vector, &Access::All)?;
-        let decomposition = decompose(router, &whole, &Access::All)?;
+        let decomposition = decompose(router, &decomposer, &whole, &Access::All)?;
         decompose_ms.push(decomposition.decompose_ms);
         if decomposition.signals.considered {
             considered += 1;

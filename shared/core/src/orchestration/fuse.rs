@@ -10,23 +10,12 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::workflow::{TaskState, TaskStatus};
+pub use crate::config::FusionStrategy;
 use crate::scoring::serialize_decimal;
-
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FusionStrategy {
-    #[default]
-    Auto,
-    Simple,
-    Score,
-    Hierarchical,
-    Temporal,
-    Semantic,
-}
 
 /// Words that make a question about time (for `auto`).
 const TIME_WORDS: &[&str] = &[

@@ -98,10 +98,14 @@ impl Decomposition {
 
 /// Detect and, when the signals say so, split `whole.query`: every candidate span is
 /// embedded in one batch and routed like a question of its own.
-pub fn decompose(router: &Router, whole: &Routing, access: &Access) -> Result<Decomposition> {
+pub fn decompose(
+    router: &Router,
+    decomposer: &Decomposer,
+    whole: &Routing,
+    access: &Access,
+) -> Result<Decomposition> {
     let started = Instant::now();
     let config = &router.config().orchestration;
-    let decomposer = router.decomposer();
     let question = whole.query.as_str();
     let whole_span = SpanRouting::of(whole);
     let signals = decomposer.detect(question, whole_span.confidence, config);

@@ -62,7 +62,7 @@ impl<I: AdapterInvoker, S: SessionStore> Service<I, S> {
         if kind != DatasourceKind::Documents {
             return None;
         }
-        let embedder = self.router.embedder();
+        let embedder = self.router.documents_embedder();
         match embedder.embed_one(&self.router.embedding_text(query)) {
             Ok(values) => Some(QueryVector {
                 model_id: embedder.model_id().to_owned(),

@@ -26,7 +26,8 @@ use crate::feedback::{Decision, Feedback, FeedbackRecord, FeedbackStore, MemoryF
 use crate::invoker::{AdapterInvoker, AdapterResponse};
 use crate::keywords::TermExpansion;
 use crate::orchestration::{
-    FusionStrategy, MemoryWorkflowStore, QuestionSplitter, WorkflowStore, MAX_WORKFLOW_ID_CHARS,
+    Decomposer, FusionStrategy, MemoryWorkflowStore, QuestionSplitter, WorkflowStore,
+    MAX_WORKFLOW_ID_CHARS,
 };
 use crate::rerank::RerankStage;
 use crate::router::{Outcome, Router, Routing};
@@ -137,6 +138,8 @@ pub enum SessionUse {
 
 pub struct Service<I, S> {
     router: Router,
+    /// What splitting a question needs from the catalog, built once.
+    decomposer: Decomposer,
     invoker: I,
     sessions: S,
     rerank: Option<RerankStage>,
@@ -154,6 +157,7 @@ impl<I: AdapterInvoker, S: SessionStore> Service<I, S> {
         let capacity = router.config().feedback.memory_capacity;
         let topics = MemoryTopicStore::new(&router.config().sessions.topics, capacity);
         Service {
+            decomposer: Decomposer::new(&router.index().catalog, &router.config().orchestration),
             router,
             invoker,
             sessions,
@@ -176,7 +180,7 @@ impl<I: AdapterInvoker, S: SessionStore> Service<I, S> {
     /// allows; embedding failures leave the search to BM25.
     fn schema_context(&self, query: &str, access: &Access) -> Option<SchemaContext> {
         let schema = self.schema.as_ref()?;
-        let embedder = self.router.embedder();
+        let embedder = self.router.documents_embedder();
         let vector = (schema.manifest.model_id == embedder.model_id())
             .then(|| embedder.embed_one(&self.router.embedding_text(query)).ok())
             .flatten();
@@ -382,7 +386,7 @@ impl<I: AdapterInvoker, S: SessionStore> Service<I, S> {
         may_split: bool,
     ) -> Result<Routed> {
         let access = match &question.datasources {
-            Some(names) => access.narrow(names, self.router.index())?,
+            Some(names) => access.narrow(names, &self.router.index().catalog)?,
             None => access.clone(),
         };
         let turns = match turns {

@@ -66,7 +66,7 @@ impl<I: AdapterInvoker, S: SessionStore> Service<I, S> {
         access: &Access,
     ) -> Result<(Decomposition, Option<Plan>)> {
         let config = &self.router.config().orchestration;
-        let mut decomposition = decompose(&self.router, routing, access)?;
+        let mut decomposition = decompose(&self.router, &self.decomposer, routing, access)?;
         if !decomposition.is_split() && decomposition.signals.considered && config.chat_decomposer {
             if let Some(splitter) = &self.splitter {
                 match splitter.split(&routing.query).await {

@@ -1,0 +1,213 @@
+//! The one place datasource kinds are told apart: each kind's [`AdapterFactory`], which
+//! checks a datasource as an index build needs and opens its [`Adapter`] to serve. A
+//! documents datasource is served from its chunk artifact, which needs the embedding model
+//! to build: its factory checks it, and the process that holds the artifact opens it
+//! ([`crate::LocalAdapters::with_documents`]).
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+use switchyard_core::invoker::{intent_answer, AdapterRequest};
+use switchyard_core::rerank::BoxFuture;
+use switchyard_core::template::{Datasource, DatasourceKind, Template};
+
+use crate::adapter::{Adapter, AdapterFactory, Answer};
+use crate::error::Result;
+use crate::http::HttpDatasource;
+use crate::postgres::PostgresDatasource;
+use crate::sql::{self, Engine, SqliteDatasource};
+use crate::tools::ToolsAdapter;
+
+/// The factory of a datasource kind.
+pub fn factory(kind: DatasourceKind) -> &'static dyn AdapterFactory {
+    match kind {
+        DatasourceKind::Intent => &IntentFactory,
+        DatasourceKind::Sql => &SqlFactory,
+        DatasourceKind::Http | DatasourceKind::Graphql => &HttpFactory,
+        DatasourceKind::Tools => &ToolsFactory,
+        DatasourceKind::Documents => &DocumentsFactory,
+    }
+}
+
+/// Check `datasource` as an index build needs (see [`AdapterFactory::check`]).
+pub fn check(datasource: &Datasource) -> Result<()> {
+    factory(datasource.spec.kind).check(datasource)
+}
+
+/// Open the adapter serving `datasource` (see [`AdapterFactory::open`]).
+pub async fn open(
+    datasource: &Datasource,
+    templates_dir: Option<&Path>,
+) -> Result<Option<Box<dyn Adapter>>> {
+    factory(datasource.spec.kind)
+        .open(datasource, templates_dir)
+        .await
+}
+
+/// `intent` datasources: the matched intent is the answer; nothing is executed.
+struct IntentFactory;
+
+struct IntentAdapter {
+    datasource: String,
+}
+
+impl AdapterFactory for IntentFactory {
+    fn check(&self, _: &Datasource) -> Result<()> {
+        Ok(())
+    }
+
+    fn open<'a>(
+        &'a self,
+        datasource: &'a Datasource,
+        _: Option<&'a Path>,
+    ) -> BoxFuture<'a, Result<Option<Box<dyn Adapter>>>> {
+        let adapter = IntentAdapter {
+            datasource: datasource.name().to_owned(),
+        };
+        Box::pin(async move { Ok(Some(Box::new(adapter) as Box<dyn Adapter>)) })
+    }
+}
+
+impl Adapter for IntentAdapter {
+    fn execute<'a>(
+        &'a self,
+        template: &'a Template,
+        _: &'a Map<String, Value>,
+        _: &'a AdapterRequest,
+        _: Duration,
+    ) -> BoxFuture<'a, Result<Answer>> {
+        let answer = intent_answer(&self.datasource, template);
+        Box::pin(async move { Ok(answer) })
+    }
+}
+
+/// `sql` datasources: SQLite (from a file or seed script in the datasource's folder) or
+/// PostgreSQL (through the URL in the variable `connection.url_env` names).
+struct SqlFactory;
+
+impl AdapterFactory for SqlFactory {
+    fn check(&self, datasource: &Datasource) -> Result<()> {
+        sql::check_datasource(datasource)
+    }
+
+    fn open<'a>(
+        &'a self,
+        datasource: &'a Datasource,
+        templates_dir: Option<&'a Path>,
+    ) -> BoxFuture<'a, Result<Option<Box<dyn Adapter>>>> {
+        Box::pin(async move {
+            let name = datasource.name();
+            Ok(match Engine::of(datasource)? {
+                Engine::Sqlite => {
+                    let folder = templates_dir.map(|root| root.join(name));
+                    match folder.filter(|f| f.is_dir()) {
+                        Some(folder) => Some(boxed(SqliteDatasource::open(datasource, &folder)?)),
+                        None => None,
+                    }
+                }
+                Engine::Postgres => {
+                    let configured = datasource
+                        .spec
+                        .connection
+                        .get("url_env")
+                        .is_some_and(|variable| std::env::var_os(variable).is_some());
+                    if configured {
+                        Some(boxed(PostgresDatasource::connect(datasource).await?))
+                    } else {
+                        tracing::warn!(datasource = %name, "PostgreSQL URL variable not set; datasource unavailable");
+                        None
+                    }
+                }
+            })
+        })
+    }
+}
+
+/// `http` and `graphql` datasources.
+struct HttpFactory;
+
+impl AdapterFactory for HttpFactory {
+    fn check(&self, datasource: &Datasource) -> Result<()> {
+        HttpDatasource::check(datasource)
+    }
+
+    fn open<'a>(
+        &'a self,
+        datasource: &'a Datasource,
+        _: Option<&'a Path>,
+    ) -> BoxFuture<'a, Result<Option<Box<dyn Adapter>>>> {
+        let opened = HttpDatasource::open(datasource).map(|api| Some(boxed(api)));
+        Box::pin(async move { opened })
+    }
+}
+
+/// `tools` datasources: built-in tools, and `http_call` tools through the HTTP adapter.
+struct ToolsFactory;
+
+impl AdapterFactory for ToolsFactory {
+    fn check(&self, datasource: &Datasource) -> Result<()> {
+        ToolsAdapter::check(datasource)
+    }
+
+    fn open<'a>(
+        &'a self,
+        datasource: &'a Datasource,
+        _: Option<&'a Path>,
+    ) -> BoxFuture<'a, Result<Option<Box<dyn Adapter>>>> {
+        let opened = ToolsAdapter::open(datasource).map(|tools| Some(boxed(tools)));
+        Box::pin(async move { opened })
+    }
+}
+
+/// `documents` datasources: checked here; opened from their chunk artifact by whoever
+/// holds it (`LocalAdapters::with_documents`), so `open` finds nothing to open.
+struct DocumentsFactory;
+
+impl AdapterFactory for DocumentsFactory {
+    fn check(&self, datasource: &Datasource) -> Result<()> {
+        match datasource.spec.connection.get("corpus") {
+            Some(corpus) if !corpus.trim().is_empty() => Ok(()),
+            _ => Err(crate::AdapterError::Datasource {
+                datasource: datasource.name().to_owned(),
+                message: "connection.corpus must name the corpus: a folder of .md/.txt files or a .jsonl file".into(),
+            }),
+        }
+    }
+
+    fn open<'a>(
+        &'a self,
+        _: &'a Datasource,
+        _: Option<&'a Path>,
+    ) -> BoxFuture<'a, Result<Option<Box<dyn Adapter>>>> {
+        Box::pin(async { Ok(None) })
+    }
+}
+
+fn boxed(adapter: impl Adapter + 'static) -> Box<dyn Adapter> {
+    Box::new(adapter)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_documents_datasource_names_its_corpus_and_opens_from_its_artifact() {
+        let datasource = |connection: serde_json::Value| -> Datasource {
+            serde_json::from_value(serde_json::json!({
+                "spec": {"name": "docs", "kind": "documents", "description": "d", "connection": connection},
+                "templates": []
+            }))
+            .unwrap()
+        };
+        let error = check(&datasource(serde_json::json!({})))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("docs") && error.contains("connection.corpus"),
+            "{error}"
+        );
+        check(&datasource(serde_json::json!({"corpus": "docs"}))).unwrap();
+    }
+}
