@@ -42,6 +42,10 @@ pub enum Error {
     #[error("embedding: {0}")]
     Embedding(String),
 
+    /// The embedding model's own error (`switchyard-embed`'s `EmbedError`), cause kept.
+    #[error("embedding: {0}")]
+    Embedder(#[source] Box<dyn std::error::Error + Send + Sync>),
+
     /// A corrupt, truncated or mismatched index artifact; `origin` is its path or S3 location.
     #[error("index {origin}: {problem}")]
     Index { origin: String, problem: String },

@@ -11,9 +11,12 @@
 //! embeds a query in about a fifth of candle's f32 time at the same accuracy, so it is the
 //! one embedder; candle is gone.
 //!
-//! The [`Embedder`] trait lives in `switchyard-core`. Errors are the domain's: a missing
-//! file is [`Error::ModelMissing`] naming the folder and the files; a file that does not
-//! load is [`Error::Embedding`] naming the file.
+//! The [`Embedder`] trait lives in `switchyard-core`. Errors are this crate's
+//! [`EmbedError`], which name the file or step and keep their cause; the domain sees a
+//! missing file as `Error::ModelMissing` (with the command that fetches the model) and the
+//! rest as `Error::Embedder`.
+
+mod error;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -27,8 +30,10 @@ use rayon::prelude::*;
 use switchyard_core::config::EmbeddingConfig;
 use switchyard_core::embed::Embedder;
 use switchyard_core::index::EncoderManifest;
-use switchyard_core::{Error, Result};
+use switchyard_core::Result;
 use tokenizers::{Encoding, Tokenizer, TruncationParams};
+
+pub use error::EmbedError;
 
 /// Recorded in index manifests: an index embedded with another model (the earlier f32
 /// candle one, and the 8-bit-weight int8 one whose vectors depended on the CPU, included)
@@ -80,8 +85,8 @@ impl MiniLmEmbedder {
     }
 
     /// Load the model from `dir` with one session per thread (`threads`, 0 = one per
-    /// available core). A missing file is [`Error::ModelMissing`], whose message gives the
-    /// command that fetches the model.
+    /// available core). A missing file is [`EmbedError::Missing`]; as the domain's
+    /// `Error::ModelMissing` its message gives the command that fetches the model.
     pub fn load(dir: &Path, batch_size: usize, threads: usize) -> Result<Self> {
         let model_path = dir.join(MODEL_FILE);
         let graph = Graph {
@@ -101,10 +106,11 @@ impl MiniLmEmbedder {
         threads: usize,
     ) -> Result<Self> {
         if graph.bytes.is_empty() {
-            return Err(Error::Embedding(format!(
-                "{}: an empty model graph",
-                graph.origin
-            )));
+            return Err(EmbedError::Graph {
+                origin: graph.origin,
+                problem: "an empty model graph".into(),
+            }
+            .into());
         }
         Self::load_graph(dir, graph, batch_size, threads)
     }
@@ -143,21 +149,25 @@ impl MiniLmEmbedder {
             .filter(|name| base || **name != MODEL_FILE)
             .filter(|name| !dir.join(name).is_file())
             .map(|name| name.to_string())
-            .collect();
+            .collect::<Vec<_>>();
         if !runtime.is_file() {
             missing.push(runtime.display().to_string());
         }
         if !missing.is_empty() {
-            return Err(Error::ModelMissing {
+            return Err(EmbedError::Missing {
                 dir: dir.to_path_buf(),
-                missing: format!("missing {}", missing.join(", ")),
-            });
+                missing,
+            }
+            .into());
         }
         let environment = environment(&runtime)?;
 
         let model_path = PathBuf::from(&graph.origin);
         let model = if base {
-            std::fs::read(&model_path).map_err(|e| Error::io(&model_path, e))?
+            std::fs::read(&model_path).map_err(|source| EmbedError::Read {
+                path: model_path.clone(),
+                source,
+            })?
         } else {
             graph.bytes
         };
@@ -167,11 +177,11 @@ impl MiniLmEmbedder {
         check_interface(&sessions[0], &model_path)?;
 
         let tokenizer_path = dir.join(TOKENIZER_FILE);
-        let tokenizer_error = |e: &dyn std::fmt::Display| {
-            Error::Embedding(format!("{}: {e}", tokenizer_path.display()))
+        let tokenizer_error = |source| EmbedError::Tokenizer {
+            path: tokenizer_path.clone(),
+            source,
         };
-        let mut tokenizer =
-            Tokenizer::from_file(&tokenizer_path).map_err(|e| tokenizer_error(&e))?;
+        let mut tokenizer = Tokenizer::from_file(&tokenizer_path).map_err(tokenizer_error)?;
         // The shipped tokenizer.json pads every input to 128 tokens: a single question is
         // not padded at all, a batch only to its longest text.
         tokenizer.with_padding(None);
@@ -180,7 +190,7 @@ impl MiniLmEmbedder {
                 max_length: MAX_TOKENS,
                 ..TruncationParams::default()
             }))
-            .map_err(|e| tokenizer_error(&e))?;
+            .map_err(tokenizer_error)?;
 
         Ok(MiniLmEmbedder {
             model_id: graph.model_id,
@@ -223,7 +233,10 @@ impl MiniLmEmbedder {
         let type_ids = column(&|e| e.get_type_ids());
         let shape = [rows as i64, width as i64];
         let tensor = |values: Vec<i64>| {
-            Tensor::from_array((shape, values)).map_err(|e| Error::Embedding(e.to_string()))
+            Tensor::from_array((shape, values)).map_err(|source| EmbedError::Runtime {
+                context: "making an input tensor".into(),
+                source,
+            })
         };
         let inputs = ort::inputs![
             "input_ids" => tensor(ids)?,
@@ -231,16 +244,24 @@ impl MiniLmEmbedder {
             "token_type_ids" => tensor(type_ids)?,
         ];
         let mut session = self.session();
-        let outputs = session
-            .run(inputs)
-            .map_err(|e| Error::Embedding(format!("running the model: {e}")))?;
+        let outputs = session.run(inputs).map_err(|source| EmbedError::Runtime {
+            context: "running the model".into(),
+            source,
+        })?;
         let (out_shape, hidden) = outputs["last_hidden_state"]
             .try_extract_tensor::<f32>()
-            .map_err(|e| Error::Embedding(format!("reading last_hidden_state: {e}")))?;
+            .map_err(|source| EmbedError::Runtime {
+                context: "reading last_hidden_state".into(),
+                source,
+            })?;
         if out_shape.len() != 3 || out_shape[0] as usize != rows || out_shape[1] as usize != width {
-            return Err(Error::Embedding(format!(
-                "last_hidden_state has shape {out_shape:?}, expected [{rows}, {width}, {DIMENSION}]"
-            )));
+            return Err(EmbedError::Graph {
+                origin: "the model's output".into(),
+                problem: format!(
+                    "last_hidden_state has shape {out_shape:?}, expected [{rows}, {width}, {DIMENSION}]"
+                ),
+            }
+            .into());
         }
         Ok((0..rows)
             .map(|row| mean_pool(hidden, &mask[row * width..(row + 1) * width], row))
@@ -291,26 +312,31 @@ fn environment(runtime: &Path) -> Result<&'static Environment> {
                 .map_err(|e| format!("starting ONNX Runtime from {}: {e}", runtime.display()))
         })
         .as_ref()
-        .map_err(|e| Error::Embedding(e.clone()))
+        .map_err(|e| switchyard_core::Error::from(EmbedError::RuntimeLibrary(e.clone())))
 }
 
 fn open_session(environment: &Environment, model: &[u8], path: &Path) -> Result<Session> {
-    let fail = |e: &dyn std::fmt::Display| Error::Embedding(format!("{}: {e}", path.display()));
-    let builder = Session::builder(environment).map_err(|e| fail(&e))?;
-    let builder = builder.with_intra_threads(1).map_err(|e| fail(&e))?;
-    let builder = builder.with_inter_threads(1).map_err(|e| fail(&e))?;
+    let fail = |source: ort::Error| EmbedError::Runtime {
+        context: path.display().to_string(),
+        source,
+    };
+    let builder = Session::builder(environment).map_err(fail)?;
+    let builder = builder.with_intra_threads(1).map_err(|e| fail(e.into()))?;
+    let builder = builder.with_inter_threads(1).map_err(|e| fail(e.into()))?;
     let builder = builder
         .with_intra_op_spinning(false)
-        .map_err(|e| fail(&e))?;
+        .map_err(|e| fail(e.into()))?;
     let builder = builder
         .with_inter_op_spinning(false)
-        .map_err(|e| fail(&e))?;
+        .map_err(|e| fail(e.into()))?;
     let builder = builder
         .with_optimization_level(GraphOptimizationLevel::All)
-        .map_err(|e| fail(&e))?;
+        .map_err(|e| fail(e.into()))?;
     // Sequence lengths vary with every question: a memory plan for one shape is waste.
-    let mut builder = builder.with_memory_pattern(false).map_err(|e| fail(&e))?;
-    builder.commit_from_memory(model).map_err(|e| fail(&e))
+    let mut builder = builder
+        .with_memory_pattern(false)
+        .map_err(|e| fail(e.into()))?;
+    Ok(builder.commit_from_memory(model).map_err(fail)?)
 }
 
 /// The graph must take the three BERT inputs and give `last_hidden_state`.
@@ -320,19 +346,25 @@ fn check_interface(session: &Mutex<Session>, path: &Path) -> Result<()> {
     let outputs: Vec<&str> = session.outputs().iter().map(|o| o.name()).collect();
     for name in ["input_ids", "attention_mask", "token_type_ids"] {
         if !inputs.contains(&name) {
-            return Err(Error::Embedding(format!(
-                "{}: the model has no input {name} (inputs: {})",
-                path.display(),
-                inputs.join(", ")
-            )));
+            return Err(EmbedError::Graph {
+                origin: path.display().to_string(),
+                problem: format!(
+                    "the model has no input {name} (inputs: {})",
+                    inputs.join(", ")
+                ),
+            }
+            .into());
         }
     }
     if !outputs.contains(&"last_hidden_state") {
-        return Err(Error::Embedding(format!(
-            "{}: the model has no output last_hidden_state (outputs: {})",
-            path.display(),
-            outputs.join(", ")
-        )));
+        return Err(EmbedError::Graph {
+            origin: path.display().to_string(),
+            problem: format!(
+                "the model has no output last_hidden_state (outputs: {})",
+                outputs.join(", ")
+            ),
+        }
+        .into());
     }
     Ok(())
 }
@@ -352,7 +384,7 @@ impl Embedder for MiniLmEmbedder {
         let encodings = self
             .tokenizer
             .encode_batch(texts.to_vec(), true)
-            .map_err(|e| Error::Embedding(format!("tokenizing: {e}")))?;
+            .map_err(EmbedError::Tokenizing)?;
         let mut order: Vec<usize> = (0..texts.len()).collect();
         order.sort_by_key(|&i| encodings[i].len());
         let batches: Vec<Vec<usize>> = order

@@ -168,7 +168,13 @@ fn a_corrupt_model_file_is_named() {
     .unwrap();
     let error = MiniLmEmbedder::load(dir.path(), 8, 1)
         .err()
-        .expect("garbage is no model")
-        .to_string();
+        .expect("garbage is no model");
+    // The crate's own error, with ONNX Runtime's beneath it.
+    let embed_error = std::error::Error::source(&error).expect("the embedder's error is kept");
+    assert!(
+        embed_error.source().is_some(),
+        "ONNX Runtime's error is kept under {embed_error}"
+    );
+    let error = error.to_string();
     assert!(error.contains("model.onnx"), "{error}");
 }

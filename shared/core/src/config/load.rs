@@ -127,11 +127,19 @@ pub fn cache_dir() -> PathBuf {
 }
 
 impl EmbeddingConfig {
-    /// Rayon sizes its pool from RAYON_NUM_THREADS: set it from `threads`
-    /// unless the environment already does. Call at process start, before any pool exists.
+    /// Size rayon's global pool from `threads` (0 leaves rayon's own choice: the cores, or
+    /// RAYON_NUM_THREADS), unless RAYON_NUM_THREADS is set, which wins. Call at process
+    /// start, before any parallel work builds the pool; the process environment is not
+    /// touched.
     pub fn apply_threads(&self) {
-        if self.threads > 0 && std::env::var_os("RAYON_NUM_THREADS").is_none() {
-            std::env::set_var("RAYON_NUM_THREADS", self.threads.to_string());
+        if self.threads == 0 || std::env::var_os("RAYON_NUM_THREADS").is_some() {
+            return;
+        }
+        if let Err(e) = rayon::ThreadPoolBuilder::new()
+            .num_threads(self.threads)
+            .build_global()
+        {
+            tracing::warn!(error = %e, threads = self.threads, "embedding.threads not applied: rayon's pool already exists");
         }
     }
 
