@@ -23,9 +23,18 @@ fn adapting(cache: &Path) -> Command {
     command
 }
 
-fn build(cache: &Path, out: &Path) -> Index {
-    run_ok(adapting(cache).args(["index", "build", "--out"]).arg(out));
-    Index::read(out).unwrap()
+/// Build the demo index adapted, with `warn_after_seconds` as given; the build's stderr.
+fn build(cache: &Path, out: &Path, warn_after_seconds: &str) -> (Index, String) {
+    let output = run(adapting(cache)
+        .env(
+            "SWITCHYARD__EMBEDDING__ADAPTATION__WARN_AFTER_SECONDS",
+            warn_after_seconds,
+        )
+        .args(["index", "build", "--out"])
+        .arg(out));
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(output.status.success(), "{stderr}");
+    (Index::read(out).unwrap(), stderr)
 }
 
 #[test]
@@ -33,7 +42,13 @@ fn index_build_adapts_the_encoder_deterministically_and_ships_it_beside_the_inde
     let first = tempfile::tempdir().unwrap();
     let second = tempfile::tempdir().unwrap();
     let out = first.path().join("demo.idx");
-    let index = build(first.path(), &out);
+    // A bound of 1 s is past for any machine: the build warns, naming the setting, and
+    // still trains in full.
+    let (index, stderr) = build(first.path(), &out, "1");
+    assert!(
+        stderr.contains("past embedding.adaptation.warn_after_seconds (1 s)"),
+        "{stderr}"
+    );
     let encoder = index.manifest.encoder.clone().expect("an adapted encoder");
     assert!(encoder.model_id.contains("+adapted@"), "{encoder:?}");
     assert_eq!(index.manifest.model_id, encoder.model_id);
@@ -62,10 +77,12 @@ fn index_build_adapts_the_encoder_deterministically_and_ships_it_beside_the_inde
     }
 
     // The same catalog, settings and seed in a fresh cache: the same weights and graph.
-    let again = build(second.path(), &second.path().join("demo.idx"))
-        .manifest
-        .encoder
-        .unwrap();
+    let (again, stderr) = build(second.path(), &second.path().join("demo.idx"), "0");
+    assert!(
+        !stderr.contains("warn_after_seconds"),
+        "0 never warns: {stderr}"
+    );
+    let again = again.manifest.encoder.unwrap();
     assert_eq!(again.weights_sha256, encoder.weights_sha256);
     assert_eq!(again.onnx_sha256, encoder.onnx_sha256);
 

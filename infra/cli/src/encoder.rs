@@ -223,6 +223,22 @@ fn cached(dir: &Path) -> Option<EncoderManifest> {
 
 /// Train on `(groups, negatives)`, write the weights, build the int8 graph, write the
 /// manifest.
+/// The training's first steps, timed to project its whole length.
+const PROJECT_AFTER_STEPS: usize = 5;
+
+/// The warning for a training projected (from its first `steps`) to take `projected`
+/// seconds, when that is past `bound` (0: no bound).
+fn past_the_bound(projected: f64, steps: usize, bound: u64) -> Option<String> {
+    (bound > 0 && projected > bound as f64).then(|| {
+        format!(
+            "warning: adapting the encoder will take about {projected:.0} s on this machine \
+             (projected from its first {steps} steps), past embedding.adaptation.warn_after_seconds \
+             ({bound} s); lower embedding.adaptation.max_pairs (the time is about linear in it) \
+             or set embedding.adaptation.mode: base"
+        )
+    })
+}
+
 fn adapt(
     base_dir: &Path,
     (groups, negatives): (&[Vec<String>], &[String]),
@@ -239,10 +255,17 @@ fn adapt(
         )
         .expect("a valid template"),
     );
+    let started = std::time::Instant::now();
     let run = encoder.adapt(groups, negatives, settings, &|step, steps, loss| {
         bar.set_length(steps as u64);
         bar.set_position(step as u64);
         bar.set_message(format!("loss {loss:.3}"));
+        if step == PROJECT_AFTER_STEPS.min(steps) {
+            let projected = started.elapsed().as_secs_f64() / step as f64 * steps as f64;
+            if let Some(warning) = past_the_bound(projected, step, adaptation.warn_after_seconds) {
+                bar.suspend(|| eprintln!("{warning}"));
+            }
+        }
     })?;
     bar.finish_and_clear();
     // A half-written folder is never taken for a cached encoder: the manifest comes last.

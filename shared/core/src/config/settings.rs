@@ -478,6 +478,10 @@ pub struct AdaptationConfig {
     pub pairs_per_text: usize,
     /// The bound on a build's cost: at most this many training pairs per epoch.
     pub max_pairs: usize,
+    /// Warn when the training, projected from its first steps, would take longer than
+    /// this on this machine (0: never); the training itself is not cut, so that a catalog
+    /// and seed give the same weights on every machine.
+    pub warn_after_seconds: u64,
     /// Pairs per training step; the other pairs of a batch are each pair's negatives.
     pub batch_size: usize,
     /// Layers before this one stay frozen (0 trains all six).
