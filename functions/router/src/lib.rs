@@ -241,14 +241,14 @@ pub async fn cold_start(
     );
     // Documents and SQL schemas are searched with the base model (of the layer) when the
     // routing encoder is adapted to the templates: `index build` embedded them with it.
-    let documents_embedder =
-        match index.manifest.encoder.is_some() && index.catalog.searches_texts() {
-            true => Some(CachedEmbedder::wrap(
-                Arc::new(MiniLmEmbedder::from_config(&config.embedding)?),
-                config.embedding.cache_size,
-            )),
-            false => None,
-        };
+    let documents_embedder = if index.manifest.encoder.is_some() && index.catalog.searches_texts() {
+        Some(CachedEmbedder::wrap(
+            Arc::new(MiniLmEmbedder::from_config(&config.embedding)?),
+            config.embedding.cache_size,
+        ))
+    } else {
+        None
+    };
     let model_ms = ms_since(model);
     let reranker = switchyard_rerank::from_config(&config.composite_retrieval.reranking)?;
     let dynamodb = bounded(clients.dynamodb);

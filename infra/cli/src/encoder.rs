@@ -221,8 +221,6 @@ fn cached(dir: &Path) -> Option<EncoderManifest> {
     (sha == manifest.onnx_sha256).then_some(manifest)
 }
 
-/// Train on `(groups, negatives)`, write the weights, build the int8 graph, write the
-/// manifest.
 /// The training's first steps, timed to project its whole length.
 const PROJECT_AFTER_STEPS: usize = 5;
 
@@ -239,6 +237,8 @@ fn past_the_bound(projected: f64, steps: usize, bound: u64) -> Option<String> {
     })
 }
 
+/// Train on `(groups, negatives)`, write the weights, build the int8 graph, write the
+/// manifest.
 fn adapt(
     base_dir: &Path,
     (groups, negatives): (&[Vec<String>], &[String]),

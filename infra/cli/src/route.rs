@@ -9,7 +9,7 @@ use switchyard_core::service::{Plan, Routed};
 /// things; print the table, or the route report as JSON.
 pub fn run(router: &Router, question: &str, json: bool) -> Result<()> {
     let routing = router.route(question, &Access::All)?;
-    let decomposer = Decomposer::new(&router.index().catalog, &router.config().orchestration);
+    let decomposer = Decomposer::for_router(router);
     let decomposition = decompose(router, &decomposer, &routing, &Access::All)?;
     let plan = if decomposition.is_split() {
         let tasks = plan(

@@ -43,7 +43,7 @@ pub fn multi_intent(
     queries: &[LabeledQuery],
     embedded: &Embedded,
 ) -> Result<MultiIntentReport> {
-    let decomposer = Decomposer::new(&router.index().catalog, &router.config().orchestration);
+    let decomposer = Decomposer::for_router(router);
     let mut by_count: BTreeMap<usize, (usize, usize, usize)> = BTreeMap::new();
     let (mut correct, mut scored, mut considered) = (0, 0, 0);
     let (mut single, mut single_split) = (0, 0);

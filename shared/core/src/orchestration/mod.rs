@@ -40,6 +40,11 @@ pub struct Decomposer {
 }
 
 impl Decomposer {
+    /// The decomposer of `router`'s catalog under its configuration.
+    pub fn for_router(router: &Router) -> Decomposer {
+        Decomposer::new(&router.index().catalog, &router.config().orchestration)
+    }
+
     pub fn new(catalog: &Catalog, config: &OrchestrationConfig) -> Decomposer {
         Decomposer {
             cues: Cues::new(&config.parallel_cues, &config.sequential_cues),

@@ -157,7 +157,7 @@ impl<I: AdapterInvoker, S: SessionStore> Service<I, S> {
         let capacity = router.config().feedback.memory_capacity;
         let topics = MemoryTopicStore::new(&router.config().sessions.topics, capacity);
         Service {
-            decomposer: Decomposer::new(&router.index().catalog, &router.config().orchestration),
+            decomposer: Decomposer::for_router(&router),
             router,
             invoker,
             sessions,
