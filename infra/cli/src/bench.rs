@@ -10,11 +10,11 @@ use anyhow::{bail, Result};
 use serde::Serialize;
 use switchyard_core::config::{cache_dir, Config};
 use switchyard_core::embed::Embedder;
-use switchyard_core::eval::{load_dataset, percentiles, Percentiles};
 use switchyard_core::index::{load_or_build, Index};
 use switchyard_core::router::{Access, Router};
 use switchyard_core::synthetic::synthetic_index;
 use switchyard_core::template::Catalog;
+use switchyard_eval::{load_dataset, percentiles, Percentiles};
 
 use crate::encoder;
 use crate::open::cached_index;

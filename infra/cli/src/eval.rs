@@ -3,12 +3,10 @@
 use std::path::Path;
 
 use anyhow::Result;
-use switchyard_core::eval::conversation::{replay, ConversationReport, Replay, TurnAccuracy};
-use switchyard_core::eval::multi::{multi_intent, MultiIntentReport};
-use switchyard_core::eval::{
-    embed_queries, evaluate, load_dataset, stage_table, EvalReport, StageRow,
-};
 use switchyard_core::router::Router;
+use switchyard_eval::conversation::{replay, ConversationReport, Replay, TurnAccuracy};
+use switchyard_eval::multi::{multi_intent, MultiIntentReport};
+use switchyard_eval::{embed_queries, evaluate, load_dataset, stage_table, EvalReport, StageRow};
 
 pub struct Options {
     pub json: bool,

@@ -6,9 +6,9 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use switchyard_core::config::{cache_dir, Config};
 use switchyard_core::documents::{self, ChunkIndex};
-use switchyard_core::eval::documents::{evaluate_retrieval, load_judged, stages, RetrievalReport};
 use switchyard_core::keywords::TermExpansion;
 use switchyard_core::template::{Catalog, DatasourceKind};
+use switchyard_eval::documents::{evaluate_retrieval, load_judged, stages, RetrievalReport};
 
 use crate::encoder;
 use crate::open::{advance, progress_bar};
@@ -114,7 +114,7 @@ pub fn run(templates: &Path, config: &Config, options: &Options<'_>) -> Result<(
 
 fn evaluate(
     chunks: &ChunkIndex,
-    queries: &[switchyard_core::eval::documents::JudgedQuery],
+    queries: &[switchyard_eval::documents::JudgedQuery],
     vectors: &[Vec<f32>],
     config: &Config,
     expansion: &TermExpansion,

@@ -19,10 +19,10 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 use switchyard_core::config::{AdaptationMode, Config};
-use switchyard_core::eval::conversation::Replay;
+use switchyard_eval::conversation::Replay;
 
 use crate::open::open_router;
-use switchyard_core::tune::Costs;
+use switchyard_eval::tune::Costs;
 
 #[derive(Parser)]
 #[command(

@@ -4,10 +4,10 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use switchyard_core::eval::{embed_queries, load_dataset};
 use switchyard_core::feedback::{FeedbackRecord, FeedbackStore};
 use switchyard_core::router::Router;
-use switchyard_core::tune::{apply, fit, patch, resolved_share, Costs};
+use switchyard_eval::tune::{apply, fit, patch, resolved_share, Costs};
+use switchyard_eval::{embed_queries, load_dataset};
 
 /// Where the feedback comes from.
 pub enum Source {

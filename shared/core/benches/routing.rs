@@ -13,12 +13,12 @@ use std::time::{Duration, Instant};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use switchyard_core::config::{Config, IndexConfig};
 use switchyard_core::embed::Embedder;
-use switchyard_core::eval::load_dataset;
 use switchyard_core::index::Index;
 use switchyard_core::router::{Access, Router};
 use switchyard_core::synthetic::synthetic_index;
 use switchyard_core::template::Catalog;
 use switchyard_embed::MiniLmEmbedder;
+use switchyard_eval::load_dataset;
 
 struct Fixture {
     embedder: Arc<dyn Embedder>,

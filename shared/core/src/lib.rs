@@ -1,33 +1,27 @@
-//! Switchyard's domain: templates, configuration, embedding, the index, scoring, routing
-//! and the transport-independent operations (`service`). No AWS here: the functions and the CLI plug their
-//! edges (S3, DynamoDB, Lambda, HTTP servers) into the traits defined in this crate.
+//! Switchyard's service: what it does with a question beyond routing it — conversations
+//! (context, topics), multi-part questions (orchestration, workflows), adapter invocation,
+//! rerank and its cache, feedback — and the transport-independent operations (`service`).
+//! No AWS here: the functions and the CLI plug their edges (S3, DynamoDB, Lambda, HTTP
+//! servers) into the traits defined here and below.
+//!
+//! The crates below are re-exported under their module names, so `switchyard_core::config`
+//! is `switchyard_catalog::config`: a crate below cannot import one above, which makes an
+//! import loop between them a compile error.
 
-pub mod auth;
-pub mod config;
+pub use switchyard_catalog::{auth, config, error, expiring, template};
+pub use switchyard_documents as documents;
+pub use switchyard_index::{embed, head, index, scoring, synthetic};
+pub use switchyard_routing::{router, session};
+pub use switchyard_text::{keywords, params, similarity};
+
 pub mod conversation;
-pub mod documents;
-pub mod embed;
-pub mod error;
-pub mod eval;
-pub mod expiring;
 pub mod feedback;
-pub mod head;
-pub mod index;
 pub mod invoker;
-pub mod keywords;
 pub mod orchestration;
-pub mod params;
 pub mod rerank;
 pub mod rerank_cache;
-pub mod router;
-pub mod scoring;
 pub mod service;
-pub mod session;
-pub mod similarity;
-pub mod synthetic;
-pub mod template;
 pub mod topics;
-pub mod tune;
 
 pub use error::{Error, Result};
 

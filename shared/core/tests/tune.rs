@@ -17,12 +17,12 @@ mod common;
 use std::collections::BTreeMap;
 
 use switchyard_core::config::Config;
-use switchyard_core::eval::{embed_queries, load_dataset, LabeledQuery};
 use switchyard_core::feedback::{judged, Decision, Feedback};
 use switchyard_core::index::Index;
 use switchyard_core::router::{Access, Outcome, Router};
 use switchyard_core::template::Catalog;
-use switchyard_core::tune::{apply, fit, Costs};
+use switchyard_eval::tune::{apply, fit, Costs};
+use switchyard_eval::{embed_queries, load_dataset, LabeledQuery};
 
 /// In-scope accuracy (right template, answered) and out-of-scope recall (not answered).
 fn scores(router: &Router, queries: &[(&LabeledQuery, &Vec<f32>)]) -> (f64, f64) {

@@ -18,10 +18,10 @@ use std::path::{Path, PathBuf};
 use serde_json::json;
 use switchyard_core::config::Config;
 use switchyard_core::embed::Embedder;
-use switchyard_core::eval::load_dataset;
 use switchyard_core::index::template_texts;
 use switchyard_core::template::Catalog;
 use switchyard_embed::MiniLmEmbedder;
+use switchyard_eval::load_dataset;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 

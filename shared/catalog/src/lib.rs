@@ -1,0 +1,12 @@
+//! What can be asked, of whom, and with which settings: the templates and their
+//! datasources, the layered configuration, callers' access, and the domain's error type.
+//! Everything above this crate (text analysis, the index, routing, the service) reads it;
+//! it reads nothing of theirs.
+
+pub mod auth;
+pub mod config;
+pub mod error;
+pub mod expiring;
+pub mod template;
+
+pub use error::{Error, Result};

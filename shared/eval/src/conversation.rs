@@ -1,0 +1,276 @@
+//! Conversation replay: the lines of each `session_id`, in order, routed through the same
+//! session logic as the API (`switchyard_core::conversation`, turns kept in memory), and each turn
+//! routed alone as well. A turn is right when both its datasource and template are. A
+//! line's `assistant` (what the assistant said before it) is read as the API reads a
+//! request's.
+//!
+//! The questions' vectors are the ones the rest of `eval` uses. Sessions advance together,
+//! one turn each per wave, so every wave's extra texts ("previous question + this one",
+//! the assistant's turn alone and with it) are embedded in one batch. A turn comes 30
+//! seconds after the previous one.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+
+use switchyard_catalog::error::Result;
+use switchyard_core::conversation::{
+    contextualize, turn_of, unexecuted_outcome, AssistantTurn, ContextTexts,
+};
+use switchyard_routing::router::{Access, Router, Routing};
+use switchyard_routing::session::{push_bounded, Turn};
+
+use super::{ratio, Embedded, LabeledQuery};
+
+/// Seconds between two turns of a replayed conversation.
+const SECONDS_PER_TURN: i64 = 30;
+/// A turn of at most this many words counts as short.
+const SHORT_TURN_WORDS: usize = 6;
+
+/// Turn accuracy by kind of turn, as fractions.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct TurnAccuracy {
+    pub all: f64,
+    /// The first turn of each conversation.
+    pub first: f64,
+    /// Turns whose intent is the previous turn's.
+    pub continuing: f64,
+    /// Turns whose intent differs from the previous turn's.
+    pub switching: f64,
+    /// Turns of at most six words.
+    pub short: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ConversationReport {
+    pub sessions: usize,
+    pub turns: TurnCounts,
+    /// With the session (and the assistant's turns where the lines have them); absent
+    /// with `--no-session`.
+    pub with_session: Option<TurnAccuracy>,
+    /// With the session but not the assistant's turns: present when the lines have
+    /// assistant turns and they were replayed.
+    pub without_assistant: Option<TurnAccuracy>,
+    pub without_session: TurnAccuracy,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct TurnCounts {
+    pub all: usize,
+    pub first: usize,
+    pub continuing: usize,
+    pub switching: usize,
+    pub short: usize,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Kind {
+    First,
+    Continuing,
+    Switching,
+}
+
+/// One labelled turn, its vector and its place in its conversation.
+struct Line<'a> {
+    query: &'a LabeledQuery,
+    vector: &'a [f32],
+    kind: Kind,
+}
+
+/// What a replay reads besides each turn's own text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Replay {
+    /// Each turn alone only.
+    NoSession,
+    /// The session's turns, not the assistant's.
+    Session,
+    /// The session's turns and, on lines that have it, what the assistant said before.
+    SessionAndAssistant,
+}
+
+/// Replay every conversation of `queries` (lines without `session_id` are left out): each
+/// turn alone, and as `mode` says. With the assistant's turns, the session without them is
+/// replayed as well, for comparison.
+pub fn replay(
+    router: &Router,
+    queries: &[LabeledQuery],
+    embedded: &Embedded,
+    mode: Replay,
+) -> Result<Option<ConversationReport>> {
+    let conversations = conversations(queries, &embedded.vectors);
+    if conversations.is_empty() {
+        return Ok(None);
+    }
+    let mut alone = Tally::default();
+    for line in conversations.iter().flatten() {
+        alone.add(
+            line,
+            &router.route_vector(&line.query.text, line.vector, &Access::All)?,
+        );
+    }
+    let has_assistant = conversations
+        .iter()
+        .flatten()
+        .any(|l| l.query.assistant.is_some());
+    let (with_session, without_assistant) = match mode {
+        Replay::NoSession => (None, None),
+        Replay::Session => (Some(in_session(router, &conversations, false)?), None),
+        Replay::SessionAndAssistant if !has_assistant => {
+            (Some(in_session(router, &conversations, false)?), None)
+        }
+        Replay::SessionAndAssistant => (
+            Some(in_session(router, &conversations, true)?),
+            Some(in_session(router, &conversations, false)?),
+        ),
+    };
+    Ok(Some(ConversationReport {
+        sessions: conversations.len(),
+        turns: alone.counts(),
+        with_session: with_session.map(|t| t.accuracy()),
+        without_assistant: without_assistant.map(|t| t.accuracy()),
+        without_session: alone.accuracy(),
+    }))
+}
+
+/// Replay the conversations through the session logic, with or without the assistant's
+/// turns. Sessions advance together, one turn each per wave, so each wave's extra texts
+/// are embedded in one batch.
+fn in_session(router: &Router, conversations: &[Vec<Line<'_>>], assistant: bool) -> Result<Tally> {
+    let longest = conversations.iter().map(Vec::len).max().unwrap_or(0);
+    let config = &router.config().sessions;
+    let mut turns: Vec<Vec<Turn>> = vec![Vec::new(); conversations.len()];
+    let mut tally = Tally::default();
+    for wave in 0..longest {
+        let now = SECONDS_PER_TURN * wave as i64;
+        let active: Vec<usize> = (0..conversations.len())
+            .filter(|&c| wave < conversations[c].len())
+            .collect();
+        let extras: Vec<ContextTexts> = active
+            .iter()
+            .map(|&c| {
+                let query = conversations[c][wave].query;
+                let said = query.assistant.as_deref().filter(|_| assistant);
+                ContextTexts::of(&turns[c], &query.text, said, config)
+            })
+            .collect();
+        let texts: Vec<String> = extras.iter().flat_map(ContextTexts::texts).collect();
+        let embedding: Vec<String> = texts.iter().map(|t| router.embedding_text(t)).collect();
+        let batch: Vec<&str> = embedding.iter().map(String::as_str).collect();
+        let vectors = if batch.is_empty() {
+            Vec::new()
+        } else {
+            router.embedder().embed(&batch)?
+        };
+        let mut next = texts.iter().zip(&vectors);
+        let mut route_next = || -> Result<Routing> {
+            let (text, vector) = next.next().expect("one vector per text");
+            router.route_vector(text, vector, &Access::All)
+        };
+        for (extra, &c) in extras.iter().zip(&active) {
+            let line = &conversations[c][wave];
+            let own = router.route_vector(&line.query.text, line.vector, &Access::All)?;
+            let joint = extra.joint.as_ref().map(|_| route_next()).transpose()?;
+            let said = match &extra.assistant {
+                Some(_) => Some((route_next()?, route_next()?)),
+                None => None,
+            };
+            let said = said
+                .as_ref()
+                .map(|(alone, with_turn)| AssistantTurn { alone, with_turn });
+            let routing = contextualize(router, own, joint.as_ref(), said, &turns[c], None, now);
+            tally.add(line, &routing);
+            let turn = turn_of(
+                &routing,
+                unexecuted_outcome(&routing),
+                serde_json::Map::new(),
+                config,
+                now,
+            );
+            push_bounded(&mut turns[c], turn, config.max_turns);
+        }
+    }
+    Ok(tally)
+}
+
+/// The conversations in order of first appearance, each in line order.
+fn conversations<'a>(queries: &'a [LabeledQuery], vectors: &'a [Vec<f32>]) -> Vec<Vec<Line<'a>>> {
+    let mut order: Vec<&str> = Vec::new();
+    let mut by_id: HashMap<&str, Vec<Line<'a>>> = HashMap::new();
+    for (query, vector) in queries.iter().zip(vectors) {
+        let Some(id) = query.session_id.as_deref() else {
+            continue;
+        };
+        let lines = by_id.entry(id).or_insert_with(|| {
+            order.push(id);
+            Vec::new()
+        });
+        let kind = match lines.last() {
+            None => Kind::First,
+            Some(previous) if previous.query.intent == query.intent => Kind::Continuing,
+            Some(_) => Kind::Switching,
+        };
+        lines.push(Line {
+            query,
+            vector,
+            kind,
+        });
+    }
+    order
+        .into_iter()
+        .map(|id| by_id.remove(id).unwrap_or_default())
+        .collect()
+}
+
+/// Right and total turns per kind.
+#[derive(Default)]
+struct Tally {
+    right: [usize; 5],
+    total: [usize; 5],
+}
+
+impl Tally {
+    fn add(&mut self, line: &Line<'_>, routing: &Routing) {
+        let right = routing.best().is_some_and(|m| {
+            m.template_id == line.query.intent
+                && line
+                    .query
+                    .domain
+                    .as_deref()
+                    .is_none_or(|d| d == m.datasource)
+        });
+        let mut count = |slot: usize| {
+            self.total[slot] += 1;
+            self.right[slot] += usize::from(right);
+        };
+        count(0);
+        count(match line.kind {
+            Kind::First => 1,
+            Kind::Continuing => 2,
+            Kind::Switching => 3,
+        });
+        if line.query.text.split_whitespace().count() <= SHORT_TURN_WORDS {
+            count(4);
+        }
+    }
+
+    fn accuracy(&self) -> TurnAccuracy {
+        let r = |i: usize| ratio(self.right[i], self.total[i]);
+        TurnAccuracy {
+            all: r(0),
+            first: r(1),
+            continuing: r(2),
+            switching: r(3),
+            short: r(4),
+        }
+    }
+
+    fn counts(&self) -> TurnCounts {
+        TurnCounts {
+            all: self.total[0],
+            first: self.total[1],
+            continuing: self.total[2],
+            switching: self.total[3],
+            short: self.total[4],
+        }
+    }
+}

@@ -1,0 +1,337 @@
+//! The artifact format: magic bytes, format version, JSON manifest, postcard body and
+//! SHA-256 checksum; serialising, writing, reading and verifying it; and where the router
+//! gets an artifact's bytes.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::partition::Coarse;
+use super::{Calibration, Index, Partition, Probe};
+use crate::head::Head;
+use switchyard_catalog::config::IndexConfig;
+use switchyard_catalog::error::{Error, Result};
+use switchyard_catalog::template::{Catalog, DatasourceKind};
+
+pub const FORMAT_VERSION: u32 = 4;
+const MAGIC: &[u8; 8] = b"SWYDIDX\0";
+const CHECKSUM_LEN: usize = 32;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    pub format_version: u32,
+    pub model_id: String,
+    pub dimension: usize,
+    /// [`Catalog::content_hash`] of the templates the index was built from.
+    pub templates_hash: String,
+    /// Unix seconds; `SOURCE_DATE_EPOCH` fixes it for reproducible builds.
+    pub built_at: u64,
+    pub datasources: Vec<ManifestDatasource>,
+    pub build: IndexConfig,
+    /// What the learned head was trained on; `None` when it was off or the catalog too big.
+    pub head: Option<HeadSummary>,
+    /// The automatic threshold, if there are at least two datasources.
+    pub calibration: Option<Calibration>,
+    /// The probe sentences' vectors as the builder computed them (`drift`); empty for an
+    /// index built from given vectors.
+    pub probes: Vec<Probe>,
+    /// The adapted encoder the index was embedded with (`<index>.encoder.onnx` beside it,
+    /// or `encoders/<sha256>.onnx` under its S3 prefix); `None` for the base model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encoder: Option<EncoderManifest>,
+}
+
+impl EncoderManifest {
+    /// Refuse a graph other than the one this manifest names, naming both.
+    pub fn check_graph(&self, bytes: &[u8], graph_origin: &str, index_origin: &str) -> Result<()> {
+        let found = hex::encode(Sha256::digest(bytes));
+        if found != self.onnx_sha256 {
+            return Err(Error::index(
+                index_origin,
+                format!(
+                    "the index was embedded with the adapted encoder {} (sha256 {}) but {graph_origin} has sha256 {found}: the index and its encoder come from different builds; build or push them together",
+                    self.model_id, self.onnx_sha256
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// An adapted encoder: what it was adapted from and how, and the checksums that tie the
+/// index to it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EncoderManifest {
+    /// The base model's id (its vectors are not comparable with these).
+    pub base_model: String,
+    /// The id the adapted embedder reports: the base's with the graph's checksum.
+    pub model_id: String,
+    /// sha256 of the int8 graph the router runs.
+    pub onnx_sha256: String,
+    /// sha256 of the adapted f32 weights (model.safetensors) it was derived from.
+    pub weights_sha256: String,
+    pub loss: String,
+    pub seed: u64,
+    pub steps: usize,
+    pub pairs: usize,
+    pub epochs: usize,
+    pub learning_rate: f64,
+    pub first_trained_layer: usize,
+    /// Layers the adapted encoder runs (fewer than the base's when cut for speed).
+    #[serde(default = "six")]
+    pub layers: usize,
+    /// How training pairs were batched (`random` or `nearest`).
+    #[serde(default)]
+    pub batching: String,
+    /// `nl_examples` kept out of training, for calibrating the threshold and the head's
+    /// temperature on texts the encoder did not see.
+    pub held_out: usize,
+    pub training_seconds: f64,
+}
+
+fn six() -> usize {
+    6
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HeadSummary {
+    pub templates: usize,
+    pub rows: usize,
+    pub epochs: usize,
+    pub temperature: f32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ManifestDatasource {
+    pub name: String,
+    pub kind: DatasourceKind,
+    pub templates: usize,
+    pub vectors: usize,
+    /// `exact` or `hnsw`: how candidates are found in this partition.
+    pub search: String,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Body {
+    /// The catalog as JSON (its free-form fields need a self-describing format).
+    catalog_json: String,
+    partitions: Vec<Partition>,
+    head: Option<Head>,
+}
+
+#[derive(Serialize)]
+struct BodyRef<'a> {
+    catalog_json: &'a str,
+    partitions: &'a [Partition],
+    head: &'a Option<Head>,
+}
+
+impl Index {
+    /// Serialise to the artifact's bytes.
+    pub fn to_bytes(&self) -> Result<Vec<u8>> {
+        let manifest = serde_json::to_vec(&self.manifest).expect("a manifest always serialises");
+        let catalog_json =
+            serde_json::to_string(&self.catalog).expect("a catalog always serialises");
+        let body_bytes = postcard::to_stdvec(&BodyRef {
+            catalog_json: &catalog_json,
+            partitions: &self.partitions,
+            head: &self.head,
+        })
+        .map_err(|e| Error::index("(memory)", format!("cannot serialise the index: {e}")))?;
+
+        Ok(seal(MAGIC, FORMAT_VERSION, &manifest, &body_bytes))
+    }
+
+    pub fn write(&self, path: &Path) -> Result<()> {
+        write_atomically(path, &self.to_bytes()?)
+    }
+
+    pub fn read(path: &Path) -> Result<Index> {
+        let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+        Index::from_bytes(&bytes, &path.display().to_string())
+    }
+
+    /// Parse and verify an artifact; `origin` (a path or `s3://bucket/key`) names it in errors.
+    pub fn from_bytes(bytes: &[u8], origin: &str) -> Result<Index> {
+        let fail = |problem: String| Error::index(origin, problem);
+        let (manifest_bytes, body_bytes) =
+            unseal(bytes, MAGIC, FORMAT_VERSION, "index").map_err(fail)?;
+        let manifest: Manifest = serde_json::from_slice(manifest_bytes)
+            .map_err(|e| fail(format!("bad manifest: {e}")))?;
+        let body: Body =
+            postcard::from_bytes(body_bytes).map_err(|e| fail(format!("bad body: {e}")))?;
+        let catalog: Catalog = serde_json::from_str(&body.catalog_json)
+            .map_err(|e| fail(format!("bad catalog: {e}")))?;
+        check_consistency(&manifest, &body, &catalog).map_err(fail)?;
+
+        let mut partitions = body.partitions;
+        for partition in &mut partitions {
+            partition.coarse = Coarse::of(&partition.centroids, partition.dimension);
+        }
+        Ok(Index {
+            manifest,
+            catalog,
+            partitions,
+            head: body.head,
+            head_training_ms: None,
+        })
+    }
+}
+
+/// Frame a manifest and a body: magic, version, both lengths, and a SHA-256 of it all.
+/// The routing index and the documents' chunk artifacts share this frame.
+pub fn seal(magic: &[u8; 8], version: u32, manifest: &[u8], body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(body.len() + manifest.len() + 64);
+    out.extend_from_slice(magic);
+    out.extend_from_slice(&version.to_le_bytes());
+    out.extend_from_slice(&(manifest.len() as u32).to_le_bytes());
+    out.extend_from_slice(manifest);
+    out.extend_from_slice(&(body.len() as u64).to_le_bytes());
+    out.extend_from_slice(body);
+    let checksum = Sha256::digest(&out);
+    out.extend_from_slice(&checksum);
+    out
+}
+
+/// Write beside, then rename, so a reader never sees half an artifact.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+    }
+    let partial = path.with_extension("partial");
+    std::fs::write(&partial, bytes).map_err(|e| Error::io(&partial, e))?;
+    std::fs::rename(&partial, path).map_err(|e| Error::io(path, e))
+}
+
+/// Check the frame of an artifact (length, magic, version, section lengths, checksum) and
+/// return its manifest and body bytes; the error is the problem, in words. `what` names
+/// the kind of artifact expected ("index", "chunk").
+pub fn unseal<'a>(
+    bytes: &'a [u8],
+    magic: &[u8; 8],
+    version_expected: u32,
+    what: &str,
+) -> std::result::Result<(&'a [u8], &'a [u8]), String> {
+    let header = magic.len() + 8;
+    if bytes.len() < header + 8 + CHECKSUM_LEN {
+        return Err(format!(
+            "truncated: {} bytes is too short for a {what} artifact",
+            bytes.len()
+        ));
+    }
+    if &bytes[..magic.len()] != magic {
+        return Err(format!(
+            "not a Switchyard {what} artifact (bad magic bytes)"
+        ));
+    }
+    let version = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes"));
+    if version != version_expected {
+        return Err(format!(
+            "format version {version}, this build reads version {version_expected}; rebuild the {what} artifact"
+        ));
+    }
+    let manifest_len = u32::from_le_bytes(bytes[12..16].try_into().expect("4 bytes")) as usize;
+    let body_len_at = header + manifest_len;
+    if bytes.len() < body_len_at + 8 + CHECKSUM_LEN {
+        return Err("truncated inside the manifest".into());
+    }
+    let body_len = u64::from_le_bytes(
+        bytes[body_len_at..body_len_at + 8]
+            .try_into()
+            .expect("8 bytes"),
+    ) as usize;
+    let body_at = body_len_at + 8;
+    let expected_len = body_at
+        .checked_add(body_len)
+        .and_then(|n| n.checked_add(CHECKSUM_LEN));
+    if expected_len != Some(bytes.len()) {
+        return Err(format!(
+            "truncated or padded: the header promises {} bytes, the artifact has {}",
+            expected_len.map_or_else(|| "too many".to_owned(), |n| n.to_string()),
+            bytes.len()
+        ));
+    }
+    let sealed = bytes.len() - CHECKSUM_LEN;
+    if Sha256::digest(&bytes[..sealed]).as_slice() != &bytes[sealed..] {
+        return Err("checksum mismatch: the artifact is corrupt".into());
+    }
+    Ok((
+        &bytes[header..body_len_at],
+        &bytes[body_at..body_at + body_len],
+    ))
+}
+
+/// Check that the manifest, the partitions, the catalog and the head describe the same
+/// index; the error is the problem, in words.
+fn check_consistency(
+    manifest: &Manifest,
+    body: &Body,
+    catalog: &Catalog,
+) -> std::result::Result<(), String> {
+    if catalog.content_hash() != manifest.templates_hash {
+        return Err("the catalog does not match the manifest's templates_hash".into());
+    }
+    // Row counts times the dimension, as lengths of the flat vectors (`None` on overflow).
+    let rows = |n: usize| n.checked_mul(manifest.dimension);
+    let counts_match = manifest.datasources.len() == body.partitions.len()
+        && catalog.datasources.len() == body.partitions.len()
+        && manifest
+            .datasources
+            .iter()
+            .zip(&body.partitions)
+            .zip(&catalog.datasources)
+            .all(|((m, p), d)| {
+                p.is_well_formed()
+                    && m.name == p.datasource
+                    && m.name == d.spec.name
+                    && m.templates == p.template_count()
+                    && m.templates == d.templates.len()
+                    && m.vectors == p.vector_count()
+                    && p.dimension == manifest.dimension
+                    && p.vectors.len() % manifest.dimension.max(1) == 0
+                    && rows(p.template_count()) == Some(p.centroids.len())
+                    && rows(d.spec.negative_examples.len()) == Some(p.negatives.len())
+                    && p.offsets
+                        .last()
+                        .is_some_and(|&n| n as usize == p.vector_count())
+            });
+    if !counts_match {
+        return Err("the manifest's datasources and counts do not match the partitions".into());
+    }
+    let templates = catalog.template_count();
+    let head_matches = match (&body.head, &manifest.head) {
+        (None, None) => true,
+        (Some(head), Some(summary)) => {
+            head.dimension == manifest.dimension
+                && head.templates() == templates
+                && summary.templates == templates
+                && rows(templates) == Some(head.weights.len())
+        }
+        _ => false,
+    };
+    if !head_matches {
+        return Err("the learned head does not match the manifest and the catalog".into());
+    }
+    Ok(())
+}
+
+/// Where the router gets its index artifact's bytes: a file locally, S3 on AWS
+/// (`switchyard-aws`). `origin` names the place for errors and logs.
+pub trait IndexSource: Send + Sync {
+    fn origin(&self) -> String;
+    fn fetch(&self) -> impl std::future::Future<Output = Result<Vec<u8>>> + Send;
+}
+
+/// An artifact on the local file system.
+pub struct FileIndexSource(pub PathBuf);
+
+impl IndexSource for FileIndexSource {
+    fn origin(&self) -> String {
+        self.0.display().to_string()
+    }
+
+    async fn fetch(&self) -> Result<Vec<u8>> {
+        std::fs::read(&self.0).map_err(|e| Error::io(&self.0, e))
+    }
+}

@@ -1,0 +1,380 @@
+//! Stage 1, retrieve: per allowed datasource (rayon), the learned head's probabilities
+//! fused with BM25, or the vector search when the index has no head; negative examples
+//! decline their datasource's candidates; `rrf` fusion across datasources.
+
+use std::time::Instant;
+
+use rayon::prelude::*;
+
+use switchyard_catalog::config::{CompositeRetrieval, Fusion};
+use switchyard_index::head::softmax;
+
+use super::routing::{Candidates, Declined, Match, Ranking, StageTimings};
+use super::{ms_since, Access, Router};
+
+/// One template found in a partition, before it becomes a [`Match`].
+#[derive(Debug, Clone, Copy)]
+struct Candidate {
+    template: usize,
+    learned: Option<f32>,
+    probability: Option<f32>,
+    keyword: Option<f32>,
+    opening: Option<f32>,
+    /// The vector and keyword scores fused: where the ranking score starts.
+    fused: f32,
+    embedding: f32,
+}
+
+/// What one partition's search found.
+struct Searched {
+    datasource: usize,
+    found: Vec<Candidate>,
+    /// The nearest negative example (its position) and its cosine.
+    negative: Option<(usize, f32)>,
+    took_ms: f64,
+}
+
+/// The lexical scores of every template by global number, when their stages are on.
+struct Lexical<'a> {
+    keywords: Option<&'a [f32]>,
+    openings: Option<&'a [f32]>,
+}
+
+/// Probabilities of every allowed template by global number: plain (ranking) and at the
+/// fitted temperature (the calibrated probability).
+struct Learned {
+    plain: Vec<f32>,
+    calibrated: Vec<f32>,
+}
+
+impl Router {
+    pub(super) fn retrieve(&self, query: &str, vector: &[f32], access: &Access) -> Candidates {
+        let start = Instant::now();
+        let retrieval = &self.config.composite_retrieval;
+        let allowed: Vec<usize> = (0..self.index.partitions.len())
+            .filter(|&d| access.allows(&self.index.partitions[d].datasource))
+            .collect();
+        let keyword_scores = retrieval
+            .keywords
+            .enabled
+            .then(|| self.keyword_scores(query, &allowed));
+        let learned = self.uses_head().then(|| self.learned(vector, &allowed));
+        let opening_scores = retrieval
+            .openings
+            .enabled
+            .then(|| self.openings.scores(query));
+        let lexical = Lexical {
+            keywords: keyword_scores.as_deref(),
+            openings: opening_scores.as_deref(),
+        };
+
+        let search_one = |&d: &usize| {
+            let began = Instant::now();
+            let found = self.search(d, vector, learned.as_ref(), &lexical);
+            let negative = self.index.partitions[d].nearest_negative(vector);
+            Searched {
+                datasource: d,
+                found,
+                negative,
+                took_ms: ms_since(began),
+            }
+        };
+        let searched: Vec<Searched> = if retrieval.parallel_search {
+            allowed.par_iter().map(search_one).collect()
+        } else {
+            allowed.iter().map(search_one).collect()
+        };
+        let mut timed_out = Vec::new();
+        let mut matches = Vec::new();
+        let budget_ms = retrieval.search_timeout_ms as f64;
+        for searched in searched {
+            let name = &self.index.partitions[searched.datasource].datasource;
+            if searched.took_ms > budget_ms {
+                tracing::warn!(datasource = %name, took_ms = searched.took_ms, budget_ms, "partition search overran its budget; left out");
+                timed_out.push(name.clone());
+                continue;
+            }
+            matches.extend(self.matches_of(&searched, vector));
+        }
+        if retrieval.keywords.enabled && retrieval.keywords.fusion == Fusion::Rrf {
+            rrf_across_datasources(&mut matches, retrieval);
+        }
+        Candidates {
+            query: query.to_owned(),
+            matches,
+            adapters_searched: allowed
+                .iter()
+                .map(|&d| self.index.partitions[d].datasource.clone())
+                .collect(),
+            timed_out,
+            ranking: if self.uses_head() {
+                Ranking::Learned
+            } else {
+                Ranking::Similarity
+            },
+            timings: StageTimings {
+                search_ms: ms_since(start),
+                ..StageTimings::default()
+            },
+        }
+    }
+
+    /// BM25 over every template, relative to the best allowed template's.
+    fn keyword_scores(&self, query: &str, allowed: &[usize]) -> Vec<f32> {
+        let mut scores = self.keywords.scores(query);
+        let best = allowed
+            .iter()
+            .flat_map(|&d| {
+                let start = self.starts[d];
+                scores[start..start + self.index.partitions[d].template_count()]
+                    .iter()
+                    .copied()
+            })
+            .fold(0.0f32, f32::max);
+        if best > 0.0 {
+            scores.iter_mut().for_each(|s| *s /= best);
+        }
+        scores
+    }
+
+    /// The head's logits over the allowed templates, softmax-normalised across them.
+    fn learned(&self, vector: &[f32], allowed: &[usize]) -> Learned {
+        let head = self.index.head.as_ref().expect("checked by uses_head");
+        let mut logits = vec![f32::NEG_INFINITY; head.templates()];
+        for &d in allowed {
+            let range = self.starts[d]..self.starts[d] + self.index.partitions[d].template_count();
+            let values = head.logits(vector, range.clone());
+            logits[range].copy_from_slice(&values);
+        }
+        let mut plain = logits.clone();
+        softmax(&mut plain);
+        let mut calibrated: Vec<f32> = logits.iter().map(|l| l / head.temperature).collect();
+        softmax(&mut calibrated);
+        Learned { plain, calibrated }
+    }
+
+    /// The best `max_templates_per_source` templates of partition `d`.
+    fn search(
+        &self,
+        d: usize,
+        vector: &[f32],
+        learned: Option<&Learned>,
+        lexical: &Lexical<'_>,
+    ) -> Vec<Candidate> {
+        let retrieval = &self.config.composite_retrieval;
+        let partition = &self.index.partitions[d];
+        let start = self.starts[d];
+        let limit = retrieval.max_templates_per_source;
+        let keyword_of = |t: usize| lexical.keywords.map(|k| k[start + t]);
+        let opening_of = |t: usize| lexical.openings.map(|o| o[start + t]);
+        let mut found: Vec<Candidate> = match learned {
+            // Every template of the partition: the head has scored them all.
+            Some(learned) => (0..partition.template_count())
+                .map(|t| Candidate {
+                    template: t,
+                    learned: Some(learned.plain[start + t]),
+                    probability: Some(learned.calibrated[start + t]),
+                    keyword: keyword_of(t),
+                    opening: opening_of(t),
+                    fused: 0.0,
+                    embedding: 0.0,
+                })
+                .collect(),
+            None => partition
+                .search(
+                    vector,
+                    limit,
+                    self.config.index.candidate_pool,
+                    &retrieval.template_scoring,
+                )
+                .into_iter()
+                .map(|(t, embedding)| Candidate {
+                    template: t,
+                    learned: None,
+                    probability: None,
+                    keyword: keyword_of(t),
+                    opening: opening_of(t),
+                    fused: 0.0,
+                    embedding,
+                })
+                .collect(),
+        };
+        // Candidates are chosen by weighted fusion; rrf is applied across datasources later.
+        let fused = fuse(&found, retrieval, Fusion::Weighted);
+        for (c, f) in found.iter_mut().zip(fused) {
+            c.fused = f;
+        }
+        found.sort_by(|a, b| {
+            b.fused
+                .total_cmp(&a.fused)
+                .then(a.template.cmp(&b.template))
+        });
+        found.truncate(limit);
+        if learned.is_some() {
+            for c in &mut found {
+                c.embedding = partition.score(c.template, vector, &retrieval.template_scoring);
+            }
+        }
+        found
+    }
+
+    /// One partition's candidates as matches; those nearer a negative example of the
+    /// datasource than to any of their own texts are declined.
+    fn matches_of<'a>(
+        &'a self,
+        searched: &'a Searched,
+        vector: &'a [f32],
+    ) -> impl Iterator<Item = Match> + 'a {
+        let d = searched.datasource;
+        let partition = &self.index.partitions[d];
+        let datasource = &self.index.catalog.datasources[d];
+        searched.found.iter().map(move |c| {
+            let declined_by = searched.negative.and_then(|(n, similarity)| {
+                let template_similarity = partition.nearest_text(c.template, vector);
+                (similarity >= template_similarity).then(|| Declined {
+                    negative_example: datasource.spec.negative_examples[n].clone(),
+                    similarity,
+                    template_similarity,
+                })
+            });
+            Match {
+                datasource: partition.datasource.clone(),
+                template_id: datasource.templates[c.template].id.clone(),
+                datasource_position: d,
+                template_position: c.template,
+                embedding_score: c.embedding,
+                learned_score: c.learned,
+                keyword_score: c.keyword,
+                opening_score: c.opening,
+                rerank_score: None,
+                string_similarity_score: None,
+                retrieval_score: c.fused,
+                rank_score: c.fused,
+                combined_score: c.embedding,
+                probability: c.probability,
+                declined_by,
+                context_probability: None,
+            }
+        })
+    }
+}
+
+/// Reciprocal rank fusion over every datasource's matches at once.
+fn rrf_across_datasources(matches: &mut [Match], retrieval: &CompositeRetrieval) {
+    let found: Vec<Candidate> = matches
+        .iter()
+        .map(|m| Candidate {
+            template: m.template_position,
+            learned: m.learned_score,
+            probability: m.probability,
+            keyword: m.keyword_score,
+            opening: m.opening_score,
+            fused: 0.0,
+            embedding: m.embedding_score,
+        })
+        .collect();
+    for (m, f) in matches.iter_mut().zip(fuse(&found, retrieval, Fusion::Rrf)) {
+        m.retrieval_score = f;
+    }
+}
+
+/// Stage 1's score: each candidate's vector score (the head's weighted probability, or the
+/// cosine without a head) with its opening word's share added, fused with its keyword
+/// score.
+fn fuse(found: &[Candidate], retrieval: &CompositeRetrieval, fusion: Fusion) -> Vec<f32> {
+    let vector: Vec<f32> = found
+        .iter()
+        .map(|c| {
+            let vector = match c.learned {
+                Some(p) => retrieval.learned_scoring.weight * p,
+                None => c.embedding,
+            };
+            vector + retrieval.openings.weight * c.opening.unwrap_or(0.0)
+        })
+        .collect();
+    let keywords = &retrieval.keywords;
+    let keyword = |i: usize| found[i].keyword.unwrap_or(0.0);
+    if !keywords.enabled {
+        return vector;
+    }
+    match fusion {
+        Fusion::Weighted => (0..vector.len())
+            .map(|i| vector[i] + keywords.weight * keyword(i))
+            .collect(),
+        Fusion::Rrf => {
+            // 1/(k + rank) per ranking, scaled so first in both scores 1.
+            let ranks = |score: &dyn Fn(usize) -> f32| {
+                let mut order: Vec<usize> = (0..vector.len()).collect();
+                order.sort_by(|&a, &b| score(b).total_cmp(&score(a)).then(a.cmp(&b)));
+                let mut rank = vec![0usize; vector.len()];
+                for (r, i) in order.into_iter().enumerate() {
+                    rank[i] = r + 1;
+                }
+                rank
+            };
+            let by_vector = ranks(&|i| vector[i]);
+            let by_keyword = ranks(&keyword);
+            let k = keywords.rrf_k;
+            (0..vector.len())
+                .map(|i| {
+                    (k + 1.0) / 2.0
+                        * (1.0 / (k + by_vector[i] as f32) + 1.0 / (k + by_keyword[i] as f32))
+                })
+                .collect()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use switchyard_catalog::config::Config;
+
+    fn candidate(learned: Option<f32>, embedding: f32, keyword: Option<f32>) -> Candidate {
+        Candidate {
+            template: 0,
+            learned,
+            probability: None,
+            keyword,
+            opening: None,
+            fused: 0.0,
+            embedding,
+        }
+    }
+
+    #[test]
+    fn weighted_fusion_adds_keywords_to_the_head_or_the_cosine() {
+        let mut r = Config::default().composite_retrieval;
+        r.keywords.enabled = true;
+        r.keywords.weight = 0.5;
+        r.learned_scoring.weight = 2.0;
+        r.openings.weight = 0.3;
+        let mut found = [
+            candidate(Some(0.5), 0.1, Some(1.0)),
+            candidate(None, 0.7, None),
+        ];
+        let fused = fuse(&found, &r, Fusion::Weighted);
+        assert!((fused[0] - 1.5).abs() < 1e-6, "{fused:?}");
+        assert!((fused[1] - 0.7).abs() < 1e-6, "{fused:?}");
+        // The opening word's share adds to the vector score, weighted.
+        found[1].opening = Some(0.5);
+        let fused = fuse(&found, &r, Fusion::Weighted);
+        assert!((fused[1] - 0.85).abs() < 1e-6, "{fused:?}");
+        found[1].opening = None;
+        r.keywords.enabled = false;
+        assert!((fuse(&found, &r, Fusion::Weighted)[0] - 1.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn rrf_scores_first_in_both_rankings_one() {
+        let mut r = Config::default().composite_retrieval;
+        r.keywords.enabled = true;
+        let found = [
+            candidate(None, 0.9, Some(1.0)),
+            candidate(None, 0.2, Some(0.1)),
+        ];
+        let fused = fuse(&found, &r, Fusion::Rrf);
+        assert!((fused[0] - 1.0).abs() < 1e-6, "{fused:?}");
+        assert!(fused[1] < fused[0]);
+    }
+}

@@ -1,0 +1,272 @@
+//! What routing produces: the candidates with their stage scores, and the decision.
+
+use std::fmt;
+
+use serde::Serialize;
+
+use crate::session::{ContextReport, TemplateRef, Weighted};
+use switchyard_index::scoring::{decimal, serialize_decimal, Weights};
+
+fn serialize_decimal_option<S: serde::Serializer>(
+    x: &Option<f32>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    match x {
+        Some(x) => serializer.serialize_some(&decimal(*x)),
+        None => serializer.serialize_none(),
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Match {
+    pub datasource: String,
+    pub template_id: String,
+    #[serde(skip)]
+    pub datasource_position: usize,
+    #[serde(skip)]
+    pub template_position: usize,
+    /// Cosine to the template (per `template_scoring`, the centroid by default).
+    #[serde(serialize_with = "serialize_decimal")]
+    pub embedding_score: f32,
+    /// The learned head's probability, over the allowed templates.
+    #[serde(serialize_with = "serialize_decimal_option")]
+    pub learned_score: Option<f32>,
+    /// BM25 relative to the best template's.
+    #[serde(serialize_with = "serialize_decimal_option")]
+    pub keyword_score: Option<f32>,
+    /// The template's share of the catalog's examples opening with the question's word.
+    #[serde(serialize_with = "serialize_decimal_option")]
+    pub opening_score: Option<f32>,
+    #[serde(serialize_with = "serialize_decimal_option")]
+    pub rerank_score: Option<f32>,
+    #[serde(serialize_with = "serialize_decimal_option")]
+    pub string_similarity_score: Option<f32>,
+    /// The vector and keyword scores fused (stage 1's own ranking).
+    #[serde(serialize_with = "serialize_decimal")]
+    pub retrieval_score: f32,
+    /// Orders the candidates: `retrieval_score` + string + rerank.
+    #[serde(serialize_with = "serialize_decimal")]
+    pub rank_score: f32,
+    /// The confidence, compared with the threshold.
+    #[serde(serialize_with = "serialize_decimal")]
+    pub combined_score: f32,
+    /// Calibrated probability that this is the template meant (the head's logits at the
+    /// temperature fitted on held-out examples).
+    #[serde(serialize_with = "serialize_decimal_option")]
+    pub probability: Option<f32>,
+    /// Set when the query is nearer one of the datasource's negative examples than to any
+    /// of this template's texts: the template is then never selected.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub declined_by: Option<Declined>,
+    /// The conversation's probability for this template (turns of a session only).
+    #[serde(
+        serialize_with = "serialize_decimal_option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub context_probability: Option<f32>,
+}
+
+impl Match {
+    pub fn is_declined(&self) -> bool {
+        self.declined_by.is_some()
+    }
+
+    /// The template by name.
+    pub fn template_ref(&self) -> TemplateRef {
+        TemplateRef {
+            datasource: self.datasource.clone(),
+            template_id: self.template_id.clone(),
+        }
+    }
+}
+
+/// The negative example that ruled a match out, and the two cosines compared.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Declined {
+    pub negative_example: String,
+    #[serde(serialize_with = "serialize_decimal")]
+    pub similarity: f32,
+    /// Cosine to the template's nearest own text (an example, the description, id words).
+    #[serde(serialize_with = "serialize_decimal")]
+    pub template_similarity: f32,
+}
+
+/// What happened to the rerank stage on this query.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum RerankStatus {
+    Disabled,
+    /// Enabled in configuration, but no provider is configured.
+    NoProvider,
+    /// The top two were further apart than `reranking.margin`: no call was needed.
+    NotNeeded {
+        #[serde(serialize_with = "serialize_decimal")]
+        margin: f32,
+    },
+    Applied {
+        reranker: String,
+        candidates: usize,
+        cached: bool,
+    },
+    Failed {
+        reranker: String,
+        error: String,
+    },
+}
+
+/// The rerank stage's result: what happened, and the scores when it was applied (one per
+/// candidate, best-ranked first).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reranked {
+    pub status: RerankStatus,
+    pub scores: Vec<f32>,
+    pub took_ms: f64,
+}
+
+/// What the router decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    Execute,
+    /// The winner clears the threshold but runners-up are close: ask which was meant.
+    Clarify,
+    NoMatch,
+}
+
+/// How candidates are ordered: the index's learned head, or centroid cosine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Ranking {
+    Learned,
+    Similarity,
+}
+
+impl Ranking {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Ranking::Learned => "learned",
+            Ranking::Similarity => "similarity",
+        }
+    }
+}
+
+impl fmt::Display for Ranking {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct StageTimings {
+    pub embedding_ms: f64,
+    pub search_ms: f64,
+    pub string_similarity_ms: f64,
+    pub rerank_ms: f64,
+    pub total_ms: f64,
+}
+
+/// The candidates before the decision: stage 1 (retrieve) and stage 2 (string similarity)
+/// have scored them, and they are ordered by the ranking score so far.
+#[derive(Debug, Clone)]
+pub struct Candidates {
+    pub query: String,
+    /// Best first.
+    pub matches: Vec<Match>,
+    pub adapters_searched: Vec<String>,
+    /// Datasources whose search overran `search_timeout_ms` and were left out.
+    pub timed_out: Vec<String>,
+    pub ranking: Ranking,
+    pub timings: StageTimings,
+}
+
+impl Candidates {
+    /// The ranking scores of the first two matches that may be chosen; their gap is what
+    /// the rerank stage's margin gates on.
+    pub fn top_gap(&self) -> f32 {
+        let open: Vec<f32> = self
+            .matches
+            .iter()
+            .take_while(|m| !m.is_declined())
+            .take(2)
+            .map(|m| m.rank_score)
+            .collect();
+        match open[..] {
+            [first, second] => first - second,
+            _ => f32::INFINITY,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Routing {
+    pub query: String,
+    /// Best first.
+    pub matches: Vec<Match>,
+    pub adapters_searched: Vec<String>,
+    /// Datasources whose search overran `search_timeout_ms` and were left out.
+    pub timed_out: Vec<String>,
+    /// Index into `matches` of the winner, if it clears the threshold.
+    pub selected: Option<usize>,
+    pub outcome: Outcome,
+    /// With `Clarify`: how many of the first matches are the choices.
+    pub choices: usize,
+    #[serde(serialize_with = "serialize_decimal")]
+    pub threshold: f32,
+    pub weights: Weights,
+    pub rerank: RerankStatus,
+    pub ranking: Ranking,
+    pub timings: StageTimings,
+    /// What the session contributed (turns of a session only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub context: Option<ContextReport>,
+    /// The conversation's belief after this turn, kept with the turn.
+    #[serde(skip)]
+    pub belief: Vec<Weighted>,
+    /// With `NoMatch` and SQL schemas indexed: the tables that could answer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schema: Option<switchyard_documents::schema::SchemaContext>,
+}
+
+impl Routing {
+    /// The highest-ranked match that may be chosen (declined matches never are).
+    pub fn best(&self) -> Option<&Match> {
+        self.matches.first().filter(|m| !m.is_declined())
+    }
+
+    pub fn selected_match(&self) -> Option<&Match> {
+        self.selected.map(|i| &self.matches[i])
+    }
+
+    /// The matches to offer when asking to clarify.
+    pub fn clarify_choices(&self) -> &[Match] {
+        match self.outcome {
+            Outcome::Clarify => &self.matches[..self.choices],
+            _ => &[],
+        }
+    }
+
+    pub fn reason(&self) -> &'static str {
+        use crate::session::ContextUsed;
+        match self.context.as_ref().map(|c| c.used) {
+            Some(ContextUsed::Context) => return "conversation_context",
+            Some(ContextUsed::ClarifyChoice) => return "clarify_choice_picked",
+            Some(ContextUsed::PendingParameter) => return "pending_parameter_answered",
+            Some(ContextUsed::Turn) | None => {}
+        }
+        match (self.outcome, self.matches.is_empty()) {
+            (Outcome::Execute, _) => "highest_ranked_confidence_above_threshold",
+            (Outcome::Clarify, _) => "close_candidates_from_different_templates",
+            (Outcome::NoMatch, true) => "no_templates_searched",
+            // A template cleared the threshold but its datasource's negative example was nearer.
+            (Outcome::NoMatch, false)
+                if self
+                    .matches
+                    .iter()
+                    .any(|m| m.is_declined() && m.combined_score >= self.threshold) =>
+            {
+                "declined_by_negative_example"
+            }
+            (Outcome::NoMatch, false) => "best_confidence_below_threshold",
+        }
+    }
+}
