@@ -34,6 +34,13 @@ use crate::session::{
 };
 use crate::topics::Topics;
 
+mod texts;
+
+pub use texts::{
+    accepts, assistant_question, assistant_text, holds_cue, joint_question, offer_text,
+    AssistantTurn, ContextTexts, MAX_ASSISTANT_CHARS,
+};
+
 /// One template's evidence in this turn.
 struct Evidence {
     template: TemplateRef,
@@ -43,131 +50,6 @@ struct Evidence {
     /// ... and in the routing of what the assistant said alone (what it offered; 0 without).
     offered: f32,
     action: bool,
-}
-
-/// What the assistant said just before this turn, routed alone (what it offers) and with
-/// the turn.
-#[derive(Debug, Clone, Copy)]
-pub struct AssistantTurn<'a> {
-    pub alone: &'a Routing,
-    pub with_turn: &'a Routing,
-}
-
-/// Longest assistant turn read, in characters: its end, where an offer or question is.
-pub const MAX_ASSISTANT_CHARS: usize = 2000;
-
-/// The assistant's text as routed alone: from the sentence that makes an offer (one of
-/// `offer_cues`: "15% of 200 is 30. Would you like the headcount of Sales too?" routes as
-/// its second sentence), else all of it; its end, within the query limit.
-pub fn offer_text(assistant: &str, offer_cues: &[String]) -> String {
-    let lower = assistant.to_lowercase();
-    let cue_at = offer_cues
-        .iter()
-        .filter_map(|cue| lower.find(cue.as_str()))
-        .min();
-    let start = cue_at.map_or(0, |at| {
-        lower[..at]
-            .rfind(['.', '!', '?', '\n'])
-            .map_or(0, |end| end + 1)
-    });
-    // `lower` has `assistant`'s byte offsets only where lower-casing keeps lengths.
-    let start = if lower.len() == assistant.len() && assistant.is_char_boundary(start) {
-        start
-    } else {
-        0
-    };
-    assistant_text(assistant[start..].trim_start())
-}
-
-/// The end of a text, within the query limit.
-pub fn assistant_text(assistant: &str) -> String {
-    let skip = assistant
-        .chars()
-        .count()
-        .saturating_sub(crate::router::MAX_QUERY_CHARS);
-    assistant.chars().skip(skip).collect()
-}
-
-/// The text routed as "what the assistant said + this turn", within the query limit.
-pub fn assistant_question(assistant: &str, query: &str) -> String {
-    let room = crate::router::MAX_QUERY_CHARS.saturating_sub(query.chars().count() + 1);
-    let skip = assistant.chars().count().saturating_sub(room);
-    let said: String = assistant.chars().skip(skip).collect();
-    format!("{said} {query}")
-}
-
-/// Whether the assistant's text holds one of `cues` (an offer: "Would you like to book a
-/// table?").
-pub fn holds_cue(assistant: &str, cues: &[String]) -> bool {
-    let lower = assistant.to_lowercase();
-    cues.iter().any(|cue| lower.contains(cue.as_str()))
-}
-
-/// Whether the turn opens with an acceptance ("Yes, please", "Sure, for 2 people").
-pub fn accepts(query: &str, cues: &[String]) -> bool {
-    let lower = query.trim_start().to_lowercase();
-    cues.iter().any(|cue| {
-        lower
-            .strip_prefix(cue.as_str())
-            .is_some_and(|rest| !rest.starts_with(|c: char| c.is_alphanumeric()))
-    })
-}
-
-/// The texts a turn is routed with besides its own, in this order: the previous question
-/// with it (`joint`), then what the assistant said alone and with it. The service and
-/// `eval` both build them here.
-#[derive(Debug, Clone, Default)]
-pub struct ContextTexts {
-    pub joint: Option<String>,
-    pub assistant: Option<(String, String)>,
-}
-
-impl ContextTexts {
-    /// For a turn `query` after `turns`, when the assistant said `assistant` before it
-    /// (from its offer on, when it makes one: the answer before the offer is the last
-    /// turn's). Nothing from the assistant when context is off or its text is blank.
-    pub fn of(
-        turns: &[Turn],
-        query: &str,
-        assistant: Option<&str>,
-        config: &SessionsConfig,
-    ) -> ContextTexts {
-        let said = assistant
-            .filter(|s| !s.trim().is_empty() && config.context.enabled)
-            .map(|said| {
-                let said = offer_text(said, &config.context.offer_cues);
-                let with_turn = assistant_question(&said, query);
-                (said, with_turn)
-            });
-        ContextTexts {
-            joint: joint_question(turns, query, config),
-            assistant: said,
-        }
-    }
-
-    /// Every text, in the order their routings are read back.
-    pub fn texts(&self) -> Vec<String> {
-        let mut texts: Vec<String> = self.joint.iter().cloned().collect();
-        if let Some((alone, with_turn)) = &self.assistant {
-            texts.push(alone.clone());
-            texts.push(with_turn.clone());
-        }
-        texts
-    }
-}
-
-/// The text routed as "previous question + this one", when the session kept the previous
-/// question and context is on.
-pub fn joint_question(turns: &[Turn], query: &str, config: &SessionsConfig) -> Option<String> {
-    if !config.context.enabled || config.context.previous_question_weight <= 0.0 {
-        return None;
-    }
-    let previous = turns.last()?.query.as_deref()?;
-    // Keep the joint text inside the query limit: the end of the previous question.
-    let room = crate::router::MAX_QUERY_CHARS.saturating_sub(query.chars().count() + 1);
-    let skip = previous.chars().count().saturating_sub(room);
-    let previous: String = previous.chars().skip(skip).collect();
-    Some(format!("{previous} {query}"))
 }
 
 /// Route a turn with its session: `own` is the question's routing, `joint` the routing of
