@@ -290,6 +290,7 @@ mod tests {
                 Err(switchyard_core::Error::Rerank {
                     reranker: "failing".into(),
                     message: "503".into(),
+                    source: None,
                 })
             })
         }

@@ -9,7 +9,7 @@ use switchyard_core::feedback::{judged, Decision, Feedback, FeedbackRecord, Feed
 use switchyard_core::service::unix_now;
 use switchyard_core::{BoxFuture, Error, Result};
 
-use crate::describe;
+use crate::error::AwsError;
 
 pub struct DynamoFeedbackStore {
     client: aws_sdk_dynamodb::Client,
@@ -30,9 +30,23 @@ impl DynamoFeedbackStore {
 
     fn fail(&self, message: String) -> Error {
         Error::Store {
-            store: format!("feedback table `{}`", self.table),
+            store: self.name(),
             message,
+            source: None,
         }
+    }
+
+    /// A DynamoDB call that failed, its error kept as the source.
+    fn sdk(
+        &self,
+        operation: &'static str,
+        error: impl std::error::Error + Send + Sync + 'static,
+    ) -> Error {
+        AwsError::store(self.name(), operation, error).into()
+    }
+
+    fn name(&self) -> String {
+        format!("feedback table `{}`", self.table)
     }
 
     fn item(&self, record: &FeedbackRecord) -> Item {
@@ -102,7 +116,7 @@ impl DynamoFeedbackStore {
             .set_item(Some(self.item(record)))
             .send()
             .await
-            .map_err(|e| self.fail(describe(&e)))?;
+            .map_err(|e| self.sdk("PutItem", e))?;
         Ok(())
     }
 
@@ -118,7 +132,7 @@ impl DynamoFeedbackStore {
             .key("request_id", AttributeValue::S(request_id.to_owned()))
             .send()
             .await
-            .map_err(|e| self.fail(describe(&e)))?
+            .map_err(|e| self.sdk("GetItem", e))?
             .item;
         let Some(item) = item else {
             return Ok(None);
@@ -143,7 +157,7 @@ impl DynamoFeedbackStore {
                 .set_exclusive_start_key(start.take())
                 .send()
                 .await
-                .map_err(|e| self.fail(describe(&e)))?;
+                .map_err(|e| self.sdk("Scan", e))?;
             for item in page.items() {
                 records.extend(self.record_of(item, now)?);
             }

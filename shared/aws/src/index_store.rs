@@ -11,7 +11,7 @@ use switchyard_core::documents::ChunkIndex;
 use switchyard_core::index::{EncoderManifest, Index, IndexSource};
 use switchyard_core::{Error, Result};
 
-use crate::describe;
+use crate::error::AwsError;
 
 /// Where the chunk artifact named `name` (a documents datasource, or the schema) is
 /// published beside the index under `prefix`.
@@ -157,8 +157,10 @@ impl S3IndexStore {
             .body(ByteStream::from(body))
             .send()
             .await
-            .map_err(|e| {
-                Error::index(self.place(key), format!("upload failed: {}", describe(&e)))
+            .map_err(|e| AwsError::Index {
+                place: self.place(key),
+                problem: "upload failed".into(),
+                source: Box::new(e),
             })?;
         Ok(())
     }
@@ -171,18 +173,21 @@ impl S3IndexStore {
             .key(key)
             .send()
             .await
-            .map_err(|e| {
-                let problem = match e.as_service_error() {
-                    Some(service) if service.is_no_such_key() => "no such object".to_owned(),
-                    _ => format!("download failed: {}", describe(&e)),
-                };
-                Error::index(self.place(key), problem)
+            .map_err(|e| match e.as_service_error() {
+                Some(service) if service.is_no_such_key() => {
+                    Error::index(self.place(key), "no such object")
+                }
+                _ => AwsError::Index {
+                    place: self.place(key),
+                    problem: "download failed".into(),
+                    source: Box::new(e),
+                }
+                .into(),
             })?;
-        let body = object.body.collect().await.map_err(|e| {
-            Error::index(
-                self.place(key),
-                format!("download failed: {}", describe(&e)),
-            )
+        let body = object.body.collect().await.map_err(|e| AwsError::Index {
+            place: self.place(key),
+            problem: "download failed".into(),
+            source: Box::new(e),
         })?;
         Ok(body.into_bytes().to_vec())
     }

@@ -16,7 +16,7 @@ use switchyard_core::invoker::{
 use switchyard_core::template::{Catalog, DatasourceKind};
 use switchyard_core::{Error, Result};
 
-use crate::describe;
+use crate::error::AwsError;
 
 /// Time added to a datasource's deadline for the invoke itself (network, an adapter's
 /// cold start); the adapter enforces the deadline on its own work.
@@ -77,6 +77,7 @@ impl LambdaInvoker {
         let failed = |message: String| Error::AdapterFailed {
             datasource: datasource.clone(),
             message: format!("function `{function}`: {message}"),
+            source: None,
         };
         let payload = serde_json::to_vec(request).expect("a request always serialises");
         let deadline = Duration::from_millis(request.deadline_ms) + INVOKE_GRACE;
@@ -100,7 +101,15 @@ impl LambdaInvoker {
                     .raw_response()
                     .and_then(|r| r.body().bytes())
                     .and_then(function_error_text);
-                return Err(failed(body.unwrap_or_else(|| describe(&e))));
+                return Err(match body {
+                    Some(body) => failed(body),
+                    None => AwsError::Invoke {
+                        datasource: datasource.clone(),
+                        function: function.to_owned(),
+                        source: Box::new(e),
+                    }
+                    .into(),
+                });
             }
             Ok(Ok(output)) => output,
         };

@@ -3,12 +3,14 @@
 //! (`SessionStore`), [`DynamoRerankCache`] (`RerankCache`), [`DynamoFeedbackStore`]
 //! (`FeedbackStore`), [`DynamoWorkflowStore`] (`WorkflowStore`),
 //! [`DynamoTopicStore`] (`TopicStore`) and [`LambdaInvoker`]
-//! (`AdapterInvoker`). Failures are reported in the domain's error vocabulary
-//! (`switchyard_core::Error`), naming the bucket, key, table or function.
+//! (`AdapterInvoker`). A failed SDK call is an [`AwsError`] naming the call and the
+//! bucket, key, table or function, the SDK's error kept as its source; it reaches callers
+//! as the domain's `switchyard_core::Error`, the `AwsError` as that one's source.
 //!
 //! Endpoints follow the SDK's usual configuration, `AWS_ENDPOINT_URL` included, which is how
 //! the tests reach `moto_server` and `cargo lambda watch` on 127.0.0.1.
 
+pub mod error;
 pub mod feedback;
 pub mod index_store;
 pub mod invoker;
@@ -40,4 +42,4 @@ pub fn s3_client(config: &aws_config::SdkConfig) -> aws_sdk_s3::Client {
     aws_sdk_s3::Client::from_conf(s3)
 }
 
-pub(crate) use switchyard_core::error::describe;
+pub use error::AwsError;

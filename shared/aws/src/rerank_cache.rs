@@ -8,7 +8,7 @@ use switchyard_core::rerank::BoxFuture;
 use switchyard_core::rerank_cache::{CachedScores, RerankCache};
 use switchyard_core::{Error, Result};
 
-use crate::describe;
+use crate::error::AwsError;
 
 pub struct DynamoRerankCache {
     client: aws_sdk_dynamodb::Client,
@@ -25,9 +25,23 @@ impl DynamoRerankCache {
 
     fn fail(&self, message: String) -> Error {
         Error::Store {
-            store: format!("rerank cache table `{}`", self.table),
+            store: self.name(),
             message,
+            source: None,
         }
+    }
+
+    /// A DynamoDB call that failed, its error kept as the source.
+    fn sdk(
+        &self,
+        operation: &'static str,
+        error: impl std::error::Error + Send + Sync + 'static,
+    ) -> Error {
+        AwsError::store(self.name(), operation, error).into()
+    }
+
+    fn name(&self) -> String {
+        format!("rerank cache table `{}`", self.table)
     }
 }
 
@@ -50,7 +64,7 @@ impl DynamoRerankCache {
             .key("cache_key", AttributeValue::S(key.to_owned()))
             .send()
             .await
-            .map_err(|e| self.fail(describe(&e)))?
+            .map_err(|e| self.sdk("GetItem", e))?
             .item;
         let Some(item) = item else {
             return Ok(None);
@@ -88,7 +102,7 @@ impl DynamoRerankCache {
             .set_item(Some(item))
             .send()
             .await
-            .map_err(|e| self.fail(describe(&e)))?;
+            .map_err(|e| self.sdk("PutItem", e))?;
         Ok(())
     }
 }

@@ -16,7 +16,7 @@ use switchyard_core::config::SessionsConfig;
 use switchyard_core::session::{push_bounded, SessionStore, Turn};
 use switchyard_core::{Error, Result};
 
-use crate::describe;
+use crate::error::AwsError;
 
 /// Attempts at an append before giving up on a hotly contended session.
 const APPEND_ATTEMPTS: usize = 8;
@@ -50,9 +50,23 @@ impl DynamoSessionStore {
 
     fn fail(&self, message: String) -> Error {
         Error::Store {
-            store: format!("sessions table `{}`", self.table),
+            store: self.name(),
             message,
+            source: None,
         }
+    }
+
+    /// A DynamoDB call that failed, its error kept as the source.
+    fn sdk(
+        &self,
+        operation: &'static str,
+        error: impl std::error::Error + Send + Sync + 'static,
+    ) -> Error {
+        AwsError::store(self.name(), operation, error).into()
+    }
+
+    fn name(&self) -> String {
+        format!("sessions table `{}`", self.table)
     }
 
     async fn load(&self, session_id: &str) -> Result<Stored> {
@@ -64,7 +78,7 @@ impl DynamoSessionStore {
             .consistent_read(true)
             .send()
             .await
-            .map_err(|e| self.fail(describe(&e)))?
+            .map_err(|e| self.sdk("GetItem", e))?
             .item;
         let Some(item) = item else {
             return Ok(Stored {
@@ -198,7 +212,7 @@ impl SessionStore for DynamoSessionStore {
                     // Someone else wrote first: read their turn and try again.
                     tokio::time::sleep(Duration::from_millis(5 * (attempt as u64 + 1))).await;
                 }
-                Err(e) => return Err(self.fail(describe(&e))),
+                Err(e) => return Err(self.sdk("PutItem", e)),
             }
         }
         Err(self.fail(format!(
@@ -215,7 +229,7 @@ impl SessionStore for DynamoSessionStore {
             .return_values(aws_sdk_dynamodb::types::ReturnValue::AllOld)
             .send()
             .await
-            .map_err(|e| self.fail(describe(&e)))?;
+            .map_err(|e| self.sdk("DeleteItem", e))?;
         Ok(deleted.attributes().is_some_and(|a| !a.is_empty()))
     }
 }

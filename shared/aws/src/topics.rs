@@ -9,7 +9,7 @@ use sha2::{Digest, Sha256};
 use switchyard_core::topics::{TopicStore, Topics};
 use switchyard_core::{BoxFuture, Error, Result};
 
-use crate::describe;
+use crate::error::AwsError;
 
 pub struct DynamoTopicStore {
     client: aws_sdk_dynamodb::Client,
@@ -28,9 +28,23 @@ impl DynamoTopicStore {
 
     fn fail(&self, message: String) -> Error {
         Error::Store {
-            store: format!("topics table `{}`", self.table),
+            store: self.name(),
             message,
+            source: None,
         }
+    }
+
+    /// A DynamoDB call that failed, its error kept as the source.
+    fn sdk(
+        &self,
+        operation: &'static str,
+        error: impl std::error::Error + Send + Sync + 'static,
+    ) -> Error {
+        AwsError::store(self.name(), operation, error).into()
+    }
+
+    fn name(&self) -> String {
+        format!("topics table `{}`", self.table)
     }
 
     /// The item's key: the owner's digest, so the table holds no principal names.
@@ -46,7 +60,7 @@ impl DynamoTopicStore {
             .key("owner", Self::key(owner))
             .send()
             .await
-            .map_err(|e| self.fail(describe(&e)))?
+            .map_err(|e| self.sdk("GetItem", e))?
             .item;
         let Some(item) = item else {
             return Ok(Topics::default());
@@ -83,7 +97,7 @@ impl DynamoTopicStore {
             .set_item(Some(item))
             .send()
             .await
-            .map_err(|e| self.fail(describe(&e)))?;
+            .map_err(|e| self.sdk("PutItem", e))?;
         Ok(())
     }
 }

@@ -11,7 +11,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use switchyard_core::orchestration::{Checkpoint, WorkflowStore};
 use switchyard_core::{BoxFuture, Error, Result};
 
-use crate::describe;
+use crate::error::AwsError;
 
 pub struct DynamoWorkflowStore {
     client: aws_sdk_dynamodb::Client,
@@ -30,9 +30,23 @@ impl DynamoWorkflowStore {
 
     fn fail(&self, message: String) -> Error {
         Error::Store {
-            store: format!("workflow table `{}`", self.table),
+            store: self.name(),
             message,
+            source: None,
         }
+    }
+
+    /// A DynamoDB call that failed, its error kept as the source.
+    fn sdk(
+        &self,
+        operation: &'static str,
+        error: impl std::error::Error + Send + Sync + 'static,
+    ) -> Error {
+        AwsError::store(self.name(), operation, error).into()
+    }
+
+    fn name(&self) -> String {
+        format!("workflow table `{}`", self.table)
     }
 
     fn item(checkpoint: &Checkpoint) -> Item {
@@ -102,7 +116,7 @@ impl DynamoWorkflowStore {
             .set_item(Some(Self::item(checkpoint)))
             .send()
             .await
-            .map_err(|e| self.fail(describe(&e)))?;
+            .map_err(|e| self.sdk("PutItem", e))?;
         Ok(())
     }
 
@@ -144,7 +158,7 @@ impl DynamoWorkflowStore {
             {
                 Ok(false)
             }
-            Err(e) => Err(self.fail(describe(&e))),
+            Err(e) => Err(self.sdk("PutItem", e)),
         }
     }
 
@@ -168,7 +182,7 @@ impl DynamoWorkflowStore {
             {
                 Ok(())
             }
-            Err(e) => Err(self.fail(describe(&e))),
+            Err(e) => Err(self.sdk("DeleteItem", e)),
         }
     }
 
@@ -183,7 +197,7 @@ impl DynamoWorkflowStore {
             .consistent_read(true)
             .send()
             .await
-            .map_err(|e| self.fail(describe(&e)))?
+            .map_err(|e| self.sdk("GetItem", e))?
             .item;
         match item {
             Some(item) => self.checkpoint_of(workflow_id, &item, now),

@@ -5,6 +5,9 @@ use std::path::PathBuf;
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// The cause an edge's error keeps (an SDK's, a provider's), for `source()` chains.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// A template library problem: the file, the template id (when known) and the field.
@@ -48,7 +51,12 @@ pub enum Error {
 
     /// A corrupt, truncated or mismatched index artifact; `origin` is its path or S3 location.
     #[error("index {origin}: {problem}")]
-    Index { origin: String, problem: String },
+    Index {
+        origin: String,
+        problem: String,
+        #[source]
+        source: Option<BoxError>,
+    },
 
     /// A request that does not follow the API's contract: `field` names what is wrong.
     #[error("{field}: {message}")]
@@ -65,14 +73,30 @@ pub enum Error {
     AdapterTimeout { datasource: String, after_ms: u64 },
 
     #[error("adapter for datasource `{datasource}` failed: {message}")]
-    AdapterFailed { datasource: String, message: String },
+    AdapterFailed {
+        datasource: String,
+        message: String,
+        #[source]
+        source: Option<BoxError>,
+    },
 
     #[error("reranker `{reranker}`: {message}")]
-    Rerank { reranker: String, message: String },
+    Rerank {
+        reranker: String,
+        message: String,
+        #[source]
+        source: Option<BoxError>,
+    },
 
-    /// The session store or rerank cache (`store` names which) failed.
+    /// A store (sessions, rerank cache, feedback, workflows, topics; `store` names which)
+    /// failed; `source` keeps the client's error.
     #[error("{store}: {message}")]
-    Store { store: String, message: String },
+    Store {
+        store: String,
+        message: String,
+        #[source]
+        source: Option<BoxError>,
+    },
 
     /// Feedback named a request whose decision is not kept (unknown or expired).
     #[error(
@@ -116,6 +140,7 @@ impl Error {
         Error::Index {
             origin: origin.into(),
             problem: problem.into(),
+            source: None,
         }
     }
 

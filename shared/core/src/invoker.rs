@@ -184,6 +184,7 @@ pub fn find<'a>(
         .ok_or_else(|| Error::AdapterFailed {
             datasource: request.datasource.clone(),
             message: format!("unknown template `{}`", request.template_id),
+            source: None,
         })?;
     Ok((datasource, template))
 }

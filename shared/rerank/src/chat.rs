@@ -10,6 +10,8 @@ use std::task::Poll;
 use serde_json::Value;
 use switchyard_core::rerank::{BoxFuture, RerankCandidate, Reranker};
 use switchyard_core::{Error, Result};
+
+use crate::error::RerankError;
 use switchyard_llm::{excerpt, ChatClient, ChatRequest, Dialect};
 
 use crate::{provider_error, unit_score};
@@ -71,10 +73,11 @@ impl ChatJudge {
     }
 
     fn error(&self, message: &str) -> Error {
-        Error::Rerank {
+        RerankError::Answer {
             reranker: self.id.clone(),
             message: message.to_owned(),
         }
+        .into()
     }
 }
 

@@ -7,6 +7,8 @@ use serde::Deserialize;
 use serde_json::json;
 use switchyard_core::rerank::{BoxFuture, RerankCandidate, Reranker};
 use switchyard_core::{Error, Result};
+
+use crate::error::RerankError;
 use switchyard_llm::{bearer, excerpt, JsonEndpoint};
 
 use crate::{provider_error, unit_score};
@@ -108,10 +110,11 @@ impl Cohere {
     }
 
     fn error(&self, message: String) -> Error {
-        Error::Rerank {
+        RerankError::Answer {
             reranker: self.id.clone(),
             message,
         }
+        .into()
     }
 }
 

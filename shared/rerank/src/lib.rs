@@ -5,14 +5,16 @@
 //! of routing live here, so the router needs no adapter code.
 //!
 //! [`from_config`] builds the configured provider once (one HTTP client, the API key read
-//! from its variable at start). A provider fails with `Error::Rerank` naming the provider,
+//! from its variable at start). A provider fails with a [`RerankError`] (as `Error::Rerank`) naming the provider,
 //! the HTTP status and a body excerpt, a score count mismatch, a timeout or an unparsable
 //! judge answer; the caller keeps its routing when that happens.
 
 mod chat;
 mod cohere;
+mod error;
 mod splitter;
 
+pub use error::RerankError;
 pub use splitter::ChatSplitter;
 
 use std::sync::Arc;
@@ -117,17 +119,13 @@ fn config_error(field: &str, message: String) -> Error {
     }
 }
 
-/// A model API failure as the reranker's error. A timeout keeps the wording operators
-/// know from the reranker's logs.
+/// A model API failure as the reranker's error, the API's error kept as its source.
 fn provider_error(reranker: &str, error: LlmError) -> Error {
-    let message = match error {
-        LlmError::Timeout { ms } => format!("timed out after {ms} ms"),
-        other => other.to_string(),
-    };
-    Error::Rerank {
+    RerankError::Api {
         reranker: reranker.to_owned(),
-        message,
+        source: error,
     }
+    .into()
 }
 
 /// A provider's score as a value in [0, 1]; `None` for NaN or infinity.

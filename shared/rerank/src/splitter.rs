@@ -108,6 +108,7 @@ impl QuestionSplitter for ChatSplitter {
                 .map_err(|message| Error::AdapterFailed {
                     datasource: self.id.clone(),
                     message,
+                    source: None,
                 })
         })
     }

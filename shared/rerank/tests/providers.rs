@@ -108,7 +108,13 @@ fn key_env(name: &str, value: &str) -> String {
 fn rerank_error(result: switchyard_core::Result<Vec<f32>>) -> String {
     match result {
         Ok(scores) => panic!("expected an error, got scores {scores:?}"),
-        Err(error @ Error::Rerank { .. }) => error.to_string(),
+        Err(error @ Error::Rerank { .. }) => {
+            // The provider's error is kept as the source, not only as text.
+            let kept = std::error::Error::source(&error)
+                .and_then(|e| e.downcast_ref::<switchyard_rerank::RerankError>());
+            assert!(kept.is_some(), "no RerankError under {error:?}");
+            error.to_string()
+        }
         Err(other) => panic!("expected a rerank error, got {other}"),
     }
 }

@@ -45,6 +45,7 @@ impl AdapterInvoker for FlakyInvoker {
             return Err(Error::AdapterFailed {
                 datasource: request.datasource,
                 message: "injected failure of the first call".into(),
+                source: None,
             });
         }
         self.adapters.invoke(request).await
@@ -386,7 +387,7 @@ async fn expired_or_unknown_workflows_are_not_loaded() {
         .await
         .unwrap();
     match store.load("wf-corrupt", now).await {
-        Err(Error::Store { store, message }) => {
+        Err(Error::Store { store, message, .. }) => {
             assert_eq!(store, format!("workflow table `{table}`"));
             assert!(message.contains("`wf-corrupt`"), "{message}");
         }
@@ -408,6 +409,16 @@ async fn expired_or_unknown_workflows_are_not_loaded() {
             matches!(&error, Error::Store { store, .. } if store == "workflow table `workflows`"),
             "{error}"
         );
+        // The cause is kept, not flattened into the message: the AWS edge's error names
+        // the call, and under it is the SDK's own error.
+        let edge = std::error::Error::source(&error)
+            .and_then(|e| e.downcast_ref::<switchyard_aws::AwsError>())
+            .unwrap_or_else(|| panic!("no AwsError under {error:?}"));
+        assert!(
+            matches!(edge, switchyard_aws::AwsError::Store { operation, .. } if ["GetItem", "PutItem"].contains(operation)),
+            "{edge:?}"
+        );
+        assert!(std::error::Error::source(edge).is_some(), "{edge:?}");
     }
 }
 

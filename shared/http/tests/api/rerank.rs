@@ -48,6 +48,7 @@ impl Reranker for ScriptedReranker {
                 return Err(Error::Rerank {
                     reranker: "scripted".into(),
                     message: "HTTP 503 from the provider".into(),
+                    source: None,
                 });
             }
             // Prefer the last candidate, so applying the scores is visible.

@@ -94,18 +94,21 @@ impl SessionStore for UnreachableSessions {
         Err(Error::Store {
             store: "sessions".into(),
             message: "connection refused".into(),
+            source: None,
         })
     }
     async fn append(&self, _: &str, _: Turn) -> Result<(), Error> {
         Err(Error::Store {
             store: "sessions".into(),
             message: "connection refused".into(),
+            source: None,
         })
     }
     async fn delete(&self, _: &str) -> Result<bool, Error> {
         Err(Error::Store {
             store: "sessions".into(),
             message: "connection refused".into(),
+            source: None,
         })
     }
 }

@@ -1,0 +1,78 @@
+//! The AWS edges' own error: which call on which table, bucket or function failed, with
+//! the SDK's error kept as the source. It becomes the domain's `Error` (`Store`, `Index`,
+//! `AdapterFailed`) at the trait boundary, the SDK error still reachable through
+//! `source()`, and the message the same one-line chain callers saw before.
+
+use switchyard_core::error::{describe, BoxError, Error};
+
+#[derive(Debug, thiserror::Error)]
+pub enum AwsError {
+    /// A DynamoDB call behind one of the stores failed.
+    #[error("{store}: {operation} failed")]
+    Store {
+        store: String,
+        operation: &'static str,
+        #[source]
+        source: BoxError,
+    },
+    /// An S3 call on the index bucket failed; `problem` says which and how.
+    #[error("index {place}: {problem}")]
+    Index {
+        place: String,
+        problem: String,
+        #[source]
+        source: BoxError,
+    },
+    /// Invoking a datasource's adapter function failed before it answered.
+    #[error("adapter for datasource `{datasource}` failed: function `{function}`")]
+    Invoke {
+        datasource: String,
+        function: String,
+        #[source]
+        source: BoxError,
+    },
+}
+
+impl AwsError {
+    pub fn store(
+        store: impl Into<String>,
+        operation: &'static str,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        AwsError::Store {
+            store: store.into(),
+            operation,
+            source: Box::new(source),
+        }
+    }
+}
+
+impl From<AwsError> for Error {
+    fn from(error: AwsError) -> Error {
+        match &error {
+            AwsError::Store { store, source, .. } => Error::Store {
+                store: store.clone(),
+                message: describe(source.as_ref()),
+                source: Some(Box::new(error)),
+            },
+            AwsError::Index {
+                place,
+                problem,
+                source,
+            } => Error::Index {
+                origin: place.clone(),
+                problem: format!("{problem}: {}", describe(source.as_ref())),
+                source: Some(Box::new(error)),
+            },
+            AwsError::Invoke {
+                datasource,
+                function,
+                source,
+            } => Error::AdapterFailed {
+                datasource: datasource.clone(),
+                message: format!("function `{function}`: {}", describe(source.as_ref())),
+                source: Some(Box::new(error)),
+            },
+        }
+    }
+}
