@@ -24,7 +24,7 @@ use switchyard_core::rerank::RerankStage;
 use switchyard_core::rerank_cache::{MemoryRerankCache, RerankCache};
 use switchyard_core::router::Router;
 use switchyard_core::service::Service;
-use switchyard_core::session::{MemorySessionStore, SessionStore, Turn};
+use switchyard_core::session::{MemorySessionStore, SessionStore};
 use switchyard_core::topics::TopicStore;
 use switchyard_core::{Error, Result};
 use switchyard_embed::MiniLmEmbedder;
@@ -84,36 +84,7 @@ impl Settings {
     }
 }
 
-/// Sessions in DynamoDB on AWS, in memory without a table.
-pub enum Sessions {
-    Dynamo(DynamoSessionStore),
-    Memory(MemorySessionStore),
-}
-
-impl SessionStore for Sessions {
-    async fn recent(&self, session_id: &str, now: i64) -> Result<Vec<Turn>> {
-        match self {
-            Sessions::Dynamo(store) => store.recent(session_id, now).await,
-            Sessions::Memory(store) => store.recent(session_id, now).await,
-        }
-    }
-
-    async fn append(&self, session_id: &str, turn: Turn) -> Result<()> {
-        match self {
-            Sessions::Dynamo(store) => store.append(session_id, turn).await,
-            Sessions::Memory(store) => store.append(session_id, turn).await,
-        }
-    }
-
-    async fn delete(&self, session_id: &str) -> Result<bool> {
-        match self {
-            Sessions::Dynamo(store) => store.delete(session_id).await,
-            Sessions::Memory(store) => store.delete(session_id).await,
-        }
-    }
-}
-
-pub type RouterService = Service<LambdaInvoker, Sessions>;
+pub type RouterService = Service;
 
 /// The bound on one attempt at a DynamoDB call of the stores (sessions, feedback,
 /// workflow checkpoints, rerank cache), and on the call with its retries. The SDK sets
@@ -276,13 +247,13 @@ pub async fn cold_start(
             config.sessions.topics.ttl_seconds,
         )) as Arc<dyn TopicStore>
     });
-    let sessions = match &settings.sessions_table {
-        Some(table) => Sessions::Dynamo(DynamoSessionStore::new(
+    let sessions: Arc<dyn SessionStore> = match &settings.sessions_table {
+        Some(table) => Arc::new(DynamoSessionStore::new(
             dynamodb,
             table,
             config.sessions.clone(),
         )),
-        None => Sessions::Memory(MemorySessionStore::new(config.sessions.clone())),
+        None => Arc::new(MemorySessionStore::new(config.sessions.clone())),
     };
     let schema = load_schema(&settings.index, &clients.s3).await?;
     let invoker = LambdaInvoker::new(clients.lambda, index.catalog.clone(), variable);
@@ -300,7 +271,7 @@ pub async fn cold_start(
         total_ms: ms_since(started),
     };
     let splitter = switchyard_rerank::ChatSplitter::from_config(router.config())?;
-    let mut service = Service::new(router, invoker, sessions);
+    let mut service = Service::new(router, Arc::new(invoker), sessions);
     if let Some(splitter) = splitter {
         service = service.with_splitter(splitter);
     }

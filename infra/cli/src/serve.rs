@@ -38,7 +38,7 @@ pub fn run(
         let ttl = router.config().rerank_cache.ttl_seconds;
         let cache_capacity = router.config().rerank_cache.memory_capacity;
         let splitter = switchyard_rerank::ChatSplitter::from_config(router.config())?;
-        let mut service = Service::new(router, invoker, sessions);
+        let mut service = Service::new(router, Arc::new(invoker), Arc::new(sessions));
         if let Some(schema) = schema {
             service = service.with_schema(schema);
         }

@@ -16,6 +16,7 @@ use switchyard_core::invoker::{
 use switchyard_core::params::extract;
 use switchyard_core::rerank::Reranker;
 use switchyard_core::template::{Catalog, DatasourceKind, Template};
+use switchyard_core::BoxFuture;
 use switchyard_core::Error;
 
 use crate::adapter::Adapter;
@@ -294,7 +295,10 @@ impl LocalAdapters {
 }
 
 impl AdapterInvoker for LocalAdapters {
-    async fn invoke(&self, request: AdapterRequest) -> Result<AdapterResponse, Error> {
-        self.answer(&request).await
+    fn invoke<'a>(
+        &'a self,
+        request: AdapterRequest,
+    ) -> BoxFuture<'a, Result<AdapterResponse, Error>> {
+        Box::pin(async move { self.answer(&request).await })
     }
 }

@@ -14,6 +14,7 @@ use switchyard_core::invoker::{
     find, respond_intent, AdapterInvoker, AdapterRequest, AdapterResponse,
 };
 use switchyard_core::template::{Catalog, DatasourceKind};
+use switchyard_core::BoxFuture;
 use switchyard_core::{Error, Result};
 
 use crate::error::AwsError;
@@ -138,17 +139,19 @@ fn function_error_text(bytes: &[u8]) -> Option<String> {
 }
 
 impl AdapterInvoker for LambdaInvoker {
-    async fn invoke(&self, request: AdapterRequest) -> Result<AdapterResponse> {
-        let (datasource, template) = find(&self.catalog, &request)?;
-        if datasource.spec.kind == DatasourceKind::Intent {
-            return Ok(respond_intent(datasource, template, &request).await);
-        }
-        let Some(function) = self.function(datasource.name()) else {
-            return Err(Error::AdapterUnavailable {
-                datasource: request.datasource.clone(),
-                kind: datasource.spec.kind.as_str().to_owned(),
-            });
-        };
-        self.call(function, &request).await
+    fn invoke<'a>(&'a self, request: AdapterRequest) -> BoxFuture<'a, Result<AdapterResponse>> {
+        Box::pin(async move {
+            let (datasource, template) = find(&self.catalog, &request)?;
+            if datasource.spec.kind == DatasourceKind::Intent {
+                return Ok(respond_intent(datasource, template, &request).await);
+            }
+            let Some(function) = self.function(datasource.name()) else {
+                return Err(Error::AdapterUnavailable {
+                    datasource: request.datasource.clone(),
+                    kind: datasource.spec.kind.as_str().to_owned(),
+                });
+            };
+            self.call(function, &request).await
+        })
     }
 }

@@ -14,6 +14,7 @@ use std::time::Duration;
 use aws_sdk_dynamodb::types::AttributeValue;
 use switchyard_core::config::SessionsConfig;
 use switchyard_core::session::{push_bounded, SessionStore, Turn};
+use switchyard_core::BoxFuture;
 use switchyard_core::{Error, Result};
 
 use crate::error::AwsError;
@@ -137,99 +138,105 @@ fn write_token() -> String {
 }
 
 impl SessionStore for DynamoSessionStore {
-    async fn recent(&self, session_id: &str, now: i64) -> Result<Vec<Turn>> {
-        let stored = self.load(session_id).await?;
-        Ok(if stored.expires_at > now {
-            stored.turns
-        } else {
-            Vec::new()
-        })
-    }
-
-    async fn append(&self, session_id: &str, turn: Turn) -> Result<()> {
-        let token = write_token();
-        for attempt in 0..APPEND_ATTEMPTS {
+    fn recent<'a>(&'a self, session_id: &'a str, now: i64) -> BoxFuture<'a, Result<Vec<Turn>>> {
+        Box::pin(async move {
             let stored = self.load(session_id).await?;
-            if stored.writes.contains(&token) {
-                // An earlier attempt of ours landed; its answer was lost on the way back.
-                return Ok(());
-            }
-            // An expired session starts afresh; its item is overwritten.
-            let mut turns = if stored.expires_at > turn.at {
+            Ok(if stored.expires_at > now {
                 stored.turns
             } else {
                 Vec::new()
-            };
-            let expires_at = turn.at + self.config.ttl_seconds as i64;
-            push_bounded(&mut turns, turn.clone(), self.config.max_turns);
-            let next_version = stored.version.map_or(1, |v| v + 1);
-            let mut writes = stored.writes;
-            writes.push(token.clone());
-            let excess = writes.len().saturating_sub(WRITE_TOKENS);
-            writes.drain(..excess);
-            let item = HashMap::from([
-                (
-                    "session_id".to_owned(),
-                    AttributeValue::S(session_id.to_owned()),
-                ),
-                (
-                    "turns".to_owned(),
-                    AttributeValue::S(serde_json::to_string(&turns).expect("turns serialise")),
-                ),
-                (
-                    "version".to_owned(),
-                    AttributeValue::N(next_version.to_string()),
-                ),
-                (
-                    "expires_at".to_owned(),
-                    AttributeValue::N(expires_at.to_string()),
-                ),
-                (
-                    "writes".to_owned(),
-                    AttributeValue::L(writes.into_iter().map(AttributeValue::S).collect()),
-                ),
-            ]);
-            let mut put = self
-                .client
-                .put_item()
-                .table_name(&self.table)
-                .set_item(Some(item));
-            put = match stored.version {
-                None => put.condition_expression("attribute_not_exists(session_id)"),
-                Some(version) => put
-                    .condition_expression("version = :expected")
-                    .expression_attribute_values(
-                        ":expected",
-                        AttributeValue::N(version.to_string()),
-                    ),
-            };
-            match put.send().await {
-                Ok(_) => return Ok(()),
-                Err(e)
-                    if e.as_service_error()
-                        .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
-                {
-                    // Someone else wrote first: read their turn and try again.
-                    tokio::time::sleep(Duration::from_millis(5 * (attempt as u64 + 1))).await;
-                }
-                Err(e) => return Err(self.sdk("PutItem", e)),
-            }
-        }
-        Err(self.fail(format!(
-            "session `{session_id}`: {APPEND_ATTEMPTS} concurrent writers in a row; the turn was not saved"
-        )))
+            })
+        })
     }
 
-    async fn delete(&self, session_id: &str) -> Result<bool> {
-        let deleted = self
-            .client
-            .delete_item()
-            .table_name(&self.table)
-            .key("session_id", AttributeValue::S(session_id.to_owned()))
-            .return_values(aws_sdk_dynamodb::types::ReturnValue::AllOld)
-            .send()
-            .await
-            .map_err(|e| self.sdk("DeleteItem", e))?;
-        Ok(deleted.attributes().is_some_and(|a| !a.is_empty()))
+    fn append<'a>(&'a self, session_id: &'a str, turn: Turn) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move {
+            let token = write_token();
+            for attempt in 0..APPEND_ATTEMPTS {
+                let stored = self.load(session_id).await?;
+                if stored.writes.contains(&token) {
+                    // An earlier attempt of ours landed; its answer was lost on the way back.
+                    return Ok(());
+                }
+                // An expired session starts afresh; its item is overwritten.
+                let mut turns = if stored.expires_at > turn.at {
+                    stored.turns
+                } else {
+                    Vec::new()
+                };
+                let expires_at = turn.at + self.config.ttl_seconds as i64;
+                push_bounded(&mut turns, turn.clone(), self.config.max_turns);
+                let next_version = stored.version.map_or(1, |v| v + 1);
+                let mut writes = stored.writes;
+                writes.push(token.clone());
+                let excess = writes.len().saturating_sub(WRITE_TOKENS);
+                writes.drain(..excess);
+                let item = HashMap::from([
+                    (
+                        "session_id".to_owned(),
+                        AttributeValue::S(session_id.to_owned()),
+                    ),
+                    (
+                        "turns".to_owned(),
+                        AttributeValue::S(serde_json::to_string(&turns).expect("turns serialise")),
+                    ),
+                    (
+                        "version".to_owned(),
+                        AttributeValue::N(next_version.to_string()),
+                    ),
+                    (
+                        "expires_at".to_owned(),
+                        AttributeValue::N(expires_at.to_string()),
+                    ),
+                    (
+                        "writes".to_owned(),
+                        AttributeValue::L(writes.into_iter().map(AttributeValue::S).collect()),
+                    ),
+                ]);
+                let mut put = self
+                    .client
+                    .put_item()
+                    .table_name(&self.table)
+                    .set_item(Some(item));
+                put = match stored.version {
+                    None => put.condition_expression("attribute_not_exists(session_id)"),
+                    Some(version) => put
+                        .condition_expression("version = :expected")
+                        .expression_attribute_values(
+                            ":expected",
+                            AttributeValue::N(version.to_string()),
+                        ),
+                };
+                match put.send().await {
+                    Ok(_) => return Ok(()),
+                    Err(e)
+                        if e.as_service_error()
+                            .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
+                    {
+                        // Someone else wrote first: read their turn and try again.
+                        tokio::time::sleep(Duration::from_millis(5 * (attempt as u64 + 1))).await;
+                    }
+                    Err(e) => return Err(self.sdk("PutItem", e)),
+                }
+            }
+            Err(self.fail(format!(
+                "session `{session_id}`: {APPEND_ATTEMPTS} concurrent writers in a row; the turn was not saved"
+            )))
+        })
+    }
+
+    fn delete<'a>(&'a self, session_id: &'a str) -> BoxFuture<'a, Result<bool>> {
+        Box::pin(async move {
+            let deleted = self
+                .client
+                .delete_item()
+                .table_name(&self.table)
+                .key("session_id", AttributeValue::S(session_id.to_owned()))
+                .return_values(aws_sdk_dynamodb::types::ReturnValue::AllOld)
+                .send()
+                .await
+                .map_err(|e| self.sdk("DeleteItem", e))?;
+            Ok(deleted.attributes().is_some_and(|a| !a.is_empty()))
+        })
     }
 }

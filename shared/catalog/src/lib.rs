@@ -10,3 +10,7 @@ pub mod expiring;
 pub mod template;
 
 pub use error::{Error, Result};
+
+/// A boxed future, so the async traits of the domain (stores, the adapter invoker, the
+/// reranker) are used as `dyn` objects, one style for all of them.
+pub type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;

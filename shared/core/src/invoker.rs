@@ -11,6 +11,7 @@ use serde_json::{Map, Value};
 use crate::error::{Error, Result};
 use crate::params::extract;
 use crate::template::{Catalog, Datasource, DatasourceKind, Template};
+use crate::BoxFuture;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AdapterRequest {
@@ -79,10 +80,7 @@ pub struct AdapterResponse {
 /// ([`Error::AdapterUnavailable`], [`Error::AdapterTimeout`], [`Error::AdapterFailed`]);
 /// an adapter's own refusal is a response with status `error`.
 pub trait AdapterInvoker: Send + Sync {
-    fn invoke(
-        &self,
-        request: AdapterRequest,
-    ) -> impl Future<Output = Result<AdapterResponse>> + Send;
+    fn invoke<'a>(&'a self, request: AdapterRequest) -> BoxFuture<'a, Result<AdapterResponse>>;
 }
 
 /// Answer `request` for `template`: extract its parameters; a bad value is `error` naming
@@ -213,7 +211,7 @@ impl IntentInvoker {
 }
 
 impl AdapterInvoker for IntentInvoker {
-    async fn invoke(&self, request: AdapterRequest) -> Result<AdapterResponse> {
-        self.answer(&request).await
+    fn invoke<'a>(&'a self, request: AdapterRequest) -> BoxFuture<'a, Result<AdapterResponse>> {
+        Box::pin(async move { self.answer(&request).await })
     }
 }

@@ -24,6 +24,4 @@ pub mod service;
 pub mod topics;
 
 pub use error::{Error, Result};
-
-/// A boxed future, so the async traits here can be used as `dyn` objects.
-pub type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
+pub use switchyard_catalog::BoxFuture;

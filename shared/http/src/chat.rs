@@ -18,9 +18,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
-use switchyard_core::invoker::AdapterInvoker;
 use switchyard_core::service::Question;
-use switchyard_core::session::SessionStore;
 use utoipa::ToSchema;
 
 use crate::error::ApiError;
@@ -272,8 +270,8 @@ fn unix_now() -> u64 {
     (status = 413, body = ChatErrorBody),
     (status = 503, body = ChatErrorBody, description = "overloaded or a store failed"),
 ))]
-pub(crate) async fn completions<I: AdapterInvoker + 'static, S: SessionStore + 'static>(
-    State(service): State<Shared<I, S>>,
+pub(crate) async fn completions(
+    State(service): State<Shared>,
     authorized: Result<Authorized, ApiError>,
     body: Result<CheckedJson<ChatRequest>, ApiError>,
 ) -> Result<Response, ChatError> {
@@ -349,8 +347,8 @@ pub(crate) async fn completions<I: AdapterInvoker + 'static, S: SessionStore + '
     (status = 401, body = ChatErrorBody),
     (status = 403, body = ChatErrorBody),
 ))]
-pub(crate) async fn models<I: AdapterInvoker + 'static, S: SessionStore + 'static>(
-    State(_): State<Shared<I, S>>,
+pub(crate) async fn models(
+    State(_): State<Shared>,
     authorized: Result<Authorized, ApiError>,
 ) -> Result<Json<ModelList>, ChatError> {
     authorized?;

@@ -26,9 +26,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
 use axum::Json;
 use switchyard_core::auth::{authorize, owner, Access};
-use switchyard_core::invoker::AdapterInvoker;
 use switchyard_core::service::{Question, Service};
-use switchyard_core::session::SessionStore;
 
 pub use error::ApiError;
 pub use extract::{Caller, CheckedJson, MAX_BODY_BYTES};
@@ -39,26 +37,22 @@ use wire::{
 };
 
 /// The app's state: the routing service, shared by every request.
-pub type Shared<I, S> = Arc<Service<I, S>>;
+pub type Shared = Arc<Service>;
 
 /// The API: `POST /v1/query`, `POST /v1/route`, `GET /v1/stats`, `GET /v1/health`,
 /// `GET /v1/openapi.json`, and the OpenAI-compatible `POST /v1/chat/completions` and
 /// `GET /v1/models` ([`chat`]).
-pub fn app<I, S>(service: Shared<I, S>) -> axum::Router
-where
-    I: AdapterInvoker + 'static,
-    S: SessionStore + 'static,
-{
+pub fn app(service: Shared) -> axum::Router {
     let admission = admission::Admission::new(&service.router().config().server);
     axum::Router::new()
-        .route("/v1/health", get(health::<I, S>))
-        .route("/v1/stats", get(stats::<I, S>))
-        .route("/v1/route", post(route::<I, S>))
-        .route("/v1/query", post(query::<I, S>))
-        .route("/v1/feedback", post(feedback::<I, S>))
-        .route("/v1/sessions/{session_id}", delete(forget_session::<I, S>))
-        .route("/v1/chat/completions", post(chat::completions::<I, S>))
-        .route("/v1/models", get(chat::models::<I, S>))
+        .route("/v1/health", get(health))
+        .route("/v1/stats", get(stats))
+        .route("/v1/route", post(route))
+        .route("/v1/query", post(query))
+        .route("/v1/feedback", post(feedback))
+        .route("/v1/sessions/{session_id}", delete(forget_session))
+        .route("/v1/chat/completions", post(chat::completions))
+        .route("/v1/models", get(chat::models))
         .route("/v1/openapi.json", get(openapi::serve))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
@@ -78,17 +72,10 @@ pub struct Authorized {
     pub owner: String,
 }
 
-impl<I, S> FromRequestParts<Shared<I, S>> for Authorized
-where
-    I: AdapterInvoker + 'static,
-    S: SessionStore + 'static,
-{
+impl FromRequestParts<Shared> for Authorized {
     type Rejection = ApiError;
 
-    async fn from_request_parts(
-        parts: &mut Parts,
-        service: &Shared<I, S>,
-    ) -> Result<Self, ApiError> {
+    async fn from_request_parts(parts: &mut Parts, service: &Shared) -> Result<Self, ApiError> {
         let Caller(identity) = Caller::from_request_parts(parts, service)
             .await
             .unwrap_or_else(|never| match never {});
@@ -118,9 +105,7 @@ fn question(body: QueryRequest, owner: String) -> Question {
     (status = 200, body = Health),
     (status = 503, body = wire::ErrorBody, description = "overloaded: retry after the Retry-After header's seconds"),
 ))]
-async fn health<I: AdapterInvoker, S: SessionStore>(
-    State(service): State<Shared<I, S>>,
-) -> Json<Health> {
+async fn health(State(service): State<Shared>) -> Json<Health> {
     Json(Render(service.router()).health())
 }
 
@@ -131,8 +116,8 @@ async fn health<I: AdapterInvoker, S: SessionStore>(
     (status = 403, body = wire::ErrorBody),
     (status = 503, body = wire::ErrorBody, description = "overloaded: retry after the Retry-After header's seconds"),
 ))]
-async fn stats<I: AdapterInvoker, S: SessionStore>(
-    State(service): State<Shared<I, S>>,
+async fn stats(
+    State(service): State<Shared>,
     Authorized { access, .. }: Authorized,
 ) -> Json<Stats> {
     Json(Render(service.router()).stats(&access))
@@ -147,8 +132,8 @@ async fn stats<I: AdapterInvoker, S: SessionStore>(
     (status = 413, body = wire::ErrorBody),
     (status = 503, body = wire::ErrorBody, description = "overloaded: retry after the Retry-After header's seconds"),
 ))]
-async fn route<I: AdapterInvoker + 'static, S: SessionStore + 'static>(
-    State(service): State<Shared<I, S>>,
+async fn route(
+    State(service): State<Shared>,
     Authorized { access, owner }: Authorized,
     CheckedJson(body): CheckedJson<QueryRequest>,
 ) -> Result<Json<RouteReport>, ApiError> {
@@ -172,8 +157,8 @@ async fn route<I: AdapterInvoker + 'static, S: SessionStore + 'static>(
     (status = 504, description = "The adapter timed out", body = QueryAnswer),
     (status = 503, body = wire::ErrorBody, description = "overloaded: retry after the Retry-After header's seconds"),
 ))]
-async fn query<I: AdapterInvoker + 'static, S: SessionStore + 'static>(
-    State(service): State<Shared<I, S>>,
+async fn query(
+    State(service): State<Shared>,
     Authorized { access, owner }: Authorized,
     CheckedJson(body): CheckedJson<QueryRequest>,
 ) -> Result<(StatusCode, Json<QueryAnswer>), ApiError> {
@@ -195,8 +180,8 @@ async fn query<I: AdapterInvoker + 'static, S: SessionStore + 'static>(
     (status = 413, body = wire::ErrorBody),
     (status = 503, description = "The feedback store failed, or overloaded (with Retry-After)", body = wire::ErrorBody),
 ))]
-async fn feedback<I: AdapterInvoker + 'static, S: SessionStore + 'static>(
-    State(service): State<Shared<I, S>>,
+async fn feedback(
+    State(service): State<Shared>,
     Authorized { .. }: Authorized,
     CheckedJson(body): CheckedJson<FeedbackRequest>,
 ) -> Result<Json<FeedbackRecorded>, ApiError> {
@@ -227,8 +212,8 @@ async fn feedback<I: AdapterInvoker + 'static, S: SessionStore + 'static>(
         (status = 403, body = wire::ErrorBody),
         (status = 503, description = "The session store failed, or overloaded (with Retry-After)", body = wire::ErrorBody),
 ))]
-async fn forget_session<I: AdapterInvoker + 'static, S: SessionStore + 'static>(
-    State(service): State<Shared<I, S>>,
+async fn forget_session(
+    State(service): State<Shared>,
     Authorized { owner, .. }: Authorized,
     session_id: Result<Path<String>, PathRejection>,
 ) -> Result<Json<SessionDeleted>, ApiError> {

@@ -46,7 +46,7 @@ fn config(cases: u32) -> ProptestConfig {
     config
 }
 
-type Api = Arc<Service<IntentInvoker, MemorySessionStore>>;
+type Api = Arc<Service>;
 
 const SMALLTALK_DATASOURCE: &str = "name: smalltalk\nkind: intent\ndescription: Greetings\n";
 const SMALLTALK_TEMPLATES: &str = r#"templates:
@@ -80,7 +80,10 @@ fn api() -> &'static (Api, tokio::runtime::Runtime) {
             .enable_all()
             .build()
             .unwrap();
-        (Arc::new(Service::new(router, invoker, sessions)), runtime)
+        (
+            Arc::new(Service::new(router, Arc::new(invoker), Arc::new(sessions))),
+            runtime,
+        )
     })
 }
 

@@ -2,7 +2,7 @@
 //! takes the parameters it leaves out from them, and `switchyard_core::conversation` routes it with
 //! them. The store is a trait: in memory locally, DynamoDB on AWS (`switchyard-aws`).
 
-use std::future::Future;
+use switchyard_catalog::BoxFuture;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -137,14 +137,14 @@ pub enum ContextUsed {
 /// Recent turns per session id, bounded in number and in age.
 pub trait SessionStore: Send + Sync {
     /// The session's turns, oldest first; none for an unknown or expired session.
-    fn recent(&self, session_id: &str, now: i64) -> impl Future<Output = Result<Vec<Turn>>> + Send;
+    fn recent<'a>(&'a self, session_id: &'a str, now: i64) -> BoxFuture<'a, Result<Vec<Turn>>>;
 
     /// Add a turn, keeping the newest `max_turns`, and push the session's expiry to
     /// `now + ttl_seconds`. Concurrent appends to one session must all be kept.
-    fn append(&self, session_id: &str, turn: Turn) -> impl Future<Output = Result<()>> + Send;
+    fn append<'a>(&'a self, session_id: &'a str, turn: Turn) -> BoxFuture<'a, Result<()>>;
 
     /// Forget the session; true when there was one to forget.
-    fn delete(&self, session_id: &str) -> impl Future<Output = Result<bool>> + Send;
+    fn delete<'a>(&'a self, session_id: &'a str) -> BoxFuture<'a, Result<bool>>;
 }
 
 /// The turns of the last `window_seconds` before `now`.
@@ -202,24 +202,26 @@ impl MemorySessionStore {
 }
 
 impl SessionStore for MemorySessionStore {
-    async fn recent(&self, session_id: &str, now: i64) -> Result<Vec<Turn>> {
-        Ok(self.sessions.get(session_id, now).unwrap_or_default())
+    fn recent<'a>(&'a self, session_id: &'a str, now: i64) -> BoxFuture<'a, Result<Vec<Turn>>> {
+        Box::pin(async move { Ok(self.sessions.get(session_id, now).unwrap_or_default()) })
     }
 
-    async fn append(&self, session_id: &str, turn: Turn) -> Result<()> {
-        let expires_at = turn.at + self.config.ttl_seconds as i64;
-        let max_turns = self.config.max_turns;
-        // A session expired by this turn's time starts afresh.
-        self.sessions.update(session_id, turn.at, |turns| {
-            let mut turns = turns.unwrap_or_default();
-            push_bounded(&mut turns, turn, max_turns);
-            (turns, expires_at)
-        });
-        Ok(())
+    fn append<'a>(&'a self, session_id: &'a str, turn: Turn) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move {
+            let expires_at = turn.at + self.config.ttl_seconds as i64;
+            let max_turns = self.config.max_turns;
+            // A session expired by this turn's time starts afresh.
+            self.sessions.update(session_id, turn.at, |turns| {
+                let mut turns = turns.unwrap_or_default();
+                push_bounded(&mut turns, turn, max_turns);
+                (turns, expires_at)
+            });
+            Ok(())
+        })
     }
 
-    async fn delete(&self, session_id: &str) -> Result<bool> {
-        Ok(self.sessions.remove(session_id))
+    fn delete<'a>(&'a self, session_id: &'a str) -> BoxFuture<'a, Result<bool>> {
+        Box::pin(async move { Ok(self.sessions.remove(session_id)) })
     }
 }
 

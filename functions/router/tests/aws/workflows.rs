@@ -17,6 +17,7 @@ use switchyard_core::orchestration::{Checkpoint, TaskState, TaskStatus, Workflow
 use switchyard_core::router::Router;
 use switchyard_core::service::{unix_now, Answer, Question, Service};
 use switchyard_core::session::MemorySessionStore;
+use switchyard_core::BoxFuture;
 use switchyard_core::Error;
 use switchyard_router::{app, cold_start, Settings};
 
@@ -34,21 +35,26 @@ struct FlakyInvoker {
 }
 
 impl AdapterInvoker for FlakyInvoker {
-    async fn invoke(&self, request: AdapterRequest) -> switchyard_core::Result<AdapterResponse> {
-        let call = {
-            let mut calls = self.calls.lock().unwrap();
-            let count = calls.entry(request.template_id.clone()).or_default();
-            *count += 1;
-            *count
-        };
-        if request.template_id == self.fail_first_call_of && call == 1 {
-            return Err(Error::AdapterFailed {
-                datasource: request.datasource,
-                message: "injected failure of the first call".into(),
-                source: None,
-            });
-        }
-        self.adapters.invoke(request).await
+    fn invoke<'a>(
+        &'a self,
+        request: AdapterRequest,
+    ) -> BoxFuture<'a, switchyard_core::Result<AdapterResponse>> {
+        Box::pin(async move {
+            let call = {
+                let mut calls = self.calls.lock().unwrap();
+                let count = calls.entry(request.template_id.clone()).or_default();
+                *count += 1;
+                *count
+            };
+            if request.template_id == self.fail_first_call_of && call == 1 {
+                return Err(Error::AdapterFailed {
+                    datasource: request.datasource,
+                    message: "injected failure of the first call".into(),
+                    source: None,
+                });
+            }
+            self.adapters.invoke(request).await
+        })
     }
 }
 
@@ -69,7 +75,7 @@ async fn flaky_service(
     config: Config,
     store: Arc<DynamoWorkflowStore>,
     calls: Arc<Mutex<HashMap<String, u32>>>,
-) -> Service<FlakyInvoker, MemorySessionStore> {
+) -> Service {
     let index = Index::from_bytes(demo_index_bytes(), "demo index").unwrap();
     let templates = root().join("templates/demo");
     let adapters = LocalAdapters::open(index.catalog.clone(), Some(&templates))
@@ -82,7 +88,8 @@ async fn flaky_service(
     };
     let sessions = MemorySessionStore::new(config.sessions.clone());
     let router = Router::new(index, config, embedder(), "demo index").unwrap();
-    Service::new(router, invoker, sessions).with_workflows(store as Arc<dyn WorkflowStore>)
+    Service::new(router, Arc::new(invoker), Arc::new(sessions))
+        .with_workflows(store as Arc<dyn WorkflowStore>)
 }
 
 #[tokio::test]

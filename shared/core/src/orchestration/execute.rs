@@ -32,8 +32,8 @@ pub struct Requests<'a> {
     pub deadline_ms: &'a (dyn Fn(&str) -> u64 + Sync),
 }
 
-pub async fn run<I: AdapterInvoker>(
-    invoker: &I,
+pub async fn run(
+    invoker: &dyn AdapterInvoker,
     store: &dyn WorkflowStore,
     mut checkpoint: Checkpoint,
     requests: &Requests<'_>,

@@ -6,12 +6,11 @@ use std::time::Instant;
 use serde_json::Map;
 
 use super::{Execution, Service};
-use crate::invoker::{AdapterInvoker, AdapterRequest, AdapterStatus, QueryVector, GENERATED_SQL};
+use crate::invoker::{AdapterRequest, AdapterStatus, QueryVector, GENERATED_SQL};
 use crate::router::Routing;
-use crate::session::SessionStore;
 use crate::template::DatasourceKind;
 
-impl<I: AdapterInvoker, S: SessionStore> Service<I, S> {
+impl Service {
     /// The optional text-to-SQL fallback: the suggested datasource's adapter asks the chat
     /// model for one query over the nearest tables and checks and runs it like a template.
     pub(super) async fn generated_sql(

@@ -136,12 +136,12 @@ pub enum SessionUse {
     Unavailable { error: String },
 }
 
-pub struct Service<I, S> {
+pub struct Service {
     router: Router,
     /// What splitting a question needs from the catalog, built once.
     decomposer: Decomposer,
-    invoker: I,
-    sessions: S,
+    invoker: Arc<dyn AdapterInvoker>,
+    sessions: Arc<dyn SessionStore>,
     rerank: Option<RerankStage>,
     feedback: Arc<dyn FeedbackStore>,
     workflows: Arc<dyn WorkflowStore>,
@@ -151,9 +151,13 @@ pub struct Service<I, S> {
     schema: Option<ChunkIndex>,
 }
 
-impl<I: AdapterInvoker, S: SessionStore> Service<I, S> {
+impl Service {
     /// Decisions for feedback are kept in memory until [`Service::with_feedback`].
-    pub fn new(router: Router, invoker: I, sessions: S) -> Self {
+    pub fn new(
+        router: Router,
+        invoker: Arc<dyn AdapterInvoker>,
+        sessions: Arc<dyn SessionStore>,
+    ) -> Self {
         let capacity = router.config().feedback.memory_capacity;
         let topics = MemoryTopicStore::new(&router.config().sessions.topics, capacity);
         Service {

@@ -8,13 +8,13 @@ use sha2::{Digest, Sha256};
 use super::{Execution, Orchestrated, Question, Service};
 use crate::conversation::unexecuted_outcome;
 use crate::error::Result;
-use crate::invoker::{AdapterInvoker, AdapterStatus};
+use crate::invoker::AdapterStatus;
 use crate::orchestration::TaskStatus;
 use crate::router::Routing;
-use crate::session::{within_window, SessionStore, Turn, TurnOutcome};
+use crate::session::{within_window, Turn, TurnOutcome};
 use crate::topics::Topics;
 
-impl<I: AdapterInvoker, S: SessionStore> Service<I, S> {
+impl Service {
     /// Forget a session of `owner`'s (`DELETE /v1/sessions/{id}`); true when there was one.
     pub async fn forget_session(&self, owner: &str, session_id: &str) -> Result<bool> {
         Question {

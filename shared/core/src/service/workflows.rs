@@ -9,13 +9,11 @@ use serde_json::Map;
 use super::sessions::scoped;
 use super::{new_request_id, Question, Service};
 use crate::error::{Error, Result};
-use crate::invoker::AdapterInvoker;
 use crate::orchestration::{
     decompose, fuse, phases, plan, run, validated_parts, Checkpoint, Decomposition, Fused,
     QuestionSplitter, Requests, Run, Task,
 };
 use crate::router::{Access, Routing};
-use crate::session::SessionStore;
 
 /// A routed question and, when it asks for several things, its plan.
 #[derive(Debug)]
@@ -50,7 +48,7 @@ pub(super) struct Lease {
     token: String,
 }
 
-impl<I: AdapterInvoker, S: SessionStore> Service<I, S> {
+impl Service {
     /// Ask this splitter (the chat model) about questions the rules could not split
     /// (`orchestration.chat_decomposer` on).
     pub fn with_splitter(mut self, splitter: Arc<dyn QuestionSplitter>) -> Self {
@@ -228,7 +226,7 @@ impl<I: AdapterInvoker, S: SessionStore> Service<I, S> {
             deadline_ms: &deadline_ms,
         };
         let run = run(
-            &self.invoker,
+            self.invoker.as_ref(),
             self.workflows.as_ref(),
             checkpoint,
             &requests,

@@ -212,7 +212,7 @@ fn negative_examples_decline_their_datasource() {
     // The route report shows why.
     let sessions = MemorySessionStore::new(Config::default().sessions.clone());
     let invoker = IntentInvoker::new(router.index().catalog.clone());
-    let api = Arc::new(Service::new(router, invoker, sessions));
+    let api = Arc::new(Service::new(router, Arc::new(invoker), Arc::new(sessions)));
     let report = call(
         &api,
         "POST",

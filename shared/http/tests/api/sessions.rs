@@ -9,6 +9,7 @@ use switchyard_core::config::Config;
 use switchyard_core::invoker::IntentInvoker;
 use switchyard_core::service::Service;
 use switchyard_core::session::{SessionStore, Turn};
+use switchyard_core::BoxFuture;
 use switchyard_core::Error;
 
 use crate::setup::{api, call, call_as, config_with, small_router, with_key, ApiResponse, TestApi};
@@ -90,25 +91,31 @@ fn topics_follow_a_caller_across_its_sessions() {
 struct UnreachableSessions;
 
 impl SessionStore for UnreachableSessions {
-    async fn recent(&self, _: &str, _: i64) -> Result<Vec<Turn>, Error> {
-        Err(Error::Store {
-            store: "sessions".into(),
-            message: "connection refused".into(),
-            source: None,
+    fn recent<'a>(&'a self, _: &'a str, _: i64) -> BoxFuture<'a, Result<Vec<Turn>, Error>> {
+        Box::pin(async move {
+            Err(Error::Store {
+                store: "sessions".into(),
+                message: "connection refused".into(),
+                source: None,
+            })
         })
     }
-    async fn append(&self, _: &str, _: Turn) -> Result<(), Error> {
-        Err(Error::Store {
-            store: "sessions".into(),
-            message: "connection refused".into(),
-            source: None,
+    fn append<'a>(&'a self, _: &'a str, _: Turn) -> BoxFuture<'a, Result<(), Error>> {
+        Box::pin(async move {
+            Err(Error::Store {
+                store: "sessions".into(),
+                message: "connection refused".into(),
+                source: None,
+            })
         })
     }
-    async fn delete(&self, _: &str) -> Result<bool, Error> {
-        Err(Error::Store {
-            store: "sessions".into(),
-            message: "connection refused".into(),
-            source: None,
+    fn delete<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Result<bool, Error>> {
+        Box::pin(async move {
+            Err(Error::Store {
+                store: "sessions".into(),
+                message: "connection refused".into(),
+                source: None,
+            })
         })
     }
 }
@@ -117,7 +124,11 @@ impl SessionStore for UnreachableSessions {
 fn a_failing_session_store_still_answers_and_says_so() {
     let router = small_router(Config::default());
     let invoker = IntentInvoker::new(router.index().catalog.clone());
-    let api = Arc::new(Service::new(router, invoker, UnreachableSessions));
+    let api = Arc::new(Service::new(
+        router,
+        Arc::new(invoker),
+        Arc::new(UnreachableSessions),
+    ));
     let response = call(
         &api,
         "POST",

@@ -7,10 +7,10 @@ use serde_json::{json, Value};
 use switchyard_core::auth::Identity;
 use switchyard_core::config::Config;
 use switchyard_core::index::Index;
-use switchyard_core::invoker::{AdapterInvoker, IntentInvoker};
+use switchyard_core::invoker::IntentInvoker;
 use switchyard_core::router::Router;
 use switchyard_core::service::Service;
-use switchyard_core::session::{MemorySessionStore, SessionStore};
+use switchyard_core::session::MemorySessionStore;
 use switchyard_core::template::Catalog;
 use tower::ServiceExt;
 
@@ -35,14 +35,14 @@ pub fn small_router(config: Config) -> Router {
     router_for(common::small_catalog().path(), config)
 }
 
-pub type TestService = Service<IntentInvoker, MemorySessionStore>;
+pub type TestService = Service;
 pub type TestApi = Arc<TestService>;
 
 pub fn service(config: Config) -> TestService {
     let sessions = MemorySessionStore::new(config.sessions.clone());
     let router = small_router(config);
     let invoker = IntentInvoker::new(router.index().catalog.clone());
-    Service::new(router, invoker, sessions)
+    Service::new(router, Arc::new(invoker), Arc::new(sessions))
 }
 
 pub fn api(config: Config) -> TestApi {
@@ -54,19 +54,14 @@ pub struct ApiResponse {
     pub body: Value,
 }
 
-pub fn call<I: AdapterInvoker + 'static, S: SessionStore + 'static>(
-    api: &Arc<Service<I, S>>,
-    method: &str,
-    path: &str,
-    body: &str,
-) -> ApiResponse {
+pub fn call(api: &Arc<Service>, method: &str, path: &str, body: &str) -> ApiResponse {
     call_as(api, method, path, body, Identity::default())
 }
 
 /// One request as an API Gateway (HTTP API v2) event: the key as `x-api-key`, the claims
 /// as the JWT authorizer's.
-pub fn call_as<I: AdapterInvoker + 'static, S: SessionStore + 'static>(
-    api: &Arc<Service<I, S>>,
+pub fn call_as(
+    api: &Arc<Service>,
     method: &str,
     path: &str,
     body: &str,

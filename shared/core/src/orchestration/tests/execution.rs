@@ -11,6 +11,7 @@ use super::helpers::{checkpoint, response, task};
 use crate::error::Error;
 use crate::invoker::{AdapterInvoker, AdapterRequest, AdapterResponse};
 use crate::orchestration::*;
+use crate::BoxFuture;
 
 /// Answers after a pause, counting how many calls are in flight at once.
 #[derive(Default)]
@@ -22,23 +23,28 @@ struct SlowInvoker {
 }
 
 impl AdapterInvoker for SlowInvoker {
-    async fn invoke(&self, request: AdapterRequest) -> crate::error::Result<AdapterResponse> {
-        let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
-        self.most_in_flight.fetch_max(now, Ordering::SeqCst);
-        tokio::time::sleep(Duration::from_millis(40)).await;
-        self.in_flight.fetch_sub(1, Ordering::SeqCst);
-        self.calls.lock().unwrap().push(request.clone());
-        if self.fail.as_deref() == Some(request.template_id.as_str()) {
-            return Err(Error::AdapterTimeout {
-                datasource: request.datasource,
-                after_ms: 40,
-            });
-        }
-        Ok(response(
-            &format!("answer to {}", request.query),
-            json!({ "department": format!("dept of {}", request.template_id) }),
-            Value::Null,
-        ))
+    fn invoke<'a>(
+        &'a self,
+        request: AdapterRequest,
+    ) -> BoxFuture<'a, crate::error::Result<AdapterResponse>> {
+        Box::pin(async move {
+            let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+            self.most_in_flight.fetch_max(now, Ordering::SeqCst);
+            tokio::time::sleep(Duration::from_millis(40)).await;
+            self.in_flight.fetch_sub(1, Ordering::SeqCst);
+            self.calls.lock().unwrap().push(request.clone());
+            if self.fail.as_deref() == Some(request.template_id.as_str()) {
+                return Err(Error::AdapterTimeout {
+                    datasource: request.datasource,
+                    after_ms: 40,
+                });
+            }
+            Ok(response(
+                &format!("answer to {}", request.query),
+                json!({ "department": format!("dept of {}", request.template_id) }),
+                Value::Null,
+            ))
+        })
     }
 }
 
