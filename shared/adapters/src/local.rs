@@ -278,6 +278,25 @@ impl LocalAdapters {
                 kind: kind.as_str().to_owned(),
             });
         };
+        if template.tool_name.as_deref() == Some("calculator") {
+            // Notation the calculator lacks is refused before it asks for parameters it
+            // could not use: "2 to the power of 10" is not a multiplication short of factors.
+            let operation = template.tool_operation.as_deref().unwrap_or_default();
+            if let Err(e) =
+                crate::tools::check_reading(operation, &request.query, &Default::default())
+            {
+                let message = e.to_string();
+                return Ok(AdapterResponse {
+                    status: AdapterStatus::Error,
+                    content: message.clone(),
+                    data: serde_json::Value::Null,
+                    parameters: Default::default(),
+                    missing: Vec::new(),
+                    error: Some(message),
+                    execution_time_ms: 0.0,
+                });
+            }
+        }
         let deadline = Duration::from_millis(request.deadline_ms.max(1));
         let request = self.fill_with_model(template, request).await;
         let routed = &request;

@@ -141,10 +141,18 @@ fn coerce(parameter: &Parameter, raw: &str) -> Result<Value, String> {
             }
         }
     }
+    // Finite only: "1e400" parses to infinity, and "NaN" to itself.
     let number = |t: &str| -> Result<f64, String> {
-        t.replace([',', '_'], "")
+        let n = t
+            .replace([',', '_'], "")
             .parse::<f64>()
-            .map_err(|_| format!("`{t}` is not a number"))
+            .map_err(|_| format!("`{t}` is not a number"))?;
+        if !n.is_finite() {
+            return Err(format!(
+                "`{t}` is not a finite number (the largest magnitude is about 1.8e308)"
+            ));
+        }
+        Ok(n)
     };
     let value = match parameter.param_type {
         ParamType::String | ParamType::Enum => Value::String(text),

@@ -3,10 +3,10 @@
 use std::sync::LazyLock;
 
 use regex::Regex;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::{kind_of, number_of, parameter_error, round_decimal, shown, Call};
-use crate::error::Result;
+use crate::error::{AdapterError, Result};
 
 /// The largest number of decimal places `calculator.round` accepts.
 const MAX_ROUND_DECIMALS: i64 = 15;
@@ -98,4 +98,66 @@ fn numbers_in_text(text: &str) -> Vec<f64> {
             number.parse::<f64>().ok().filter(|n| n.is_finite())
         })
         .collect()
+}
+
+/// Notation for operations the calculator does not have: a question using one is refused,
+/// never answered as another operation ("10**6" is not 10 × 6).
+static UNSUPPORTED: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?i)\*\*|\^|\d\s*!|\b(?:to the power|power of|raised to|exponent|squared|cubed|square roots?|cube roots?|sqrt|roots? of|factorials?|logarithms?|log of|ln|modulo|mod)\b",
+    )
+    .expect("the notation pattern is valid")
+});
+
+/// A whole number literal as a question writes it, exponent included ("1e308", "2.5E-3").
+static LITERAL: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?:\d+(?:\.\d+)?|\.\d+)(?:[eE][+-]?\d+)?").expect("the literal pattern is valid")
+});
+
+/// Whether the calculator read `question` exactly for `operation`: no notation of an
+/// operation it lacks, and no number parameter that is only a piece of a longer literal
+/// (308 read out of "1e308"). Otherwise the refusal says what was not read; nothing is
+/// computed. Parameters that are not in the question (a session's) are not checked.
+pub fn check_reading(
+    operation: &str,
+    question: &str,
+    parameters: &Map<String, Value>,
+) -> Result<()> {
+    let refuse = |message: String| AdapterError::Tool {
+        tool: "calculator".to_owned(),
+        operation: operation.to_owned(),
+        message,
+    };
+    if let Some(found) = UNSUPPORTED.find(question) {
+        return Err(refuse(format!(
+            "the question uses `{}`, an operation the calculator does not have \
+             (it has: {CALCULATOR_OPERATIONS}); nothing was computed",
+            found.as_str().trim()
+        )));
+    }
+    let literals: Vec<&str> = LITERAL.find_iter(question).map(|m| m.as_str()).collect();
+    for (name, value) in parameters {
+        let Some(number) = number_of(value) else {
+            continue;
+        };
+        let whole = literals
+            .iter()
+            .any(|literal| literal.parse::<f64>().is_ok_and(|n| n == number.abs()));
+        if whole {
+            continue;
+        }
+        let text = number.abs().to_string();
+        if let Some(literal) = literals
+            .iter()
+            .find(|literal| literal.contains(text.as_str()))
+        {
+            return Err(parameter_error(
+                name,
+                format!(
+                    "{text} is only part of `{literal}` in the question, which was not read exactly; nothing was computed"
+                ),
+            ));
+        }
+    }
+    Ok(())
 }

@@ -27,6 +27,7 @@ use crate::error::{AdapterError, Result};
 use crate::http::HttpDatasource;
 use crate::render::{plain_text, render};
 
+pub use calculator::check_reading;
 pub use http_call::{http_call_datasource, http_call_template, HTTP_CALL};
 
 /// Decimal places numeric results are rounded to.
@@ -172,7 +173,15 @@ impl Call<'_> {
 
     /// A numeric result: finite, rounded, whole values as integers.
     fn number_result(&self, value: f64) -> Result<Value> {
-        number_value(value).ok_or_else(|| self.fail("the result is too large to represent"))
+        if value.is_nan() {
+            return Err(self.fail("the result is not a number (NaN)"));
+        }
+        number_value(value).ok_or_else(|| {
+            self.fail(format!(
+                "overflow: the result is beyond {}1.8e308, the largest magnitude the calculator holds",
+                if value < 0.0 { "-" } else { "" }
+            ))
+        })
     }
 }
 
@@ -341,10 +350,14 @@ impl Adapter for ToolsAdapter {
         &'a self,
         template: &'a Template,
         parameters: &'a Map<String, Value>,
-        _: &'a switchyard_core::invoker::AdapterRequest,
+        request: &'a switchyard_core::invoker::AdapterRequest,
         deadline: Duration,
     ) -> BoxFuture<'a, Result<Answer>> {
         Box::pin(async move {
+            if template.tool_name.as_deref() == Some("calculator") {
+                let operation = template.tool_operation.as_deref().unwrap_or_default();
+                check_reading(operation, &request.query, parameters)?;
+            }
             let started = Instant::now();
             let outcome = self.outcome(template, parameters, deadline).await?;
             let execution_time_ms = started.elapsed().as_secs_f64() * 1000.0;

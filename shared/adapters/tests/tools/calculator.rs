@@ -200,5 +200,5 @@ fn calculator_refusals() {
     assert_eq!(name, "a");
     assert!(message.contains("lots"), "{message}");
     let message = tool_error("calculator", "multiply", json!({"a": 1e300, "b": 1e300}));
-    assert!(message.contains("too large"), "{message}");
+    assert!(message.contains("overflow"), "{message}");
 }
