@@ -109,13 +109,19 @@ static UNSUPPORTED: LazyLock<Regex> = LazyLock::new(|| {
     .expect("the notation pattern is valid")
 });
 
+/// A written operator between two numbers ("12 * 30", "1e308*1e308", "7 − 2").
+static OPERATOR_BETWEEN_NUMBERS: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"\d\s*([+\-−*×x/÷])\s*-?(?:\d|\.\d)").expect("the operator pattern is valid")
+});
+
 /// A whole number literal as a question writes it, exponent included ("1e308", "2.5E-3").
 static LITERAL: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?:\d+(?:\.\d+)?|\.\d+)(?:[eE][+-]?\d+)?").expect("the literal pattern is valid")
 });
 
 /// Whether the calculator read `question` exactly for `operation`: no notation of an
-/// operation it lacks, and no number parameter that is only a piece of a longer literal
+/// operation it lacks, no written operator of another operation ("1e308 * 1e308" routed to
+/// `add`), and no number parameter that is only a piece of a longer literal
 /// (308 read out of "1e308"). Otherwise the refusal says what was not read; nothing is
 /// computed. Parameters that are not in the question (a session's) are not checked.
 pub fn check_reading(
@@ -134,6 +140,24 @@ pub fn check_reading(
              (it has: {CALCULATOR_OPERATIONS}); nothing was computed",
             found.as_str().trim()
         )));
+    }
+    let symbols: Vec<&str> = OPERATOR_BETWEEN_NUMBERS
+        .captures_iter(question)
+        .filter_map(|c| c.get(1).map(|m| m.as_str()))
+        .collect();
+    if let [symbol] = symbols[..] {
+        let (asked, name) = match symbol {
+            "+" => ("add", "an addition"),
+            "-" | "−" => ("subtract", "a subtraction"),
+            "/" | "÷" => ("divide", "a division"),
+            _ => ("multiply", "a multiplication"),
+        };
+        let arithmetic = ["add", "subtract", "multiply", "divide"];
+        if arithmetic.contains(&operation) && operation != asked {
+            return Err(refuse(format!(
+                "the question's `{symbol}` asks for {name}, not `{operation}`; nothing was computed"
+            )));
+        }
     }
     let literals: Vec<&str> = LITERAL.find_iter(question).map(|m| m.as_str()).collect();
     for (name, value) in parameters {

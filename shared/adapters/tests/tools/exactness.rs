@@ -91,3 +91,20 @@ async fn plain_arithmetic_still_answers() {
     assert_eq!(answer.status, AdapterStatus::Ok, "{answer:?}");
     assert!(answer.content.contains("360"), "{}", answer.content);
 }
+
+#[tokio::test]
+async fn a_written_operator_of_another_operation_is_refused() {
+    let answer = ask("calculator_add", "1e308 * 1e308").await;
+    assert_eq!(answer.status, AdapterStatus::Error, "{answer:?}");
+    assert!(
+        answer
+            .content
+            .contains("asks for a multiplication, not `add`"),
+        "{}",
+        answer.content
+    );
+    // A negative number is not a subtraction.
+    let answer = ask("calculator_add", "What is -5 + 3?").await;
+    assert_eq!(answer.status, AdapterStatus::Ok, "{answer:?}");
+    assert!(answer.content.contains("-2"), "{}", answer.content);
+}
