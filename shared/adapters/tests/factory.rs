@@ -76,3 +76,34 @@ fn the_build_check_refuses_a_writing_sql_template() {
     let error = check_catalog(&catalog).unwrap_err().to_string();
     assert!(error.contains("count"), "{error}");
 }
+
+/// A tools template naming an operation its tool lacks is refused by the check that
+/// `index build` runs, naming the template and listing the operations, not at the first
+/// question that reaches it.
+#[test]
+fn an_unknown_tool_operation_fails_the_index_build_check() {
+    let tools = |tool: &str, operation: &str| -> Catalog {
+        serde_json::from_value(json!({"datasources": [
+            {"spec": {"name": "tools", "kind": "tools", "description": "tools"},
+             "templates": [{"id": "calc_power", "description": "powers",
+                            "nl_examples": ["2 to the 10th"], "tool_type": "function",
+                            "tool_name": tool, "tool_operation": operation,
+                            "execution": {"type": "builtin"}}]},
+        ]}))
+        .unwrap()
+    };
+    let message = check_catalog(&tools("calculator", "power"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        message.contains("calc_power")
+            && message.contains("unknown operation `power`")
+            && message.contains("multiply"),
+        "{message}"
+    );
+    let message = check_catalog(&tools("abacus", "add"))
+        .unwrap_err()
+        .to_string();
+    assert!(message.contains("unknown tool `abacus`"), "{message}");
+    check_catalog(&tools("calculator", "multiply")).unwrap();
+}

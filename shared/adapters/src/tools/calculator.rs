@@ -5,32 +5,31 @@ use std::sync::LazyLock;
 use regex::Regex;
 use serde_json::{Map, Value};
 
+use super::operation::{CalculatorOp, CALCULATOR_OPERATIONS};
 use super::{kind_of, number_of, parameter_error, round_decimal, shown, Call};
 use crate::error::{AdapterError, Result};
 
 /// The largest number of decimal places `calculator.round` accepts.
 const MAX_ROUND_DECIMALS: i64 = 15;
 
-const CALCULATOR_OPERATIONS: &str = "percentage, add, subtract, multiply, divide, average, round";
-
-pub(super) fn calculator(call: &Call) -> Result<Value> {
-    let result = match call.operation {
-        "percentage" | "percent" => call.number("percentage")? * call.number("value")? / 100.0,
-        "add" => call.number("a")? + call.number("b")?,
-        "subtract" => call.number("a")? - call.number("b")?,
-        "multiply" => call.number("a")? * call.number("b")?,
-        "divide" => {
+pub(super) fn calculator(call: &Call, operation: CalculatorOp) -> Result<Value> {
+    let result = match operation {
+        CalculatorOp::Percentage => call.number("percentage")? * call.number("value")? / 100.0,
+        CalculatorOp::Add => call.number("a")? + call.number("b")?,
+        CalculatorOp::Subtract => call.number("a")? - call.number("b")?,
+        CalculatorOp::Multiply => call.number("a")? * call.number("b")?,
+        CalculatorOp::Divide => {
             let (a, b) = (call.number("a")?, call.number("b")?);
             if b == 0.0 {
                 return Err(call.fail("division by zero"));
             }
             a / b
         }
-        "average" | "mean" => {
+        CalculatorOp::Average => {
             let values = numbers_in(call, "values")?;
             values.iter().sum::<f64>() / values.len() as f64
         }
-        "round" => {
+        CalculatorOp::Round => {
             let value = call.number("value")?;
             let decimals = call.integer("decimals")?.unwrap_or(0);
             if !(0..=MAX_ROUND_DECIMALS).contains(&decimals) {
@@ -42,7 +41,6 @@ pub(super) fn calculator(call: &Call) -> Result<Value> {
             // In range, so the cast is exact.
             round_decimal(value, decimals as u32)
         }
-        _ => return Err(call.unknown_operation(CALCULATOR_OPERATIONS)),
     };
     call.number_result(result)
 }

@@ -5,23 +5,22 @@ use std::fmt::Write as _;
 use chrono::TimeDelta;
 use serde_json::Value;
 
+use super::operation::DateTimeOp;
 use super::{parameter_error, Call, DEFAULT_DATE_FORMAT};
 use crate::error::Result;
 
-const DATE_TIME_OPERATIONS: &str = "now, format, days_between (diff), add_days, parse, day_of_week";
-
-pub(super) fn date_time(call: &Call) -> Result<Value> {
-    let result = match call.operation {
-        "now" => match call.text("format")? {
+pub(super) fn date_time(call: &Call, operation: DateTimeOp) -> Result<Value> {
+    let result = match operation {
+        DateTimeOp::Now => match call.text("format")? {
             Some(pattern) => format_with(call, &pattern, call.now.format(&pattern))?,
             None => call.now.format("%Y-%m-%d %H:%M:%S UTC").to_string(),
         },
-        "days_between" | "diff" => {
+        DateTimeOp::DaysBetween => {
             let start = call.date("start_date")?;
             let end = call.date("end_date")?;
             return Ok(Value::from(end.signed_duration_since(start).num_days()));
         }
-        "add_days" => {
+        DateTimeOp::AddDays => {
             let date = call.date("date")?;
             let days = call
                 .integer("days")?
@@ -36,16 +35,15 @@ pub(super) fn date_time(call: &Call) -> Result<Value> {
                 }
             }
         }
-        "format" | "format_date" => {
+        DateTimeOp::Format => {
             let date = call.date("date")?;
             let pattern = call
                 .text("format")?
                 .unwrap_or_else(|| DEFAULT_DATE_FORMAT.to_owned());
             format_with(call, &pattern, date.format(&pattern))?
         }
-        "parse" => call.date("date")?.format("%Y-%m-%d").to_string(),
-        "day_of_week" | "weekday" => call.date("date")?.format("%A").to_string(),
-        _ => return Err(call.unknown_operation(DATE_TIME_OPERATIONS)),
+        DateTimeOp::Parse => call.date("date")?.format("%Y-%m-%d").to_string(),
+        DateTimeOp::DayOfWeek => call.date("date")?.format("%A").to_string(),
     };
     Ok(Value::String(result))
 }

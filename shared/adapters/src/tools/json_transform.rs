@@ -4,21 +4,17 @@ use std::cmp::Ordering;
 
 use serde_json::Value;
 
+use super::operation::JsonOp;
 use super::{kind_of, number_of, parameter_error, shown, Call};
 use crate::error::Result;
 
-const JSON_OPERATIONS: &str = "filter, sort, select, aggregate";
-
-pub(super) fn json_transform(call: &Call) -> Result<Value> {
-    if !matches!(call.operation, "filter" | "sort" | "select" | "aggregate") {
-        return Err(call.unknown_operation(JSON_OPERATIONS));
-    }
+pub(super) fn json_transform(call: &Call, operation: JsonOp) -> Result<Value> {
     let items = json_array(call, "data")?;
-    match call.operation {
-        "filter" => filter(call, items),
-        "sort" => sort(call, items),
-        "select" => select(call, items),
-        _ => aggregate(call, &items),
+    match operation {
+        JsonOp::Filter => filter(call, items),
+        JsonOp::Sort => sort(call, items),
+        JsonOp::Select => select(call, items),
+        JsonOp::Aggregate => aggregate(call, &items),
     }
 }
 

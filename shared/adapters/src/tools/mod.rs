@@ -11,6 +11,7 @@ mod calculator;
 mod date_time;
 mod http_call;
 mod json_transform;
+mod operation;
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -29,6 +30,7 @@ use crate::render::{plain_text, render};
 
 pub use calculator::check_reading;
 pub use http_call::{http_call_datasource, http_call_template, HTTP_CALL};
+pub use operation::{Builtin, CalculatorOp, DateTimeOp, JsonOp};
 
 /// Decimal places numeric results are rounded to.
 pub const RESULT_DECIMALS: u32 = 10;
@@ -57,16 +59,11 @@ pub fn run(
         parameters,
         now,
     };
-    let result = match call.tool {
-        "calculator" => calculator::calculator(&call)?,
-        "date_time" | "datetime" => date_time::date_time(&call)?,
-        "json_transform" => json_transform::json_transform(&call)?,
-        "" => return Err(call.fail(format!("template `{}` names no tool_name", template.id))),
-        other => {
-            return Err(call.fail(format!(
-                "unknown tool `{other}` (built-in tools: calculator, date_time, json_transform)"
-            )))
-        }
+    let builtin = Builtin::of(template).map_err(|message| call.fail(message))?;
+    let result = match builtin {
+        Builtin::Calculator(operation) => calculator::calculator(&call, operation)?,
+        Builtin::DateTime(operation) => date_time::date_time(&call, operation)?,
+        Builtin::JsonTransform(operation) => json_transform::json_transform(&call, operation)?,
     };
     Ok(ToolOutcome {
         tool: call.tool.to_owned(),
@@ -89,17 +86,6 @@ impl Call<'_> {
             tool: self.tool.to_owned(),
             operation: self.operation.to_owned(),
             message: message.into(),
-        }
-    }
-
-    fn unknown_operation(&self, known: &str) -> AdapterError {
-        if self.operation.is_empty() {
-            self.fail(format!("no tool_operation (operations: {known})"))
-        } else {
-            self.fail(format!(
-                "unknown operation `{}` (operations: {known})",
-                self.operation
-            ))
         }
     }
 
@@ -299,7 +285,18 @@ pub struct ToolsAdapter {
 impl ToolsAdapter {
     /// The checks an index build runs: every `execution` parses and every `http_call`
     /// stays on the datasource's allowed hosts.
+    /// Every template names a built-in tool and operation it has, or is an `http_call`
+    /// whose endpoint passes the HTTP adapter's checks; the error names the template.
     pub fn check(datasource: &Datasource) -> Result<()> {
+        for template in &datasource.templates {
+            if http_call_template(template)?.is_none() {
+                Builtin::of(template).map_err(|message| AdapterError::Tool {
+                    tool: template.tool_name.clone().unwrap_or_default(),
+                    operation: template.tool_operation.clone().unwrap_or_default(),
+                    message: format!("template `{}`: {message}", template.id),
+                })?;
+            }
+        }
         match http_call_datasource(datasource)? {
             Some(calls) => HttpDatasource::check(&calls),
             None => Ok(()),
