@@ -33,6 +33,30 @@ pub enum AwsError {
     },
 }
 
+/// A store kept in one DynamoDB table: its errors name the table.
+pub(crate) trait TableStore {
+    /// What errors call the store ("sessions table `t`").
+    fn store_name(&self) -> String;
+
+    /// A problem with what the table holds (an item that does not parse).
+    fn fail(&self, message: String) -> Error {
+        Error::Store {
+            store: self.store_name(),
+            message,
+            source: None,
+        }
+    }
+
+    /// A DynamoDB call that failed, its error kept as the source.
+    fn sdk(
+        &self,
+        operation: &'static str,
+        error: impl std::error::Error + Send + Sync + 'static,
+    ) -> Error {
+        AwsError::store(self.store_name(), operation, error).into()
+    }
+}
+
 impl AwsError {
     pub fn store(
         store: impl Into<String>,

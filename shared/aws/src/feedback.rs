@@ -7,9 +7,9 @@ use std::collections::HashMap;
 use aws_sdk_dynamodb::types::AttributeValue;
 use switchyard_core::feedback::{judged, Decision, Feedback, FeedbackRecord, FeedbackStore};
 use switchyard_core::service::unix_now;
-use switchyard_core::{BoxFuture, Error, Result};
+use switchyard_core::{BoxFuture, Result};
 
-use crate::error::AwsError;
+use crate::error::TableStore;
 
 pub struct DynamoFeedbackStore {
     client: aws_sdk_dynamodb::Client,
@@ -26,27 +26,6 @@ impl DynamoFeedbackStore {
             table: table.to_owned(),
             ttl_seconds,
         }
-    }
-
-    fn fail(&self, message: String) -> Error {
-        Error::Store {
-            store: self.name(),
-            message,
-            source: None,
-        }
-    }
-
-    /// A DynamoDB call that failed, its error kept as the source.
-    fn sdk(
-        &self,
-        operation: &'static str,
-        error: impl std::error::Error + Send + Sync + 'static,
-    ) -> Error {
-        AwsError::store(self.name(), operation, error).into()
-    }
-
-    fn name(&self) -> String {
-        format!("feedback table `{}`", self.table)
     }
 
     fn item(&self, record: &FeedbackRecord) -> Item {
@@ -168,6 +147,12 @@ impl DynamoFeedbackStore {
         }
         records.sort_by(|a, b| a.decision.request_id.cmp(&b.decision.request_id));
         Ok(records)
+    }
+}
+
+impl TableStore for DynamoFeedbackStore {
+    fn store_name(&self) -> String {
+        format!("feedback table `{}`", self.table)
     }
 }
 

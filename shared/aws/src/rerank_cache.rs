@@ -6,9 +6,9 @@ use std::collections::HashMap;
 use aws_sdk_dynamodb::types::AttributeValue;
 use switchyard_core::rerank::BoxFuture;
 use switchyard_core::rerank_cache::{CachedScores, RerankCache};
-use switchyard_core::{Error, Result};
+use switchyard_core::Result;
 
-use crate::error::AwsError;
+use crate::error::TableStore;
 
 pub struct DynamoRerankCache {
     client: aws_sdk_dynamodb::Client,
@@ -22,25 +22,10 @@ impl DynamoRerankCache {
             table: table.to_owned(),
         }
     }
+}
 
-    fn fail(&self, message: String) -> Error {
-        Error::Store {
-            store: self.name(),
-            message,
-            source: None,
-        }
-    }
-
-    /// A DynamoDB call that failed, its error kept as the source.
-    fn sdk(
-        &self,
-        operation: &'static str,
-        error: impl std::error::Error + Send + Sync + 'static,
-    ) -> Error {
-        AwsError::store(self.name(), operation, error).into()
-    }
-
-    fn name(&self) -> String {
+impl TableStore for DynamoRerankCache {
+    fn store_name(&self) -> String {
         format!("rerank cache table `{}`", self.table)
     }
 }

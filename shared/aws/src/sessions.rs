@@ -15,9 +15,9 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use switchyard_core::config::SessionsConfig;
 use switchyard_core::session::{push_bounded, SessionStore, Turn};
 use switchyard_core::BoxFuture;
-use switchyard_core::{Error, Result};
+use switchyard_core::Result;
 
-use crate::error::AwsError;
+use crate::error::TableStore;
 
 /// Attempts at an append before giving up on a hotly contended session.
 const APPEND_ATTEMPTS: usize = 8;
@@ -47,27 +47,6 @@ impl DynamoSessionStore {
             table: table.to_owned(),
             config,
         }
-    }
-
-    fn fail(&self, message: String) -> Error {
-        Error::Store {
-            store: self.name(),
-            message,
-            source: None,
-        }
-    }
-
-    /// A DynamoDB call that failed, its error kept as the source.
-    fn sdk(
-        &self,
-        operation: &'static str,
-        error: impl std::error::Error + Send + Sync + 'static,
-    ) -> Error {
-        AwsError::store(self.name(), operation, error).into()
-    }
-
-    fn name(&self) -> String {
-        format!("sessions table `{}`", self.table)
     }
 
     async fn load(&self, session_id: &str) -> Result<Stored> {
@@ -118,6 +97,12 @@ impl DynamoSessionStore {
             expires_at: number("expires_at")?,
             writes,
         })
+    }
+}
+
+impl TableStore for DynamoSessionStore {
+    fn store_name(&self) -> String {
+        format!("sessions table `{}`", self.table)
     }
 }
 

@@ -7,9 +7,9 @@ use std::collections::HashMap;
 use aws_sdk_dynamodb::types::AttributeValue;
 use sha2::{Digest, Sha256};
 use switchyard_core::topics::{TopicStore, Topics};
-use switchyard_core::{BoxFuture, Error, Result};
+use switchyard_core::{BoxFuture, Result};
 
-use crate::error::AwsError;
+use crate::error::TableStore;
 
 pub struct DynamoTopicStore {
     client: aws_sdk_dynamodb::Client,
@@ -24,27 +24,6 @@ impl DynamoTopicStore {
             table: table.to_owned(),
             ttl_seconds: ttl_seconds as i64,
         }
-    }
-
-    fn fail(&self, message: String) -> Error {
-        Error::Store {
-            store: self.name(),
-            message,
-            source: None,
-        }
-    }
-
-    /// A DynamoDB call that failed, its error kept as the source.
-    fn sdk(
-        &self,
-        operation: &'static str,
-        error: impl std::error::Error + Send + Sync + 'static,
-    ) -> Error {
-        AwsError::store(self.name(), operation, error).into()
-    }
-
-    fn name(&self) -> String {
-        format!("topics table `{}`", self.table)
     }
 
     /// The item's key: the owner's digest, so the table holds no principal names.
@@ -99,6 +78,12 @@ impl DynamoTopicStore {
             .await
             .map_err(|e| self.sdk("PutItem", e))?;
         Ok(())
+    }
+}
+
+impl TableStore for DynamoTopicStore {
+    fn store_name(&self) -> String {
+        format!("topics table `{}`", self.table)
     }
 }
 

@@ -9,9 +9,9 @@ use std::collections::HashMap;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use switchyard_core::orchestration::{Checkpoint, WorkflowStore};
-use switchyard_core::{BoxFuture, Error, Result};
+use switchyard_core::{BoxFuture, Result};
 
-use crate::error::AwsError;
+use crate::error::TableStore;
 
 pub struct DynamoWorkflowStore {
     client: aws_sdk_dynamodb::Client,
@@ -26,27 +26,6 @@ impl DynamoWorkflowStore {
             client,
             table: table.to_owned(),
         }
-    }
-
-    fn fail(&self, message: String) -> Error {
-        Error::Store {
-            store: self.name(),
-            message,
-            source: None,
-        }
-    }
-
-    /// A DynamoDB call that failed, its error kept as the source.
-    fn sdk(
-        &self,
-        operation: &'static str,
-        error: impl std::error::Error + Send + Sync + 'static,
-    ) -> Error {
-        AwsError::store(self.name(), operation, error).into()
-    }
-
-    fn name(&self) -> String {
-        format!("workflow table `{}`", self.table)
     }
 
     fn item(checkpoint: &Checkpoint) -> Item {
@@ -203,6 +182,12 @@ impl DynamoWorkflowStore {
             Some(item) => self.checkpoint_of(workflow_id, &item, now),
             None => Ok(None),
         }
+    }
+}
+
+impl TableStore for DynamoWorkflowStore {
+    fn store_name(&self) -> String {
+        format!("workflow table `{}`", self.table)
     }
 }
 
