@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# The OpenAI-compatible endpoints with the real OpenAI Python client (PyPI `openai`, pinned
-# below, in the project virtualenv): `switchyard serve` on the demo catalog, on 127.0.0.1
-# only, then infra/scripts/chat_clients.py, which lists the models, asks a question,
-# streams one, follows an assistant's offer through `messages`, and checks the error shape.
+# The endpoints agents and chat apps use, with their real clients from PyPI (pinned below,
+# in the project virtualenv): `switchyard serve` on the demo catalog, on 127.0.0.1 only.
+# infra/scripts/chat_clients.py (the `openai` package) lists the models, asks a question,
+# streams one, follows an assistant's offer through `messages`, and checks the error shape;
+# infra/scripts/mcp_clients.py (the `mcp` package) lists the MCP tools, asks, follows up in a
+# session, and checks refusals and access, against a second server whose `auth` gives one
+# key every datasource and another only `tools`.
 #   SWITCHYARD_BIN   the binary (default target/debug/switchyard)
 # Exits non-zero, saying which check failed.
 set -euo pipefail
@@ -10,6 +13,7 @@ cd "$(dirname "$0")/../.."
 . infra/scripts/venv.sh
 
 OPENAI_VERSION="3.57.0"
+MCP_VERSION="2.3.0"
 BIN="${SWITCHYARD_BIN:-$(pwd)/target/debug/switchyard}"
 WORK="$(mktemp -d)"
 . infra/scripts/demo-server.sh
@@ -31,9 +35,36 @@ if [ "$("$python" -c 'from importlib.metadata import version; print(version("ope
   PIP_USER=0 "$python" -m pip install --quiet --disable-pip-version-check "openai==$OPENAI_VERSION" ||
     fail "pip could not install openai==$OPENAI_VERSION"
 fi
+if [ "$("$python" -c 'from importlib.metadata import version; print(version("mcp"))' 2>/dev/null)" != "$MCP_VERSION" ]; then
+  echo "chat-clients: installing mcp==$MCP_VERSION into $SWITCHYARD_VENV"
+  PIP_USER=0 "$python" -m pip install --quiet --disable-pip-version-check "mcp==$MCP_VERSION" ||
+    fail "pip could not install mcp==$MCP_VERSION"
+fi
 ./infra/scripts/fetch-model.sh >/dev/null
 
 demo_server_start "$BIN" "$WORK/server.log" || fail "the server did not start (above)"
 
 "$python" infra/scripts/chat_clients.py "http://127.0.0.1:$PORT/v1" || fail "a check failed (above)"
+demo_server_stop
+
+# MCP with access control: two keys, one for every datasource, one for `tools` only.
+ALL_KEY="mcp-all-$$"
+TOOLS_KEY="mcp-tools-$$"
+sha() { printf %s "$1" | sha256sum | cut -d' ' -f1; }
+cat >"$WORK/auth.yaml" <<YAML
+auth:
+  required: true
+  api_keys:
+    $(sha "$ALL_KEY"): everyone
+    $(sha "$TOOLS_KEY"): calculator-only
+  principals:
+    everyone: ["*"]
+    calculator-only: [tools]
+YAML
+demo_server_start "$BIN" "$WORK/mcp-server.log" "$WORK/auth.yaml" ||
+  fail "the server with auth did not start (above)"
+"$python" infra/scripts/mcp_clients.py "http://127.0.0.1:$PORT/mcp" "$ALL_KEY" "$TOOLS_KEY" ||
+  fail "an MCP check failed (above; server log $WORK/mcp-server.log)"
+"$python" infra/scripts/chat_clients.py "http://127.0.0.1:$PORT/v1" --restricted "$TOOLS_KEY" ||
+  fail "a chat check with auth failed (above; server log $WORK/mcp-server.log)"
 echo "chat-clients: passed"

@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """Checks of Switchyard's OpenAI-compatible endpoints with the official OpenAI client.
 
-Usage: chat_clients.py BASE_URL   (e.g. http://127.0.0.1:8080/v1; run by chat-clients.sh)
+Usage: chat_clients.py BASE_URL                        (e.g. http://127.0.0.1:8080/v1)
+       chat_clients.py BASE_URL --restricted TOOLS_KEY  (a server with auth; the key may use
+                                                        only `tools`)
+Run by chat-clients.sh.
 """
 
 import sys
@@ -62,5 +65,37 @@ def main() -> None:
         check(error.status_code == 400 and body.get("param") == "messages", f"400 naming messages ({body})")
 
 
+def restricted(base_url: str, tools_key: str) -> None:
+    """A caller restricted to `tools` reaches the calculator, not `hr`; arithmetic the
+    calculator cannot read exactly is refused saying why."""
+    client = OpenAI(base_url=base_url, api_key="unused", default_headers={"x-api-key": tools_key}, max_retries=0)
+    answer = client.chat.completions.create(
+        model="switchyard", messages=[{"role": "user", "content": "What is 15% of 200?"}]
+    )
+    check(answer.choices[0].message.content == "15% of 200 is **30**", "the restricted caller reaches tools")
+    answer = client.chat.completions.create(
+        model="switchyard", messages=[{"role": "user", "content": "How many employees work in Engineering?"}]
+    )
+    said = answer.choices[0].message.content
+    selected = answer.model_extra["switchyard"].get("metadata", {}).get("composite_routing", {}).get("selected_adapter")
+    check(selected != "hr" and "14 employees" not in said, f"and cannot reach hr ({said!r})")
+    try:
+        answer = client.chat.completions.create(
+            model="switchyard", messages=[{"role": "user", "content": "What is 10**1000000 of 2?"}]
+        )
+        said = answer.choices[0].message.content
+    except openai.APIStatusError as error:
+        said = str(error.body)
+    check("does not have" in said and " = " not in said, f"a power is refused saying why, not multiplied ({said!r})")
+    try:
+        OpenAI(base_url=base_url, api_key="unused", default_headers={"x-api-key": "not-a-key"}, max_retries=0).models.list()
+        check(False, "an unknown caller is refused")
+    except openai.AuthenticationError as error:
+        check(error.status_code == 401, "an unknown caller gets 401")
+
+
 if __name__ == "__main__":
-    main()
+    if len(sys.argv) == 4 and sys.argv[2] == "--restricted":
+        restricted(sys.argv[1], sys.argv[3])
+    else:
+        main()

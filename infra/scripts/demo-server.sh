@@ -1,6 +1,7 @@
 # Sourced by the scripts that check the API against a live server (schemathesis.sh,
 # chat-clients.sh), not run. demo_server_start BIN LOG starts `BIN serve` on the demo
-# catalog with the embedded configuration (whatever the caller's environment says), on a
+# catalog with the embedded configuration (whatever the caller's environment says; a third
+# argument names a configuration file merged over it), on a
 # free port of 127.0.0.1, and waits for the line saying where it listens: it sets
 # SERVER_PID and PORT, or returns non-zero with the log's end on stderr.
 # demo_server_stop stops it (call it from the caller's EXIT trap).
@@ -8,9 +9,9 @@
 SERVER_PID=""
 PORT=""
 
-demo_server_start() { # BIN LOG
+demo_server_start() { # BIN LOG [CONFIG]
   env -u SWITCHYARD_TEMPLATES -u SWITCHYARD_INDEX -u SWITCHYARD_CONFIG \
-    "$1" serve --host 127.0.0.1 --port 0 --templates templates/demo >"$2" 2>&1 &
+    "$1" serve --host 127.0.0.1 --port 0 --templates templates/demo ${3:+--config "$3"} >"$2" 2>&1 &
   SERVER_PID=$!
   # A first run on a fresh machine adapts the encoder to the demo catalog (about 2 minutes).
   for _ in $(seq 1 720); do

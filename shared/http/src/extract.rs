@@ -46,6 +46,12 @@ fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     }
     let value: Value = serde_json::from_slice(bytes)
         .map_err(|e| ApiError::invalid("body", format!("is not valid JSON: {e}")))?;
+    parse_value(value)
+}
+
+/// A JSON value as `T`, refused with the offending field named (the MCP tools' arguments
+/// go through here as `/v1` bodies do).
+pub(crate) fn parse_value<T: DeserializeOwned>(value: Value) -> Result<T, ApiError> {
     if !value.is_object() {
         return Err(ApiError::invalid("body", "must be a JSON object"));
     }

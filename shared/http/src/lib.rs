@@ -8,6 +8,7 @@ pub mod admission;
 pub mod chat;
 pub mod error;
 pub mod extract;
+mod mcp;
 pub mod openapi;
 mod orchestration;
 pub mod render;
@@ -40,10 +41,17 @@ use wire::{
 pub type Shared = Arc<Service>;
 
 /// The API: `POST /v1/query`, `POST /v1/route`, `GET /v1/stats`, `GET /v1/health`,
-/// `GET /v1/openapi.json`, and the OpenAI-compatible `POST /v1/chat/completions` and
-/// `GET /v1/models` ([`chat`]).
+/// `GET /v1/openapi.json`, the OpenAI-compatible `POST /v1/chat/completions` and
+/// `GET /v1/models` ([`chat`]), and the MCP server at `/mcp` ([`mcp`]).
 pub fn app(service: Shared) -> axum::Router {
     let admission = admission::Admission::new(&service.router().config().server);
+    // MCP at /mcp: the caller is authorized before the protocol runs.
+    let mcp = axum::Router::new()
+        .nest_service("/mcp", mcp::service(service.clone()))
+        .layer(axum::middleware::from_fn_with_state(
+            service.clone(),
+            mcp::authorize,
+        ));
     axum::Router::new()
         .route("/v1/health", get(health))
         .route("/v1/stats", get(stats))
@@ -54,6 +62,7 @@ pub fn app(service: Shared) -> axum::Router {
         .route("/v1/chat/completions", post(chat::completions))
         .route("/v1/models", get(chat::models))
         .route("/v1/openapi.json", get(openapi::serve))
+        .merge(mcp)
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(axum::middleware::from_fn(record_latency))
@@ -67,6 +76,7 @@ pub fn app(service: Shared) -> axum::Router {
 /// What the caller may use, from its identity and the `auth` configuration: 401 for an
 /// unknown caller, 403 for one without datasources. Runs before the body is read. The
 /// owner scopes the caller's session and workflow ids (`auth::owner`).
+#[derive(Clone)]
 pub struct Authorized {
     pub access: Access,
     pub owner: String,

@@ -7,7 +7,8 @@
 //! ties, term expansion, negative examples), `answers` (what `/v1/query` answers, the route
 //! report and the stats), `requests` (bad requests named by their field), `auth` (the
 //! caller's access), `sessions` (sessions and topics, per caller, and a store that is down),
-//! `rerank` (the reranking stage and its cache), `feedback` (judging an answer).
+//! `rerank` (the reranking stage and its cache), `feedback` (judging an answer), `mcp` (the
+//! MCP server at `/mcp` through the Lambda's path).
 
 #[path = "../../../core/tests/common/mod.rs"]
 mod common;
@@ -15,6 +16,7 @@ mod common;
 mod answers;
 mod auth;
 mod feedback;
+mod mcp;
 mod requests;
 mod rerank;
 mod routing;

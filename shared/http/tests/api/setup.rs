@@ -67,7 +67,9 @@ pub fn call_as(
     body: &str,
     identity: Identity,
 ) -> ApiResponse {
-    let mut headers = json!({"content-type": "application/json"});
+    // MCP's streamable HTTP wants both; the /v1 endpoints ignore it.
+    let mut headers = json!({"content-type": "application/json",
+        "accept": "application/json, text/event-stream"});
     if let Some(key) = &identity.api_key {
         headers["x-api-key"] = json!(key);
     }
