@@ -57,6 +57,29 @@ def main() -> None:
         f"an accepted offer in `messages` ({offer.choices[0].message.content!r})",
     )
 
+    history = client.chat.completions.create(
+        model="switchyard",
+        messages=[
+            {"role": "user", "content": "How many employees work in Engineering?"},
+            {"role": "assistant", "content": "14 employees work in Engineering."},
+            {"role": "user", "content": "And in Sales?"},
+        ],
+    )
+    said = history.choices[0].message.content
+    check(said == "12 employees work in Sales.", f"a two-turn history without session_id answers for Sales ({said!r})")
+
+    for messages, what in [
+        ([{"role": "user", "content": "x" * 5000}], "an over-long message"),
+        ([{"role": "user", "content": 42}], "a non-string content"),
+        ([{"role": "system", "content": "be brief"}], "no user message"),
+    ]:
+        try:
+            client.chat.completions.create(model="switchyard", messages=messages)
+            check(False, f"{what} is refused")
+        except openai.BadRequestError as error:
+            body = error.body or {}
+            check(error.status_code == 400 and body.get("param") == "messages", f"{what}: 400 naming messages ({body.get('message')!r})")
+
     try:
         client.chat.completions.create(model="switchyard", messages=[{"role": "assistant", "content": "Hello"}])
         check(False, "a chat ending with the assistant's message is refused")

@@ -4,7 +4,10 @@
 //! A chat's messages map onto the one request type: the last `user` message is the
 //! question, the last `assistant` message before it is what the assistant said (the
 //! conversation's `assistant`), and `session_id` (an extra field) names the session whose
-//! turns weigh on the routing. The answer is one `assistant` message whose content is
+//! turns weigh on the routing. Without `session_id`, the earlier `user` messages (the last
+//! [`MAX_REPLAYED_TURNS`], each with the assistant's message before it) are the
+//! conversation: they are asked again, oldest first, in a session of this request alone,
+//! which is forgotten after the answer. The answer is one `assistant` message whose content is
 //! Switchyard's answer text, with the whole answer (routing metadata, data rows) in the
 //! extra field `switchyard`. `stream: true` answers as server-sent events: one content
 //! chunk, a finishing chunk, then `[DONE]`. `model` is echoed, not used: the server serves
@@ -28,6 +31,13 @@ use crate::{Authorized, Shared};
 
 /// The one model `GET /v1/models` lists.
 pub const MODEL_ID: &str = "switchyard";
+
+/// Earlier user messages replayed as turns when no `session_id` is given; each costs one
+/// more routed and executed question.
+pub const MAX_REPLAYED_TURNS: usize = 4;
+
+/// Distinguishes the sessions of concurrent chats that replay their history.
+static REPLAYS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// `POST /v1/chat/completions`. Other OpenAI fields (`temperature`, `max_tokens`, ...) are
 /// accepted and ignored.
@@ -69,7 +79,10 @@ pub enum ChatRole {
 
 /// A message's text, or its parts (the `text` ones are read).
 #[derive(Debug, Clone, Deserialize, ToSchema)]
-#[serde(untagged)]
+#[serde(
+    untagged,
+    expecting = "content must be a string or a list of content parts"
+)]
 pub enum ChatContent {
     Text(String),
     Parts(Vec<ChatContentPart>),
@@ -232,6 +245,31 @@ fn question(request: &ChatRequest, owner: String) -> Result<Question, ApiError> 
     })
 }
 
+/// The earlier turns of a chat without `session_id`: each earlier user message with the
+/// assistant's message before it, oldest first, at most [`MAX_REPLAYED_TURNS`].
+fn history(request: &ChatRequest, question: &Question) -> Vec<Question> {
+    let earlier = &request.messages[..request.messages.len().saturating_sub(1)];
+    let mut turns: Vec<Question> = Vec::new();
+    let mut assistant: Option<String> = None;
+    for message in earlier {
+        match message.role {
+            ChatRole::Assistant => {
+                assistant = Some(message.content.text()).filter(|t| !t.trim().is_empty())
+            }
+            ChatRole::User => turns.push(Question {
+                query: message.content.text(),
+                assistant: assistant.take(),
+                datasources: question.datasources.clone(),
+                owner: question.owner.clone(),
+                ..Question::default()
+            }),
+            _ => {}
+        }
+    }
+    let skip = turns.len().saturating_sub(MAX_REPLAYED_TURNS);
+    turns.split_off(skip)
+}
+
 /// The question and the assistant's turn come from `messages`: an error about either
 /// names that field, the one the caller sent.
 fn in_messages(error: switchyard_core::Error) -> ApiError {
@@ -277,11 +315,40 @@ pub(crate) async fn completions(
 ) -> Result<Response, ChatError> {
     let Authorized { access, owner } = authorized?;
     let CheckedJson(request) = body?;
-    let question = question(&request, owner)?;
-    let answer = service
-        .query(&question, &access)
-        .await
-        .map_err(in_messages)?;
+    let mut question = question(&request, owner)?;
+    // Without a session, the chat's earlier user messages are its turns, asked again in a
+    // session of this request alone.
+    let replayed = match question.session_id {
+        Some(_) => Vec::new(),
+        None => history(&request, &question),
+    };
+    let mut replay_session = None;
+    if !replayed.is_empty() {
+        let n = REPLAYS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let session = format!("chat-{}-{n}", unix_now());
+        replay_session = Some(session.clone());
+        question.session_id = Some(session.clone());
+        for mut turn in replayed {
+            turn.session_id = Some(session.clone());
+            if let Err(e) = service.query(&turn, &access).await {
+                let _ = service.forget_session(&question.owner, &session).await;
+                return Err(match e {
+                    switchyard_core::Error::InvalidRequest { field, message } => ApiError::invalid(
+                        "messages",
+                        format!("an earlier user message: {field}: {message}"),
+                    ),
+                    other => ApiError::from(other),
+                }
+                .into());
+            }
+        }
+    }
+    let result = service.query(&question, &access).await;
+    if let Some(session) = &replay_session {
+        // The replayed session served this answer only.
+        let _ = service.forget_session(&question.owner, session).await;
+    }
+    let answer = result.map_err(in_messages)?;
     let (_, answer) = Render(service.router()).answer(question.session_id.clone(), answer);
     let answer = serde_json::to_value(&answer).map_err(|e| ApiError::Internal(e.to_string()))?;
     let content = answer["content"].as_str().unwrap_or_default().to_owned();
