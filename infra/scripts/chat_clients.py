@@ -110,6 +110,11 @@ def restricted(base_url: str, tools_key: str) -> None:
     except openai.APIStatusError as error:
         said = str(error.body)
     check("does not have" in said and " = " not in said, f"a power is refused saying why, not multiplied ({said!r})")
+    answer = client.chat.completions.create(
+        model="switchyard", messages=[{"role": "user", "content": "What is 1e308 * 1e308?"}]
+    )
+    said = answer.choices[0].message.content
+    check("overflow" in said and " = " not in said, f"an overflow is named, not answered ({said!r})")
     try:
         OpenAI(base_url=base_url, api_key="unused", default_headers={"x-api-key": "not-a-key"}, max_retries=0).models.list()
         check(False, "an unknown caller is refused")
