@@ -132,7 +132,10 @@ impl ServerHandler for Tools {
         match result {
             Ok(result) => Ok(result.into()),
             // Bad arguments are the caller's to fix: a protocol error naming the field.
-            Err(ApiError::InvalidRequest { field, message }) => Err(ErrorData::invalid_params(
+            Err(
+                ApiError::InvalidRequest { field, message }
+                | ApiError::Domain(switchyard_core::Error::InvalidRequest { field, message }),
+            ) => Err(ErrorData::invalid_params(
                 format!("{field}: {message}"),
                 Some(json!({"field": field})),
             )),
