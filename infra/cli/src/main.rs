@@ -203,7 +203,7 @@ fn main() -> Result<()> {
         },
         Command::Route { question, json } => {
             let router = open_router(templates, index_file, config)?;
-            route::run(&router, question, *json)
+            route::run(router, question, *json)
         }
         Command::Eval {
             dataset,

@@ -1,33 +1,35 @@
 //! `switchyard route`: route one question and show every candidate with its stage scores.
 
-use anyhow::Result;
-use switchyard_core::orchestration::{decompose, phases, plan, Decomposer};
-use switchyard_core::router::{Access, Outcome, Router, Routing};
-use switchyard_core::service::{Plan, Routed};
+use std::sync::Arc;
 
-/// Route `question` over every datasource, and split it when it asks for several
-/// things; print the table, or the route report as JSON.
-pub fn run(router: &Router, question: &str, json: bool) -> Result<()> {
-    let routing = router.route(question, &Access::All)?;
-    let decomposer = Decomposer::for_router(router);
-    let decomposition = decompose(router, &decomposer, &routing, &Access::All)?;
-    let plan = if decomposition.is_split() {
-        let tasks = plan(
-            &decomposition.parts,
-            &router.config().orchestration.reference_words,
-        );
-        let phases = phases(&tasks)?;
-        Some(Plan { tasks, phases })
-    } else {
-        None
+use anyhow::Result;
+use switchyard_core::invoker::IntentInvoker;
+use switchyard_core::router::{Access, Outcome, Router, Routing};
+use switchyard_core::service::{Question, Routed, Service};
+use switchyard_core::session::MemorySessionStore;
+
+/// Route `question` over every datasource with the service that `serve` and the router
+/// Lambda run (splitting it when it asks for several things); print the table, or the
+/// route report as JSON. Nothing is executed, so the service gets no adapters.
+pub fn run(router: Router, question: &str, json: bool) -> Result<()> {
+    let catalog = router.index().catalog.clone();
+    let sessions = MemorySessionStore::new(router.config().sessions.clone());
+    let service = Service::new(
+        router,
+        Arc::new(IntentInvoker::new(catalog)),
+        Arc::new(sessions),
+    );
+    let question = Question {
+        query: question.to_owned(),
+        owner: "cli".into(),
+        ..Question::default()
     };
-    let routed = Routed {
-        routing,
-        decomposition: Some(decomposition),
-        plan,
-    };
+    let routed = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?
+        .block_on(service.route(&question, &Access::All))?;
     if json {
-        let render = switchyard_http::render::Render(router);
+        let render = switchyard_http::render::Render(service.router());
         let mut report = render.route_report(&routed.routing);
         report.orchestration = render.plan_report(&routed);
         println!("{}", serde_json::to_string_pretty(&report)?);
