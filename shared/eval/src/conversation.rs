@@ -154,18 +154,10 @@ fn in_session(router: &Router, conversations: &[Vec<Line<'_>>], assistant: bool)
             })
             .collect();
         let texts: Vec<String> = extras.iter().flat_map(ContextTexts::texts).collect();
-        let embedding: Vec<String> = texts.iter().map(|t| router.embedding_text(t)).collect();
-        let batch: Vec<&str> = embedding.iter().map(String::as_str).collect();
-        let vectors = if batch.is_empty() {
-            Vec::new()
-        } else {
-            router.embedder().embed(&batch)?
-        };
-        let mut next = texts.iter().zip(&vectors);
-        let mut route_next = || -> Result<Routing> {
-            let (text, vector) = next.next().expect("one vector per text");
-            router.route_vector(text, vector, &Access::All)
-        };
+        let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let mut next = router.route_batch(&texts, &Access::All)?.into_iter();
+        let mut route_next =
+            || -> Result<Routing> { Ok(next.next().expect("one routing per text")) };
         for (extra, &c) in extras.iter().zip(&active) {
             let line = &conversations[c][wave];
             let own = router.route_vector(&line.query.text, line.vector, &Access::All)?;

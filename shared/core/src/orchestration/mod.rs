@@ -133,19 +133,11 @@ pub fn decompose(
     }
     let text = |(first, end): Span| &question[segments[first].start..segments[end - 1].end];
     let routed_at = Instant::now();
-    let texts: Vec<String> = spans
-        .iter()
-        .map(|&s| router.embedding_text(text(s)))
-        .collect();
-    let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
-    let vectors = router.embedder().embed(&texts)?;
+    let texts: Vec<&str> = spans.iter().map(|&s| text(s)).collect();
     let routings: HashMap<Span, Routing> = spans
         .iter()
-        .zip(&vectors)
-        .map(|(&span, vector)| {
-            let candidates = router.candidates_for_vector(text(span), vector, access);
-            (span, router.decide(candidates, router.not_reranked()))
-        })
+        .copied()
+        .zip(router.route_batch(&texts, access)?)
         .collect();
     decomposition.routing_ms = ms_since(routed_at);
     let routed: HashMap<Span, SpanRouting> = routings

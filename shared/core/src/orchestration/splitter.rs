@@ -40,17 +40,7 @@ pub fn validated_parts(
     if texts.len() < 2 || texts.len() > config.max_parts || !sane {
         return Ok(None);
     }
-    let embedding: Vec<String> = texts.iter().map(|t| router.embedding_text(t)).collect();
-    let embedding: Vec<&str> = embedding.iter().map(String::as_str).collect();
-    let vectors = router.embedder().embed(&embedding)?;
-    let routings: Vec<Routing> = texts
-        .iter()
-        .zip(&vectors)
-        .map(|(text, vector)| {
-            let candidates = router.candidates_for_vector(text, vector, access);
-            router.decide(candidates, router.not_reranked())
-        })
-        .collect();
+    let routings: Vec<Routing> = router.route_batch(&texts, access)?;
     let spans: Vec<SpanRouting> = routings.iter().map(SpanRouting::of).collect();
     let refs: Vec<&SpanRouting> = spans.iter().collect();
     if !valid_split(&SpanRouting::of(whole), &refs, config) {

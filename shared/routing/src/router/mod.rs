@@ -295,6 +295,27 @@ impl Router {
         Ok(self.decide(candidates, self.not_reranked()))
     }
 
+    /// Route several texts at once: their embedding texts embedded in one batch, each then
+    /// retrieved, compared and decided without the rerank stage (the sub-questions of a
+    /// split, a conversation's context texts). Texts are not validated: callers pass parts
+    /// of a validated question, or texts they bound themselves.
+    pub fn route_batch(&self, texts: &[&str], access: &Access) -> Result<Vec<Routing>> {
+        if texts.is_empty() {
+            return Ok(Vec::new());
+        }
+        let embedding: Vec<String> = texts.iter().map(|t| self.embedding_text(t)).collect();
+        let batch: Vec<&str> = embedding.iter().map(String::as_str).collect();
+        let vectors = self.embedder.embed(&batch)?;
+        Ok(texts
+            .iter()
+            .zip(&vectors)
+            .map(|(text, vector)| {
+                let candidates = self.candidates_for_vector(text, vector, access);
+                self.decide(candidates, self.not_reranked())
+            })
+            .collect())
+    }
+
     /// [`Router::route`] with the query's vector already computed (batch evaluation).
     pub fn route_vector(&self, query: &str, vector: &[f32], access: &Access) -> Result<Routing> {
         Router::validate_query(query)?;
