@@ -32,5 +32,5 @@ ask /v1/query '{"query": "How many employees work in Sales and what is 15% of 20
 # A documents datasource: the policy passages that answer, both products when two are named.
 ask /v1/query '{"query": "Compare the no-claim discount of car and home cover"}'
 echo
-echo "Serving on http://127.0.0.1:$PORT (POST /v1/query, POST /v1/route, GET /v1/stats, GET /v1/health, GET /v1/openapi.json, POST /v1/chat/completions). Ctrl-C stops."
+echo "Serving on http://127.0.0.1:$PORT (POST /v1/query, POST /v1/route, GET /v1/stats, GET /v1/health, GET /v1/openapi.json, POST /v1/chat/completions, POST /mcp). Ctrl-C stops."
 wait $server
