@@ -25,10 +25,20 @@ fn built() -> (Index, Vec<u8>) {
 }
 
 fn refused(bytes: &[u8]) -> String {
-    Index::from_bytes(bytes, "s3://bucket/key.idx")
+    let error = Index::from_bytes(bytes, "s3://bucket/key.idx")
         .err()
-        .expect("the artifact is bad")
-        .to_string()
+        .expect("the artifact is bad");
+    // The index's own error is kept as the cause: a bad artifact, not a model mismatch.
+    let cause = std::error::Error::source(&error)
+        .and_then(|e| e.downcast_ref::<switchyard_core::index::IndexError>());
+    assert!(
+        matches!(
+            cause,
+            Some(switchyard_core::index::IndexError::Artifact { .. })
+        ),
+        "{error:?}"
+    );
+    error.to_string()
 }
 
 #[test]
@@ -126,8 +136,17 @@ fn index_of_another_model_is_refused_at_start() {
     let (index, _) = built();
     let error = Router::new(index, Config::default(), Arc::new(OtherModel), "s3://b/k")
         .err()
-        .expect("mismatched model")
-        .to_string();
+        .expect("mismatched model");
+    let cause = std::error::Error::source(&error)
+        .and_then(|e| e.downcast_ref::<switchyard_core::index::IndexError>());
+    assert!(
+        matches!(
+            cause,
+            Some(switchyard_core::index::IndexError::Model { .. })
+        ),
+        "{error:?}"
+    );
+    let error = error.to_string();
     assert!(
         error.contains("s3://b/k")
             && error.contains("all-MiniLM-L6-v2")

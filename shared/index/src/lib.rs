@@ -3,7 +3,10 @@
 //! head, the composite score's weights, and synthetic catalogs for benchmarks.
 
 pub mod embed;
+pub mod error;
 pub mod head;
 pub mod index;
 pub mod scoring;
 pub mod synthetic;
+
+pub use error::IndexError;

@@ -10,6 +10,7 @@ use sha2::{Digest, Sha256};
 use super::partition::Coarse;
 use super::{Calibration, Index, Partition, Probe};
 use crate::head::Head;
+use crate::IndexError;
 use switchyard_catalog::config::IndexConfig;
 use switchyard_catalog::error::{Error, Result};
 use switchyard_catalog::template::{Catalog, DatasourceKind};
@@ -47,13 +48,13 @@ impl EncoderManifest {
     pub fn check_graph(&self, bytes: &[u8], graph_origin: &str, index_origin: &str) -> Result<()> {
         let found = hex::encode(Sha256::digest(bytes));
         if found != self.onnx_sha256 {
-            return Err(Error::index(
+            return Err(IndexError::model(
                 index_origin,
                 format!(
                     "the index was embedded with the adapted encoder {} (sha256 {}) but {graph_origin} has sha256 {found}: the index and its encoder come from different builds; build or push them together",
                     self.model_id, self.onnx_sha256
                 ),
-            ));
+            ).into());
         }
         Ok(())
     }
@@ -138,7 +139,9 @@ impl Index {
             partitions: &self.partitions,
             head: &self.head,
         })
-        .map_err(|e| Error::index("(memory)", format!("cannot serialise the index: {e}")))?;
+        .map_err(|e| {
+            IndexError::artifact("(memory)", format!("cannot serialise the index: {e}"))
+        })?;
 
         Ok(seal(MAGIC, FORMAT_VERSION, &manifest, &body_bytes))
     }
@@ -154,7 +157,7 @@ impl Index {
 
     /// Parse and verify an artifact; `origin` (a path or `s3://bucket/key`) names it in errors.
     pub fn from_bytes(bytes: &[u8], origin: &str) -> Result<Index> {
-        let fail = |problem: String| Error::index(origin, problem);
+        let fail = |problem: String| IndexError::artifact(origin, problem);
         let (manifest_bytes, body_bytes) =
             unseal(bytes, MAGIC, FORMAT_VERSION, "index").map_err(fail)?;
         let manifest: Manifest = serde_json::from_slice(manifest_bytes)

@@ -10,8 +10,9 @@
 use serde::{Deserialize, Serialize};
 
 use crate::embed::{dot, Embedder};
+use crate::IndexError;
 use switchyard_catalog::config::DriftConfig;
-use switchyard_catalog::error::{Error, Result};
+use switchyard_catalog::error::Result;
 
 /// Short and long, questions and statements, digits and punctuation: sentences that
 /// exercise what the tokenizer and every layer do.
@@ -99,7 +100,7 @@ pub fn check(
     for probe in recorded {
         let now = embedder.embed_one(&probe.text)?;
         if now.len() != probe.vector.len() {
-            return Err(Error::index(
+            return Err(IndexError::model(
                 origin,
                 format!(
                     "probe `{}` was recorded with {} dimensions, the model gives {}",
@@ -107,7 +108,8 @@ pub fn check(
                     probe.vector.len(),
                     now.len()
                 ),
-            ));
+            )
+            .into());
         }
         cosines.push(dot(&now, &probe.vector));
     }
@@ -117,7 +119,7 @@ pub fn check(
     drift.min_cosine = Some(min);
     drift.mean_cosine = Some(mean);
     if min < tolerance.refuse_below {
-        return Err(Error::index(
+        return Err(IndexError::model(
             origin,
             format!(
                 "built with {index_model_id}, whose probe sentences the model at hand ({}) embeds at \
@@ -126,7 +128,7 @@ pub fn check(
                 embedder.model_id(),
                 tolerance.refuse_below
             ),
-        ));
+        ).into());
     }
     drift.status = if min < tolerance.warn_below {
         DriftStatus::Drifted

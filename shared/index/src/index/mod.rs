@@ -41,8 +41,9 @@ pub use partition::{Centroid, Partition};
 
 use crate::embed::Embedder;
 use crate::head::Head;
+pub use crate::IndexError;
 use switchyard_catalog::config::DriftConfig;
-use switchyard_catalog::error::{Error, Result};
+use switchyard_catalog::error::Result;
 use switchyard_catalog::template::Catalog;
 use switchyard_text::keywords::id_words;
 
@@ -98,7 +99,7 @@ impl Index {
         if embedder.model_id() != self.manifest.model_id
             || embedder.dimension() != self.manifest.dimension
         {
-            return Err(Error::index(
+            return Err(IndexError::model(
                 origin,
                 format!(
                     "built with {} ({} dimensions) but the router embeds with {} ({} dimensions); rebuild the index",
@@ -107,7 +108,7 @@ impl Index {
                     embedder.model_id(),
                     embedder.dimension()
                 ),
-            ));
+            ).into());
         }
         drift::check(
             &self.manifest.probes,

@@ -1,0 +1,44 @@
+//! The index's own error: an artifact that cannot be trusted, or one built with another
+//! model than the one at hand. It reaches callers as the domain's `Error::Index`, this error
+//! as its source, so an operator's tooling can tell a corrupt upload from a model mismatch.
+
+use switchyard_catalog::error::Error;
+
+#[derive(Debug, thiserror::Error)]
+pub enum IndexError {
+    /// Unreadable, truncated, corrupt or inconsistent bytes; `origin` is a path or S3 place.
+    #[error("index {origin}: {problem}")]
+    Artifact { origin: String, problem: String },
+    /// Built with another model, dimension or adapted encoder than the one at hand, or one
+    /// whose probe sentences the model at hand embeds differently (drift).
+    #[error("index {origin}: {problem}")]
+    Model { origin: String, problem: String },
+}
+
+impl IndexError {
+    pub fn artifact(origin: impl Into<String>, problem: impl Into<String>) -> Self {
+        IndexError::Artifact {
+            origin: origin.into(),
+            problem: problem.into(),
+        }
+    }
+
+    pub fn model(origin: impl Into<String>, problem: impl Into<String>) -> Self {
+        IndexError::Model {
+            origin: origin.into(),
+            problem: problem.into(),
+        }
+    }
+}
+
+impl From<IndexError> for Error {
+    fn from(error: IndexError) -> Error {
+        let (IndexError::Artifact { origin, problem } | IndexError::Model { origin, problem }) =
+            &error;
+        Error::Index {
+            origin: origin.clone(),
+            problem: problem.clone(),
+            source: Some(Box::new(error)),
+        }
+    }
+}
