@@ -12,6 +12,7 @@ use switchyard_catalog::config::DocumentsConfig;
 use switchyard_catalog::error::{Error, Result};
 use switchyard_index::embed::Embedder;
 use switchyard_index::index::{seal, unseal, write_atomically};
+use switchyard_index::IndexError;
 use switchyard_text::keywords::TermIndex;
 
 pub const CHUNK_FORMAT_VERSION: u32 = 1;
@@ -169,7 +170,9 @@ impl ChunkIndex {
             question_owner: &self.question_owner,
             terms: &self.terms,
         })
-        .map_err(|e| Error::index("(memory)", format!("cannot serialise the chunks: {e}")))?;
+        .map_err(|e| {
+            IndexError::artifact("(memory)", format!("cannot serialise the chunks: {e}"))
+        })?;
         Ok(seal(MAGIC, CHUNK_FORMAT_VERSION, &manifest, &body))
     }
 
@@ -184,7 +187,7 @@ impl ChunkIndex {
 
     /// Parse and verify a chunk artifact; `origin` names it in errors.
     pub fn from_bytes(bytes: &[u8], origin: &str) -> Result<ChunkIndex> {
-        let fail = |problem: String| Error::index(origin, problem);
+        let fail = |problem: String| IndexError::artifact(origin, problem);
         let (manifest, body) = unseal(bytes, MAGIC, CHUNK_FORMAT_VERSION, "chunk").map_err(fail)?;
         let manifest: ChunkManifest =
             serde_json::from_slice(manifest).map_err(|e| fail(format!("bad manifest: {e}")))?;
@@ -207,13 +210,14 @@ impl ChunkIndex {
     /// Refuse an artifact built for another datasource.
     pub fn check_datasource(&self, datasource: &str, origin: &str) -> Result<()> {
         if self.manifest.datasource != datasource {
-            return Err(Error::index(
+            return Err(IndexError::artifact(
                 origin,
                 format!(
                     "built for the datasource `{}`, not `{datasource}`",
                     self.manifest.datasource
                 ),
-            ));
+            )
+            .into());
         }
         Ok(())
     }

@@ -27,9 +27,10 @@ pub use index::{ChunkIndex, ChunkManifest, DocumentEntry, CHUNK_FORMAT_VERSION};
 pub use search::{ChunkScores, Found, Fusion, Hit, Query, Signals};
 
 use switchyard_catalog::config::DocumentsConfig;
-use switchyard_catalog::error::{Error, Result};
+use switchyard_catalog::error::Result;
 use switchyard_catalog::template::{Datasource, Parameter};
 use switchyard_index::embed::Embedder;
+use switchyard_index::IndexError;
 use switchyard_text::params::value_text;
 use switchyard_text::similarity::normalize_text;
 
@@ -197,13 +198,13 @@ pub fn artifact_beside(index_file: &Path, datasource: &str) -> PathBuf {
 /// Refuse a question vector from another model than the artifact's.
 pub fn check_model(chunks: &ChunkIndex, model_id: &str, dimension: usize) -> Result<()> {
     if chunks.manifest.model_id != model_id || chunks.manifest.dimension != dimension {
-        return Err(Error::index(
+        return Err(IndexError::model(
             chunks.manifest.datasource.clone(),
             format!(
                 "the chunks were embedded with {} ({} dimensions) but the question with {model_id} ({dimension} dimensions); rebuild the index",
                 chunks.manifest.model_id, chunks.manifest.dimension
             ),
-        ));
+        ).into());
     }
     Ok(())
 }
