@@ -7,11 +7,13 @@ use switchyard_catalog::error::Error;
 #[derive(Debug, thiserror::Error)]
 pub enum IndexError {
     /// Unreadable, truncated, corrupt or inconsistent bytes; `origin` is a path or S3 place.
-    #[error("index {origin}: {problem}")]
+    /// (The domain error it becomes carries the problem; this names its kind, so a chain
+    /// printed whole does not say it twice.)
+    #[error("the artifact cannot be trusted")]
     Artifact { origin: String, problem: String },
     /// Built with another model, dimension or adapted encoder than the one at hand, or one
     /// whose probe sentences the model at hand embeds differently (drift).
-    #[error("index {origin}: {problem}")]
+    #[error("built for another model than the one at hand")]
     Model { origin: String, problem: String },
 }
 

@@ -8,7 +8,9 @@ use switchyard_llm::LlmError;
 #[derive(Debug, thiserror::Error)]
 pub enum RerankError {
     /// The provider's API failed: HTTP status and body excerpt, a timeout, a transport error.
-    #[error("reranker `{reranker}`: {}", api_message(source))]
+    /// (The domain error it becomes carries the message; this names its kind, so a chain
+    /// printed whole does not say it twice.)
+    #[error("the provider's API failed")]
     Api {
         reranker: String,
         #[source]
@@ -16,7 +18,7 @@ pub enum RerankError {
     },
     /// The provider answered, but not with scores the reranker can use (a count mismatch,
     /// an unparsable judge answer).
-    #[error("reranker `{reranker}`: {message}")]
+    #[error("the provider's answer cannot be used")]
     Answer { reranker: String, message: String },
 }
 
