@@ -195,14 +195,12 @@ impl LocalAdapters {
         schema: &str,
     ) -> Result<AdapterResponse, Error> {
         let started = std::time::Instant::now();
-        let refuse = |message: String, sql: Option<&str>| AdapterResponse {
-            status: AdapterStatus::Error,
-            content: message.clone(),
-            data: serde_json::json!({"generated": true, "sql": sql}),
-            parameters: Default::default(),
-            missing: Vec::new(),
-            error: Some(message),
-            execution_time_ms: started.elapsed().as_secs_f64() * 1000.0,
+        let refuse = |message: String, sql: Option<&str>| {
+            refusal(
+                message,
+                serde_json::json!({"generated": true, "sql": sql}),
+                started.elapsed().as_secs_f64() * 1000.0,
+            )
         };
         let Some(datasource) = self.catalog.datasource(&request.datasource) else {
             return Err(Error::UnknownDatasource(request.datasource.clone()));
@@ -285,16 +283,7 @@ impl LocalAdapters {
             if let Err(e) =
                 crate::tools::check_reading(operation, &request.query, &Default::default())
             {
-                let message = e.to_string();
-                return Ok(AdapterResponse {
-                    status: AdapterStatus::Error,
-                    content: message.clone(),
-                    data: serde_json::Value::Null,
-                    parameters: Default::default(),
-                    missing: Vec::new(),
-                    error: Some(message),
-                    execution_time_ms: 0.0,
-                });
+                return Ok(refusal(e.to_string(), serde_json::Value::Null, 0.0));
             }
         }
         let deadline = Duration::from_millis(request.deadline_ms.max(1));
@@ -319,5 +308,18 @@ impl AdapterInvoker for LocalAdapters {
         request: AdapterRequest,
     ) -> BoxFuture<'a, Result<AdapterResponse, Error>> {
         Box::pin(async move { self.answer(&request).await })
+    }
+}
+
+/// An `error` answer saying `message`: nothing was executed.
+fn refusal(message: String, data: serde_json::Value, execution_time_ms: f64) -> AdapterResponse {
+    AdapterResponse {
+        status: AdapterStatus::Error,
+        content: message.clone(),
+        data,
+        parameters: Default::default(),
+        missing: Vec::new(),
+        error: Some(message),
+        execution_time_ms,
     }
 }
