@@ -55,3 +55,11 @@ SCHEMATHESIS_SEED="${SCHEMATHESIS_SEED:-20261124}" ./infra/scripts/schemathesis.
 
 # The OpenAI-compatible endpoints with the official OpenAI client.
 ./infra/scripts/chat-clients.sh
+
+# SAM as its users run it: `sam local invoke` and `sam local start-api` in containers of a
+# base image built here (no registry). Needs a Docker Engine; a machine without one says so.
+if command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1; then
+  ./infra/scripts/sam-local.sh
+else
+  echo "test.sh: SKIPPED the SAM local checks (infra/scripts/sam-local.sh): no Docker Engine answers here" >&2
+fi

@@ -12,10 +12,9 @@ use anyhow::Context;
 use lambda_runtime::{service_fn, LambdaEvent};
 use switchyard_adapters::local::LlmFeatures;
 use switchyard_adapters::LocalAdapters;
-use switchyard_aws::{chunks_prefix, S3IndexStore};
+use switchyard_aws::{documents_chunks, IndexLocation};
 use switchyard_core::config::Config;
-use switchyard_core::documents::{artifact_beside, ChunkIndex};
-use switchyard_core::index::IndexSource;
+use switchyard_core::documents::ChunkIndex;
 use switchyard_core::invoker::{AdapterInvoker, AdapterRequest, AdapterResponse, AdapterStatus};
 use switchyard_core::template::{Catalog, DatasourceKind};
 
@@ -43,7 +42,10 @@ async fn load() -> anyhow::Result<LocalAdapters> {
             .context("SWITCHYARD_TEMPLATES must name the catalog folder")?,
     );
     let mut catalog = Catalog::load(&templates)?;
-    if let Ok(name) = std::env::var("SWITCHYARD_DATASOURCE") {
+    if let Some(name) = std::env::var("SWITCHYARD_DATASOURCE")
+        .ok()
+        .filter(|n| !n.is_empty())
+    {
         catalog.datasources.retain(|d| d.spec.name == name);
         anyhow::ensure!(
             !catalog.datasources.is_empty(),
@@ -54,15 +56,7 @@ async fn load() -> anyhow::Result<LocalAdapters> {
     switchyard_adapters::check_catalog(&catalog)?;
     let config = Config::from_env(None)?;
     let llm = LlmFeatures::from_config(&config.llm)?;
-    let variable = |name: &str| std::env::var(name).ok();
-    let s3 = if variable("SWITCHYARD_INDEX_BUCKET").is_some() {
-        Some(switchyard_aws::s3_client(
-            &switchyard_aws::sdk_config().await,
-        ))
-    } else {
-        None
-    };
-    let documents = load_documents(&catalog, variable, s3).await?;
+    let documents = load_documents(&catalog).await?;
     let reranker = switchyard_rerank::from_config(&config.composite_retrieval.reranking)?;
     Ok(LocalAdapters::open(catalog, Some(&templates))
         .await?
@@ -70,45 +64,29 @@ async fn load() -> anyhow::Result<LocalAdapters> {
         .with_llm(llm))
 }
 
-/// The chunk artifacts of the catalog's documents datasources, published beside the index:
-/// `<SWITCHYARD_INDEX_PREFIX>/chunks/<name>` in `SWITCHYARD_INDEX_BUCKET`, or beside the
-/// `SWITCHYARD_INDEX` file. Without either, documents datasources are unavailable; a
-/// missing or corrupt artifact stops the cold start, naming it.
-async fn load_documents(
-    catalog: &Catalog,
-    variable: impl Fn(&str) -> Option<String>,
-    s3: Option<aws_sdk_s3::Client>,
-) -> anyhow::Result<Vec<(ChunkIndex, String)>> {
-    let names: Vec<&str> = catalog
+/// The chunk artifacts of the catalog's documents datasources, published beside the index
+/// (`SWITCHYARD_INDEX_BUCKET` and `SWITCHYARD_INDEX_PREFIX`, or the `SWITCHYARD_INDEX`
+/// file). Without either, documents datasources are unavailable; a missing or corrupt
+/// artifact stops the cold start, naming it.
+async fn load_documents(catalog: &Catalog) -> anyhow::Result<Vec<(ChunkIndex, String)>> {
+    let documents = catalog
         .datasources
         .iter()
-        .filter(|d| d.spec.kind == DatasourceKind::Documents)
-        .map(|d| d.name())
-        .collect();
-    let mut artifacts = Vec::new();
-    if names.is_empty() {
-        return Ok(artifacts);
+        .any(|d| d.spec.kind == DatasourceKind::Documents);
+    if !documents {
+        return Ok(Vec::new());
     }
-    if let (Some(bucket), Some(client)) = (variable("SWITCHYARD_INDEX_BUCKET"), s3) {
-        let prefix = variable("SWITCHYARD_INDEX_PREFIX").unwrap_or_else(|| "indexes".into());
-        for name in names {
-            let store = S3IndexStore::new(client.clone(), &bucket, &chunks_prefix(&prefix, name));
-            let origin = store.origin();
-            let bytes = store.fetch().await?;
-            artifacts.push((ChunkIndex::from_bytes(&bytes, &origin)?, origin));
-        }
-    } else if let Some(index) = variable("SWITCHYARD_INDEX") {
-        for name in names {
-            let path = artifact_beside(std::path::Path::new(&index), name);
-            let chunks = ChunkIndex::read(&path).with_context(|| {
-                format!("the chunks of `{name}` (`index build` writes them beside the index)")
-            })?;
-            artifacts.push((chunks, path.display().to_string()));
-        }
-    } else {
-        tracing::warn!(datasources = ?names, "neither SWITCHYARD_INDEX_BUCKET nor SWITCHYARD_INDEX is set: documents datasources are unavailable");
-    }
-    Ok(artifacts)
+    let Some(location) = IndexLocation::from_env(|name| std::env::var(name).ok()) else {
+        tracing::warn!("neither SWITCHYARD_INDEX_BUCKET nor SWITCHYARD_INDEX is set: documents datasources are unavailable");
+        return Ok(Vec::new());
+    };
+    let s3 = match location {
+        IndexLocation::S3 { .. } => Some(switchyard_aws::s3_client(
+            &switchyard_aws::sdk_config().await,
+        )),
+        IndexLocation::File(_) => None,
+    };
+    Ok(documents_chunks(catalog, &location, s3.as_ref()).await?)
 }
 
 #[tokio::main]
@@ -221,30 +199,30 @@ mod tests {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../templates/demo");
         let mut catalog = Catalog::load(&root).unwrap();
         catalog.datasources.retain(|d| d.spec.name == "policies");
-        let variables = |bucket: String| {
-            move |name: &str| match name {
-                "SWITCHYARD_INDEX_BUCKET" => Some(bucket.clone()),
-                "SWITCHYARD_INDEX_PREFIX" => Some("demo".to_owned()),
-                _ => None,
-            }
+        let location = IndexLocation::S3 {
+            bucket: bucket.clone(),
+            prefix: "demo".into(),
         };
 
-        let error =
-            match load_documents(&catalog, variables(bucket.clone()), Some(s3.clone())).await {
-                Ok(_) => panic!("no artifact was published"),
-                Err(e) => format!("{e:#}"),
-            };
+        let error = match documents_chunks(&catalog, &location, Some(&s3)).await {
+            Ok(_) => panic!("no artifact was published"),
+            Err(e) => format!("{e:#}"),
+        };
         assert!(
             error.contains(&format!("s3://{bucket}/demo/chunks/policies/current")),
             "{error}"
         );
 
         let chunks = policies_chunks(&catalog, &root);
-        S3IndexStore::new(s3.clone(), &bucket, &chunks_prefix("demo", "policies"))
-            .push_chunks(&chunks.to_bytes().unwrap())
-            .await
-            .unwrap();
-        let documents = load_documents(&catalog, variables(bucket.clone()), Some(s3))
+        switchyard_aws::S3IndexStore::new(
+            s3.clone(),
+            &bucket,
+            &switchyard_aws::chunks_prefix("demo", "policies"),
+        )
+        .push_chunks(&chunks.to_bytes().unwrap())
+        .await
+        .unwrap();
+        let documents = documents_chunks(&catalog, &location, Some(&s3))
             .await
             .unwrap();
         assert_eq!(documents.len(), 1);

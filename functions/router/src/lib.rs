@@ -3,15 +3,18 @@
 //! the model; the stores; the adapter invoker), [`app`] (the HTTP app `switchyard serve`
 //! runs too) and [`handle`] (an API Gateway HTTP API event through it).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
 use lambda_http::{Body, Request, Response};
+use switchyard_adapters::local::LlmFeatures;
+use switchyard_adapters::LocalAdapters;
+pub use switchyard_aws::IndexLocation;
 use switchyard_aws::{
-    chunks_prefix, DynamoFeedbackStore, DynamoRerankCache, DynamoSessionStore, DynamoTopicStore,
-    DynamoWorkflowStore, LambdaInvoker, S3IndexStore,
+    chunks_prefix, documents_chunks, variable_set, DynamoFeedbackStore, DynamoRerankCache,
+    DynamoSessionStore, DynamoTopicStore, DynamoWorkflowStore, LambdaInvoker, S3IndexStore,
 };
 use switchyard_core::config::Config;
 use switchyard_core::documents::schema::SCHEMA_ARTIFACT;
@@ -19,12 +22,14 @@ use switchyard_core::documents::{artifact_beside, ChunkIndex};
 use switchyard_core::embed::CachedEmbedder;
 use switchyard_core::feedback::FeedbackStore;
 use switchyard_core::index::{FileIndexSource, Index, IndexSource};
+use switchyard_core::invoker::AdapterInvoker;
 use switchyard_core::orchestration::WorkflowStore;
 use switchyard_core::rerank::RerankStage;
 use switchyard_core::rerank_cache::{MemoryRerankCache, RerankCache};
 use switchyard_core::router::Router;
 use switchyard_core::service::Service;
 use switchyard_core::session::{MemorySessionStore, SessionStore};
+use switchyard_core::template::Catalog;
 use switchyard_core::topics::TopicStore;
 use switchyard_core::{Error, Result};
 use switchyard_embed::MiniLmEmbedder;
@@ -46,40 +51,46 @@ pub struct Settings {
     /// `SWITCHYARD_TOPICS_TABLE`; without it callers' topic words are kept in this
     /// instance's memory.
     pub topics_table: Option<String>,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub enum IndexLocation {
-    /// `SWITCHYARD_INDEX_BUCKET` + `SWITCHYARD_INDEX_PREFIX` (default `indexes`): the
-    /// artifact the `<prefix>/current` pointer names.
-    S3 { bucket: String, prefix: String },
-    /// `SWITCHYARD_INDEX`: an artifact file (local runs, `sam local invoke`).
-    File(PathBuf),
+    /// `SWITCHYARD_TEMPLATES`: a catalog folder (the TemplatesLayer's
+    /// `/opt/templates/<catalog>`). Set, the adapters run inside this function instead of
+    /// being invoked as adapter functions: one function for a small stack, and how
+    /// `sam local` runs the router without a Lambda endpoint to invoke.
+    pub templates: Option<PathBuf>,
 }
 
 impl Settings {
+    /// The variables [`Settings::from_env`] reads (template.yaml's router declares them;
+    /// `tests/template.rs` holds the two together).
+    pub const VARIABLES: &'static [&'static str] = &[
+        "SWITCHYARD_INDEX_BUCKET",
+        "SWITCHYARD_INDEX_PREFIX",
+        "SWITCHYARD_INDEX",
+        "SWITCHYARD_SESSIONS_TABLE",
+        "SWITCHYARD_RERANK_CACHE_TABLE",
+        "SWITCHYARD_FEEDBACK_TABLE",
+        "SWITCHYARD_WORKFLOW_TABLE",
+        "SWITCHYARD_TOPICS_TABLE",
+        "SWITCHYARD_TEMPLATES",
+    ];
+
+    /// Every variable is read with [`variable_set`]: declared but empty counts as unset.
     pub fn from_env(variable: impl Fn(&str) -> Option<String>) -> Result<Settings> {
-        let index = match (variable("SWITCHYARD_INDEX_BUCKET"), variable("SWITCHYARD_INDEX")) {
-            (Some(bucket), _) => IndexLocation::S3 {
-                bucket,
-                prefix: variable("SWITCHYARD_INDEX_PREFIX").unwrap_or_else(|| "indexes".into()),
-            },
-            (None, Some(path)) => IndexLocation::File(PathBuf::from(path)),
-            (None, None) => {
-                return Err(Error::Config {
-                    origin: "environment".into(),
-                    field: "SWITCHYARD_INDEX_BUCKET".into(),
-                    message: "set it (with SWITCHYARD_INDEX_PREFIX) to the index bucket, or SWITCHYARD_INDEX to an artifact file".into(),
-                })
-            }
+        let Some(index) = IndexLocation::from_env(&variable) else {
+            return Err(Error::Config {
+                origin: "environment".into(),
+                field: "SWITCHYARD_INDEX_BUCKET".into(),
+                message: "set it (with SWITCHYARD_INDEX_PREFIX) to the index bucket, or SWITCHYARD_INDEX to an artifact file".into(),
+            });
         };
+        let set = |name: &str| variable_set(&variable, name);
         Ok(Settings {
             index,
-            sessions_table: variable("SWITCHYARD_SESSIONS_TABLE"),
-            rerank_cache_table: variable("SWITCHYARD_RERANK_CACHE_TABLE"),
-            feedback_table: variable("SWITCHYARD_FEEDBACK_TABLE"),
-            workflow_table: variable("SWITCHYARD_WORKFLOW_TABLE"),
-            topics_table: variable("SWITCHYARD_TOPICS_TABLE"),
+            sessions_table: set("SWITCHYARD_SESSIONS_TABLE"),
+            rerank_cache_table: set("SWITCHYARD_RERANK_CACHE_TABLE"),
+            feedback_table: set("SWITCHYARD_FEEDBACK_TABLE"),
+            workflow_table: set("SWITCHYARD_WORKFLOW_TABLE"),
+            topics_table: set("SWITCHYARD_TOPICS_TABLE"),
+            templates: set("SWITCHYARD_TEMPLATES").map(PathBuf::from),
         })
     }
 }
@@ -256,7 +267,16 @@ pub async fn cold_start(
         None => Arc::new(MemorySessionStore::new(config.sessions.clone())),
     };
     let schema = load_schema(&settings.index, &clients.s3).await?;
-    let invoker = LambdaInvoker::new(clients.lambda, index.catalog.clone(), variable);
+    let invoker: Arc<dyn AdapterInvoker> = match &settings.templates {
+        Some(folder) => {
+            Arc::new(in_process_adapters(folder, &settings.index, &clients.s3, &config).await?)
+        }
+        None => Arc::new(LambdaInvoker::new(
+            clients.lambda,
+            index.catalog.clone(),
+            variable,
+        )),
+    };
     let mut router = Router::new(index, config, embedder, &artifact)?;
     if let Some(embedder) = documents_embedder {
         router = router.with_documents_embedder(embedder);
@@ -271,7 +291,7 @@ pub async fn cold_start(
         total_ms: ms_since(started),
     };
     let splitter = switchyard_rerank::ChatSplitter::from_config(router.config())?;
-    let mut service = Service::new(router, Arc::new(invoker), sessions);
+    let mut service = Service::new(router, invoker, sessions);
     if let Some(splitter) = splitter {
         service = service.with_splitter(splitter);
     }
@@ -291,6 +311,33 @@ pub async fn cold_start(
         service = service.with_schema(schema);
     }
     Ok((service, report))
+}
+
+/// The adapters of the catalog in `folder`, run in this function: checked like the
+/// adapter function's (SQL read-only, HTTP allow-lists), documents from the chunk
+/// artifacts published beside the index.
+async fn in_process_adapters(
+    folder: &Path,
+    location: &IndexLocation,
+    s3: &aws_sdk_s3::Client,
+    config: &Config,
+) -> Result<LocalAdapters> {
+    let refused = |e: switchyard_adapters::AdapterError| Error::Config {
+        origin: "environment".into(),
+        field: "SWITCHYARD_TEMPLATES".into(),
+        message: format!("{}: {e}", folder.display()),
+    };
+    let catalog = Catalog::load(folder)?;
+    switchyard_adapters::check_catalog(&catalog).map_err(refused)?;
+    let documents = documents_chunks(&catalog, location, Some(s3)).await?;
+    let reranker = switchyard_rerank::from_config(&config.composite_retrieval.reranking)?;
+    let llm = LlmFeatures::from_config(&config.llm).map_err(refused)?;
+    Ok(LocalAdapters::open(catalog, Some(folder))
+        .await
+        .map_err(refused)?
+        .with_documents(documents, config, reranker)
+        .map_err(refused)?
+        .with_llm(llm))
 }
 
 /// The SQL schema's chunk artifact published beside the index, if any: it only helps

@@ -48,6 +48,7 @@ async fn a_request_flushes_emf_with_stage_latencies_and_the_datasource() {
         feedback_table: None,
         workflow_table: None,
         topics_table: None,
+        templates: None,
     };
     let (api, _) = cold_start(&settings, config, clients, |_| None)
         .await

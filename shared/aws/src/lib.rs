@@ -10,6 +10,7 @@
 //! Endpoints follow the SDK's usual configuration, `AWS_ENDPOINT_URL` included, which is how
 //! the tests reach `moto_server` and `cargo lambda watch` on 127.0.0.1.
 
+pub mod artifacts;
 pub mod error;
 pub mod feedback;
 pub mod index_store;
@@ -19,6 +20,7 @@ pub mod sessions;
 pub mod topics;
 pub mod workflow;
 
+pub use artifacts::{documents_chunks, variable_set, IndexLocation};
 pub use feedback::DynamoFeedbackStore;
 pub use index_store::{chunks_prefix, IndexPointer, S3IndexStore};
 pub use invoker::LambdaInvoker;

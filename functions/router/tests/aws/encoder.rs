@@ -79,6 +79,7 @@ fn settings(bucket: &str) -> Settings {
         feedback_table: None,
         workflow_table: None,
         topics_table: None,
+        templates: None,
     }
 }
 

@@ -42,6 +42,7 @@ async fn end_to_end_from_s3_through_lambda_to_the_session_table() {
         feedback_table: None,
         workflow_table: None,
         topics_table: None,
+        templates: None,
     };
     let (service, report) = cold_start(&settings, Config::default(), clients, adapter_functions)
         .await
@@ -177,6 +178,7 @@ async fn a_missing_or_corrupt_index_names_the_bucket_and_key() {
         feedback_table: None,
         workflow_table: None,
         topics_table: None,
+        templates: None,
     };
     let error = match cold_start(&settings, Config::default(), clients, adapter_functions).await {
         Ok(_) => panic!("a corrupt index must not load"),
@@ -254,6 +256,7 @@ async fn the_schema_published_beside_the_index_answers_no_match() {
         feedback_table: None,
         workflow_table: None,
         topics_table: None,
+        templates: None,
     };
     let mut strict = config;
     strict.composite_retrieval.confidence_threshold =

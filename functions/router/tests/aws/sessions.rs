@@ -45,6 +45,7 @@ async fn an_unreachable_session_table_still_answers() {
         feedback_table: None,
         workflow_table: None,
         topics_table: None,
+        templates: None,
     };
     let (service, _) = cold_start(&settings, Config::default(), clients, adapter_functions)
         .await

@@ -52,6 +52,7 @@ fn settings() -> Settings {
         feedback_table: Some(FEEDBACK.into()),
         workflow_table: None,
         topics_table: None,
+        templates: None,
     }
 }
 

@@ -1,0 +1,254 @@
+//! `template.yaml` against the code that runs under it: every variable a function is given
+//! is one its code reads (a renamed variable on either side fails here, not at a cold
+//! start in AWS), every layer path a function is pointed at holds the files the code
+//! loads, and every operation of the API has an HTTP API event.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use switchyard_aws::LambdaInvoker;
+use switchyard_core::template::Catalog;
+use switchyard_router::{IndexLocation, Settings};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The template as plain YAML: CloudFormation's short-form tags (`!Ref X`, `!Sub "…"`)
+/// dropped, so `!Ref SessionsTable` reads as the logical id `SessionsTable`.
+fn template() -> Value {
+    let text = std::fs::read_to_string(root().join("template.yaml")).unwrap();
+    let plain = [
+        "!Ref ", "!Sub ", "!GetAtt ", "!If ", "!Not ", "!Equals ", "!Split ",
+    ]
+    .iter()
+    .fold(text, |text, tag| text.replace(tag, ""));
+    serde_saphyr::from_str(&plain).expect("template.yaml parses as YAML")
+}
+
+fn resource<'a>(template: &'a Value, name: &str) -> &'a Value {
+    &template["Resources"][name]
+}
+
+fn variables(function: &Value) -> serde_json::Map<String, Value> {
+    function["Properties"]["Environment"]["Variables"]
+        .as_object()
+        .cloned()
+        .unwrap_or_default()
+}
+
+fn functions(template: &Value) -> Vec<(String, Value)> {
+    template["Resources"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(_, r)| r["Type"] == "AWS::Serverless::Function")
+        .map(|(name, r)| (name.clone(), r.clone()))
+        .collect()
+}
+
+/// The folder a `/opt/…` path of a function comes from, in the repository: under the
+/// ContentUri of one of its layers. The templates layer's Makefile copies its ContentUri
+/// (templates/) to /opt/templates; other layers are mounted as they are. A path that exists
+/// wins; otherwise the first candidate (the model layer's folder is filled by
+/// model-layer.sh, so it may not exist yet).
+fn layer_path(template: &Value, function: &Value, opt_path: &str) -> PathBuf {
+    let relative = Path::new(opt_path)
+        .strip_prefix("/opt")
+        .unwrap_or_else(|_| panic!("{opt_path} is not under /opt, where layers are mounted"));
+    let layers = function["Properties"]["Layers"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let candidates: Vec<PathBuf> = layers
+        .iter()
+        .filter_map(|layer| {
+            let layer = resource(template, layer.as_str().unwrap());
+            let content = root().join(layer["Properties"]["ContentUri"].as_str().unwrap());
+            let mounted = if layer["Metadata"]["BuildMethod"] == "makefile" {
+                "templates"
+            } else {
+                ""
+            };
+            relative
+                .strip_prefix(mounted)
+                .ok()
+                .map(|rest| content.join(rest))
+        })
+        .collect();
+    candidates
+        .iter()
+        .find(|c| c.exists())
+        .or(candidates.first())
+        .cloned()
+        .unwrap_or_else(|| panic!("no layer of this function provides {opt_path}"))
+}
+
+#[test]
+fn the_router_reads_every_variable_the_template_gives_it() {
+    let template = template();
+    let router = resource(&template, "RouterFunction");
+    let given = variables(router);
+    let settings =
+        Settings::from_env(|name| given.get(name).and_then(Value::as_str).map(String::from))
+            .expect("the template's variables make valid settings");
+    assert_eq!(
+        settings.index,
+        IndexLocation::S3 {
+            bucket: "IndexBucket".into(),
+            prefix: "IndexPrefix".into()
+        }
+    );
+    assert_eq!(settings.sessions_table.as_deref(), Some("SessionsTable"));
+    assert_eq!(
+        settings.rerank_cache_table.as_deref(),
+        Some("RerankCacheTable")
+    );
+    assert_eq!(settings.feedback_table.as_deref(), Some("FeedbackTable"));
+    assert_eq!(settings.workflow_table.as_deref(), Some("WorkflowTable"));
+    assert_eq!(settings.topics_table.as_deref(), Some("TopicsTable"));
+    assert_eq!(
+        settings.templates, None,
+        "empty SWITCHYARD_TEMPLATES: adapters are invoked"
+    );
+
+    // No variable the code does not read (a renamed one would be silently ignored).
+    let adapter_variables: BTreeSet<String> = functions(&template)
+        .iter()
+        .filter_map(|(_, f)| variables(f).get("SWITCHYARD_DATASOURCE").cloned())
+        .map(|d| LambdaInvoker::function_variable(d.as_str().unwrap()))
+        .collect();
+    let known = Settings::VARIABLES
+        .iter()
+        .map(|v| v.to_string())
+        .chain(adapter_variables.iter().cloned())
+        .chain(["SWITCHYARD_MODEL_DIR", "RUST_LOG"].map(String::from))
+        .collect::<BTreeSet<_>>();
+    for name in given.keys() {
+        assert!(
+            known.contains(name) || name.starts_with("SWITCHYARD__"),
+            "RouterFunction's {name} is read by no code (known: {known:?})"
+        );
+    }
+    for name in &adapter_variables {
+        assert!(given.contains_key(name), "RouterFunction lacks {name}");
+    }
+}
+
+#[test]
+fn the_model_layer_holds_what_the_embedder_loads() {
+    let template = template();
+    let router = resource(&template, "RouterFunction");
+    let model_dir = variables(router)["SWITCHYARD_MODEL_DIR"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let folder = layer_path(&template, router, &model_dir);
+    assert!(
+        folder.ends_with("infra/model-layer/model"),
+        "{model_dir} comes from {}",
+        folder.display()
+    );
+    // model-layer.sh fills that folder: it must copy every file the embedder opens.
+    let script = std::fs::read_to_string(root().join("infra/scripts/model-layer.sh")).unwrap();
+    assert!(
+        script.contains("LAYER_DIR=\"infra/model-layer/model\""),
+        "model-layer.sh fills another folder"
+    );
+    let files = script
+        .lines()
+        .find_map(|l| l.strip_prefix("FILES=\""))
+        .and_then(|l| l.strip_suffix('"'))
+        .expect("model-layer.sh names its FILES");
+    let copied: BTreeSet<&str> = files.split_whitespace().collect();
+    for needed in [
+        switchyard_embed::MODEL_FILE,
+        switchyard_embed::TOKENIZER_FILE,
+        switchyard_embed::RUNTIME_FILE,
+    ] {
+        assert!(
+            copied.contains(needed),
+            "model-layer.sh does not copy {needed} into the layer"
+        );
+    }
+}
+
+#[test]
+fn each_adapter_function_serves_a_datasource_of_its_layer_catalog() {
+    let template = template();
+    let router = resource(&template, "RouterFunction");
+    let mut served = BTreeSet::new();
+    for (name, function) in functions(&template) {
+        let vars = variables(&function);
+        let Some(datasource) = vars.get("SWITCHYARD_DATASOURCE").and_then(Value::as_str) else {
+            continue;
+        };
+        let catalog_path = vars["SWITCHYARD_TEMPLATES"].as_str().unwrap();
+        let folder = layer_path(&template, &function, catalog_path);
+        let catalog = Catalog::load(&folder)
+            .unwrap_or_else(|e| panic!("{name}: {catalog_path} ({}) : {e}", folder.display()));
+        assert!(
+            catalog.datasource(datasource).is_some(),
+            "{name}: no datasource `{datasource}` in {}",
+            folder.display()
+        );
+        assert_eq!(
+            function["Metadata"]["BuildProperties"]["Binary"], "switchyard-adapter",
+            "{name} runs another binary"
+        );
+        served.insert(datasource.to_owned());
+    }
+    // The router reaches every datasource of the catalog its adapters serve.
+    let catalog = Catalog::load(&root().join("templates/demo")).unwrap();
+    for datasource in &catalog.datasources {
+        assert!(
+            served.contains(datasource.name()),
+            "no adapter function for `{}`",
+            datasource.name()
+        );
+    }
+    // In-process adapters need the catalogs in the router too.
+    let layers = router["Properties"]["Layers"].as_array().unwrap();
+    assert!(
+        layers.iter().any(|l| l == "TemplatesLayer"),
+        "RouterFunction lacks the TemplatesLayer"
+    );
+}
+
+#[test]
+fn every_api_operation_has_an_http_api_event() {
+    let template = template();
+    let events: BTreeSet<(String, String)> = resource(&template, "RouterFunction")["Properties"]
+        ["Events"]
+        .as_object()
+        .unwrap()
+        .values()
+        .filter(|e| e["Type"] == "HttpApi")
+        .map(|e| {
+            (
+                e["Properties"]["Path"].as_str().unwrap().to_owned(),
+                e["Properties"]["Method"].as_str().unwrap().to_uppercase(),
+            )
+        })
+        .collect();
+    let openapi: Value =
+        serde_json::from_str(&std::fs::read_to_string(root().join("openapi.json")).unwrap())
+            .unwrap();
+    let mut operations: Vec<(String, String)> = Vec::new();
+    for (path, item) in openapi["paths"].as_object().unwrap() {
+        for method in item.as_object().unwrap().keys() {
+            operations.push((path.clone(), method.to_uppercase()));
+        }
+    }
+    operations.push(("/v1/openapi.json".into(), "GET".into()));
+    operations.push(("/mcp".into(), "POST".into()));
+    for (path, method) in operations {
+        let routed = events.contains(&(path.clone(), method.clone()))
+            || events.contains(&(path.clone(), "ANY".into()));
+        assert!(
+            routed,
+            "{method} {path} has no HttpApi event in template.yaml"
+        );
+    }
+}

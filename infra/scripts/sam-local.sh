@@ -1,0 +1,166 @@
+#!/usr/bin/env bash
+# The functions run the way a SAM user runs them, on this machine's Docker Engine with no
+# container registry:
+#   sam-local.sh          build, invoke each function, serve the API, check it, clean up
+# Steps (each timed in the log):
+#   1. lambda-base-image.sh: the provided.al2023 stand-in, built from Debian's packages
+#      (SAM builds its "rapid" images FROM it; --skip-pull-image: no registry is asked).
+#   2. model-layer.sh fills the EmbeddingModelLayer; `sam build` with cargo-lambda on this
+#      machine (no build container), in debug mode (SAM_BUILD_MODE=debug: no --release,
+#      a fraction of a release build's time) and with cargo as the compiler
+#      (CARGO_LAMBDA_COMPILER=cargo, no zig), into the workspace's target directory; the
+#      adapter functions share one binary, so it is compiled once. check-glibc.sh then
+#      checks the bootstraps need no glibc symbol newer than Amazon Linux 2023's 2.34.
+#   3. The demo index (`switchyard index build`) is copied beside the router's and the
+#      policies adapter's bootstrap (`/var/task/index/` in their containers), and an
+#      --env-vars file points them at it: the router reads SWITCHYARD_INDEX instead of
+#      S3, runs the adapters in-process from the TemplatesLayer (SWITCHYARD_TEMPLATES=
+#      /opt/templates/demo) instead of invoking them, and keeps sessions and caches in
+#      memory (the table variables empty). Nothing in a container talks to the host.
+#   4. `sam local invoke` of the router with events/*.json (API Gateway HTTP API v2), and
+#      of the tools, hr and policies adapters with events/adapter-*.json.
+#   5. `sam local start-api` on 127.0.0.1 (warm containers) answers /v1/health,
+#      /v1/route, /v1/query and /v1/openapi.json, checked against openapi.json
+#      (sam_api_check.py).
+# Environment: SAM_LOCAL_PORT (default 3300) for start-api; SWITCHYARD_CACHE_DIR as for
+# every script. Needs docker, the AWS tools (aws-tools.sh) and the CLI built
+# (cargo build --workspace --bins).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+. infra/scripts/venv.sh
+
+PORT="${SAM_LOCAL_PORT:-3300}"
+BUILD=.aws-sam/build
+WORK=.aws-sam/local
+export SAM_CLI_TELEMETRY=0 SAM_SKIP_PULL_IMAGE=1
+# No AWS account: a region for SAM and the SDK in the containers, no profile, no real
+# credentials (nothing in the containers calls AWS: see step 3).
+export AWS_REGION=us-east-1 AWS_DEFAULT_REGION=us-east-1
+export AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test
+export AWS_CONFIG_FILE=/dev/null AWS_SHARED_CREDENTIALS_FILE=/dev/null
+unset AWS_PROFILE AWS_SESSION_TOKEN
+# Where `sam local` finds the images it derives; never a registry.
+INVOKE_IMAGE="switchyard/lambda-provided:al2023-x86_64"
+
+say() { echo "sam-local: $*" >&2; }
+fail() { say "FAILED: $*"; exit 1; }
+step_start=0
+step() { step_start=$(date +%s); say "== $*"; }
+step_done() { say "   ($1 took $(($(date +%s) - step_start)) s)"; }
+
+command -v docker >/dev/null 2>&1 || fail "docker not found"
+docker info >/dev/null 2>&1 || fail "the Docker Engine does not answer"
+command -v sam >/dev/null 2>&1 || fail "sam not found: run ./infra/scripts/aws-tools.sh"
+[ -x target/debug/switchyard ] || fail "target/debug/switchyard missing: cargo build --workspace --bins"
+
+SERVER_PID=""
+cleanup() {
+  if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
+    kill "$SERVER_PID" 2>/dev/null || true
+    wait "$SERVER_PID" 2>/dev/null || true
+  fi
+  # SAM labels its containers; warm ones outlive a killed start-api.
+  local left
+  left=$(docker ps -aq --filter label=sam.cli.container.type=lambda)
+  [ -z "$left" ] || docker rm -f $left >/dev/null 2>&1 || true
+}
+trap cleanup EXIT
+
+mkdir -p .aws-sam
+step "base image"
+./infra/scripts/lambda-base-image.sh
+step_done "base image"
+
+step "sam build (debug, cargo-lambda with cargo)"
+./infra/scripts/model-layer.sh >/dev/null
+# --no-cached: SAM's cache hashes the code folder, which for CodeUri . is the whole
+# workspace with its target/; cargo's own fingerprints make a rebuild cheap anyway.
+SAM_BUILD_MODE=debug CARGO_LAMBDA_COMPILER=cargo sam build --no-cached --build-dir "$BUILD" \
+  >"$WORK.build.log" 2>&1 || {
+  tail -n 40 "$WORK.build.log" >&2
+  fail "sam build"
+}
+step_done "sam build"
+./infra/scripts/check-glibc.sh "$BUILD/RouterFunction/bootstrap" "$BUILD/ToolsAdapterFunction/bootstrap"
+
+step "demo index for the containers"
+rm -rf "$WORK"
+mkdir -p "$WORK/index"
+./target/debug/switchyard --templates templates/demo index build --out "$WORK/index/demo.idx" 2>"$WORK/index.log" ||
+  { cat "$WORK/index.log" >&2; fail "index build"; }
+for function in RouterFunction PoliciesAdapterFunction; do
+  rm -rf "$BUILD/$function/index"
+  cp -R "$WORK/index" "$BUILD/$function/index"
+done
+# Declared variables only (SAM ignores others): see template.yaml's RouterFunction.
+cat >"$WORK/env.json" <<'JSON'
+{
+  "RouterFunction": {
+    "SWITCHYARD_INDEX_BUCKET": "",
+    "SWITCHYARD_INDEX": "/var/task/index/demo.idx",
+    "SWITCHYARD_TEMPLATES": "/opt/templates/demo",
+    "SWITCHYARD_SESSIONS_TABLE": "",
+    "SWITCHYARD_RERANK_CACHE_TABLE": "",
+    "SWITCHYARD_FEEDBACK_TABLE": "",
+    "SWITCHYARD_WORKFLOW_TABLE": "",
+    "SWITCHYARD_TOPICS_TABLE": ""
+  },
+  "PoliciesAdapterFunction": {
+    "SWITCHYARD_INDEX_BUCKET": "",
+    "SWITCHYARD_INDEX": "/var/task/index/demo.idx"
+  }
+}
+JSON
+step_done "index"
+
+# invoke FUNCTION EVENT: the function's answer (stdout's last line), checked by a Python
+# expression over `r`, the parsed answer.
+invoke() {
+  local function=$1 event=$2 check=$3 out started
+  started=$(date +%s%N)
+  if ! out=$(sam local invoke "$function" --event "$event" --env-vars "$WORK/env.json" \
+    --skip-pull-image --invoke-image "$INVOKE_IMAGE" --container-host 127.0.0.1 \
+    --container-host-interface 127.0.0.1 2>"$WORK/invoke.log"); then
+    tail -n 30 "$WORK/invoke.log" >&2
+    fail "sam local invoke $function --event $event"
+  fi
+  local answer
+  answer=$(printf '%s\n' "$out" | tail -n 1)
+  if ! python3 -c 'import json, sys; r = json.loads(sys.argv[1]); sys.exit(0 if eval(sys.argv[2]) else 1)' \
+    "$answer" "$check"; then
+    tail -n 30 "$WORK/invoke.log" >&2
+    fail "sam local invoke $function --event $event answered $answer (wanted $check)"
+  fi
+  # SAM prints the emulator's REPORT line: Init Duration is the cold start.
+  local report
+  report=$(grep -o 'REPORT RequestId.*' "$WORK/invoke.log" | tail -n 1 || true)
+  say "invoke $function $event: ok in $((($(date +%s%N) - started) / 1000000)) ms; ${report:-no REPORT line}"
+  say "   answer: ${answer:0:200}"
+}
+
+step "sam local invoke"
+body='json.loads(r["body"])'
+invoke RouterFunction events/health.json "r['statusCode'] == 200 and $body['templates'] > 0"
+invoke RouterFunction events/query.json "r['statusCode'] == 200 and $body['content'] == '14 employees work in Engineering.'"
+invoke RouterFunction events/route.json "r['statusCode'] == 200 and 'calculator_percentage' in json.dumps($body['routing_decision'])"
+invoke RouterFunction events/query-bad-json.json "r['statusCode'] == 400"
+invoke ToolsAdapterFunction events/adapter-tools.json "r['status'] == 'ok' and '30' in r['content']"
+invoke HrAdapterFunction events/adapter-hr.json "r['status'] == 'ok' and r['content'] == '14 employees work in Engineering.'"
+invoke PoliciesAdapterFunction events/adapter-policies.json "r['status'] == 'ok' and r['data']['chunks'][0]['document'] == 'car'"
+step_done "invokes"
+
+step "sam local start-api on 127.0.0.1:$PORT"
+sam local start-api --host 127.0.0.1 --port "$PORT" --env-vars "$WORK/env.json" \
+  --skip-pull-image --invoke-image "$INVOKE_IMAGE" --warm-containers LAZY \
+  --container-host 127.0.0.1 --container-host-interface 127.0.0.1 \
+  >"$WORK/start-api.log" 2>&1 &
+SERVER_PID=$!
+for _ in $(seq 1 120); do
+  curl -fsS -o /dev/null --max-time 2 "http://127.0.0.1:$PORT/v1/openapi.json" 2>/dev/null && break
+  kill -0 "$SERVER_PID" 2>/dev/null || { tail -n 30 "$WORK/start-api.log" >&2; fail "start-api exited"; }
+  sleep 1
+done
+python3 infra/scripts/sam_api_check.py "http://127.0.0.1:$PORT" openapi.json ||
+  { tail -n 30 "$WORK/start-api.log" >&2; fail "start-api answers"; }
+step_done "start-api"
+say "passed"
