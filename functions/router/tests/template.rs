@@ -100,14 +100,40 @@ fn the_router_reads_every_variable_the_template_gives_it() {
             prefix: "IndexPrefix".into()
         }
     );
-    assert_eq!(settings.sessions_table.as_deref(), Some("SessionsTable"));
-    assert_eq!(
-        settings.rerank_cache_table.as_deref(),
-        Some("RerankCacheTable")
-    );
-    assert_eq!(settings.feedback_table.as_deref(), Some("FeedbackTable"));
-    assert_eq!(settings.workflow_table.as_deref(), Some("WorkflowTable"));
-    assert_eq!(settings.topics_table.as_deref(), Some("TopicsTable"));
+    let tables = [
+        (
+            "SWITCHYARD_SESSIONS_TABLE",
+            &settings.sessions_table,
+            "SessionsTable",
+        ),
+        (
+            "SWITCHYARD_RERANK_CACHE_TABLE",
+            &settings.rerank_cache_table,
+            "RerankCacheTable",
+        ),
+        (
+            "SWITCHYARD_FEEDBACK_TABLE",
+            &settings.feedback_table,
+            "FeedbackTable",
+        ),
+        (
+            "SWITCHYARD_WORKFLOW_TABLE",
+            &settings.workflow_table,
+            "WorkflowTable",
+        ),
+        (
+            "SWITCHYARD_TOPICS_TABLE",
+            &settings.topics_table,
+            "TopicsTable",
+        ),
+    ];
+    for (variable, read, table) in tables {
+        assert_eq!(
+            read.as_deref(),
+            Some(table),
+            "the router does not get {table} through {variable}: renamed in template.yaml or in Settings?"
+        );
+    }
     assert_eq!(
         settings.templates, None,
         "empty SWITCHYARD_TEMPLATES: adapters are invoked"
