@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use serde_json::Map;
 
-use super::{Execution, Service};
+use super::{Execution, Routed, Service};
 use crate::invoker::{AdapterRequest, AdapterStatus, QueryVector, GENERATED_SQL};
 use crate::router::Routing;
 use crate::template::DatasourceKind;
@@ -15,10 +15,10 @@ impl Service {
     /// model for one query over the nearest tables and checks and runs it like a template.
     pub(super) async fn generated_sql(
         &self,
-        routing: &Routing,
+        routed: &Routed,
         request_id: &str,
     ) -> Option<Execution> {
-        let schema = routing.schema.as_ref()?;
+        let schema = routed.schema.as_ref()?;
         if !self.router.config().llm.text_to_sql {
             return None;
         }
@@ -39,7 +39,7 @@ impl Service {
             request_id: request_id.to_owned(),
             datasource: datasource.clone(),
             template_id: GENERATED_SQL.to_owned(),
-            query: routing.query.clone(),
+            query: routed.routing.query.clone(),
             session_parameters: Map::new(),
             deadline_ms,
             upstream: Map::new(),

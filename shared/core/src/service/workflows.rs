@@ -6,32 +6,15 @@ use std::sync::Arc;
 
 use serde_json::Map;
 
+use super::routed::Plan;
 use super::sessions::scoped;
 use super::{new_request_id, Question, Service};
 use crate::error::{Error, Result};
 use crate::orchestration::{
     decompose, fuse, phases, plan, run, validated_parts, Checkpoint, Decomposition, Fused,
-    QuestionSplitter, Requests, Run, Task,
+    QuestionSplitter, Requests, Run,
 };
 use crate::router::{Access, Routing};
-
-/// A routed question and, when it asks for several things, its plan.
-#[derive(Debug)]
-pub struct Routed {
-    pub routing: Routing,
-    /// What detection and decomposition found (absent when orchestration is off or the
-    /// turn answers the conversation's pending question).
-    pub decomposition: Option<Decomposition>,
-    /// The tasks and their phases, when the question was split.
-    pub plan: Option<Plan>,
-}
-
-#[derive(Debug, Clone)]
-pub struct Plan {
-    pub tasks: Vec<Task>,
-    /// Positions in `tasks`, phase by phase.
-    pub phases: Vec<Vec<usize>>,
-}
 
 /// A split question's run: its workflow after this request, and the fused answer.
 #[derive(Debug)]
@@ -206,6 +189,7 @@ impl Service {
         &self,
         question: &Question,
         checkpoint: Checkpoint,
+        decomposition: Option<Decomposition>,
         session_parameters: &Map<String, serde_json::Value>,
         request_id: &str,
         now: i64,
@@ -243,7 +227,7 @@ impl Service {
         metrics::counter!("OrchestratedQuestions").increment(1);
         metrics::histogram!("OrchestrationCoverage").record(f64::from(fused.coverage));
         Orchestrated {
-            decomposition: None,
+            decomposition,
             run,
             fused,
         }
