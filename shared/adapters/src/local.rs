@@ -8,6 +8,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use switchyard_core::blocking::run_blocking;
 use switchyard_core::config::{Config, LlmConfig};
 use switchyard_core::documents::ChunkIndex;
 use switchyard_core::invoker::{
@@ -290,8 +291,9 @@ impl LocalAdapters {
         let request = self.fill_with_model(template, request).await;
         let routed = &request;
         let mut response = respond(template, &request, |parameters| async move {
-            adapter
-                .execute(template, &parameters, routed, deadline)
+            // An in-process adapter may do its work as it is called (SQLite): off the
+            // runtime's workers, like the router's embedding.
+            run_blocking(|| adapter.execute(template, &parameters, routed, deadline))
                 .await
                 .map_err(|e| e.to_string())
         })

@@ -14,6 +14,7 @@ pub use switchyard_index::{embed, head, index, scoring, synthetic};
 pub use switchyard_routing::{router, session};
 pub use switchyard_text::{keywords, params, similarity};
 
+pub mod blocking;
 pub mod conversation;
 pub mod feedback;
 pub mod invoker;

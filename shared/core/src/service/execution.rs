@@ -6,6 +6,7 @@ use std::time::Instant;
 use serde_json::Map;
 
 use super::{Execution, Routed, Service};
+use crate::blocking::run_blocking;
 use crate::invoker::{AdapterRequest, AdapterStatus, QueryVector, GENERATED_SQL};
 use crate::router::Routing;
 use crate::template::DatasourceKind;
@@ -62,7 +63,7 @@ impl Service {
             return None;
         }
         let embedder = self.router.documents_embedder();
-        match embedder.embed_one(&self.router.embedding_text(query)) {
+        match run_blocking(|| embedder.embed_one(&self.router.embedding_text(query))) {
             Ok(values) => Some(QueryVector {
                 model_id: embedder.model_id().to_owned(),
                 values,

@@ -18,6 +18,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde_json::Map;
 
 use crate::auth::Access;
+use crate::blocking::run_blocking;
 use crate::conversation::{
     contextualize, AssistantTurn, ContextTexts, Contextualized, MAX_ASSISTANT_CHARS,
 };
@@ -398,9 +399,11 @@ impl Service {
             said,
             &self.router.config().sessions,
         );
-        let (candidates, others) =
+        // Embedding and scoring: the CPU-bound part of a request.
+        let (candidates, others) = run_blocking(|| {
             self.router
-                .candidates_with_context(&question.query, &texts.texts(), &access)?;
+                .candidates_with_context(&question.query, &texts.texts(), &access)
+        })?;
         let reranked = match &self.rerank {
             Some(stage) => stage.rerank(&self.router, &candidates, now).await,
             None => self.router.not_reranked(),
@@ -437,7 +440,7 @@ impl Service {
         };
         record_routing(&routing, question);
         let schema = match routing.outcome {
-            Outcome::NoMatch => self.schema_context(&question.query, &access),
+            Outcome::NoMatch => run_blocking(|| self.schema_context(&question.query, &access)),
             _ => None,
         };
         let mut routed = Routed {

@@ -9,6 +9,7 @@ use serde_json::Map;
 use super::routed::Plan;
 use super::sessions::scoped;
 use super::{new_request_id, Question, Service};
+use crate::blocking::run_blocking;
 use crate::error::{Error, Result};
 use crate::orchestration::{
     decompose, fuse, phases, plan, run, validated_parts, Checkpoint, Decomposition, Fused,
@@ -47,14 +48,17 @@ impl Service {
         access: &Access,
     ) -> Result<(Decomposition, Option<Plan>)> {
         let config = &self.router.config().orchestration;
-        let mut decomposition = decompose(&self.router, &self.decomposer, routing, access)?;
+        // Every run of segments is routed (embedded and scored): CPU-bound.
+        let mut decomposition =
+            run_blocking(|| decompose(&self.router, &self.decomposer, routing, access))?;
         if !decomposition.is_split() && decomposition.signals.considered && config.chat_decomposer {
             if let Some(splitter) = &self.splitter {
                 match splitter.split(&routing.query).await {
                     Ok(texts) => {
-                        if let Some(parts) =
-                            validated_parts(&self.router, routing, &texts, access, config)?
-                        {
+                        let parts = run_blocking(|| {
+                            validated_parts(&self.router, routing, &texts, access, config)
+                        })?;
+                        if let Some(parts) = parts {
                             decomposition.parts = parts;
                             decomposition.method = splitter.id().to_owned();
                         }
