@@ -8,6 +8,7 @@ mod routed;
 mod sessions;
 mod workflows;
 
+use execution::Executed;
 use routed::TurnContext;
 use sessions::scoped;
 
@@ -34,7 +35,7 @@ use crate::orchestration::{
 };
 use crate::rerank::RerankStage;
 use crate::router::{Outcome, Router, Routing};
-use crate::session::{carried_parameters, ContextUsed, SessionStore};
+use crate::session::{ContextUsed, SessionStore};
 use crate::topics::{MemoryTopicStore, TopicStore};
 pub use routed::{Plan, Routed};
 pub use workflows::Orchestrated;
@@ -267,55 +268,20 @@ impl Service {
             .route_in_context(question, access, &context, now, resumed.is_none())
             .await?;
         let request_id = new_request_id();
-        let checkpoint = match (resumed, &routed.plan) {
-            (Some(checkpoint), _) => Some(checkpoint),
-            (None, Some(plan)) => Some(self.new_workflow(question, &request_id, plan.clone(), now)),
-            (None, None) => None,
-        };
-        let session_parameters = context.turns().map(carried_parameters).unwrap_or_default();
-        let (execution, orchestration) = match checkpoint {
-            Some(checkpoint) => {
-                let decomposition = routed.decomposition.clone();
-                let orchestrated = self
-                    .orchestrate(
-                        question,
-                        checkpoint,
-                        decomposition,
-                        &session_parameters,
-                        &request_id,
-                        now,
-                    )
-                    .await;
-                (None, Some(orchestrated))
-            }
-            None if routed.routing.outcome == Outcome::Execute => {
-                let execution = self
-                    .execute(
-                        &routed.routing,
-                        session_parameters,
-                        &question.filters,
-                        &request_id,
-                    )
-                    .await;
-                (Some(execution), None)
-            }
-            None => (None, None),
-        };
-        let session = self
-            .record_turn(question, &routed, context, &execution, &orchestration, now)
+        let workflow = self.plan_workflow(question, resumed, &routed, &request_id, now);
+        let executed = self
+            .execute_routed(question, &routed, workflow, &context, &request_id, now)
             .await;
-        self.record_decision(
-            &routed.routing,
-            &execution,
-            &orchestration,
-            &request_id,
-            now,
-        )
-        .await;
-        let generated = match routed.routing.outcome {
-            Outcome::NoMatch => self.generated_sql(&routed, &request_id).await,
-            _ => None,
-        };
+        let session = self
+            .record_turn(question, &routed, context, &executed, now)
+            .await;
+        self.record_decision(&routed.routing, &executed, &request_id, now)
+            .await;
+        let Executed {
+            execution,
+            orchestration,
+            generated,
+        } = executed;
         Ok(Answer {
             request_id,
             routed,
@@ -331,15 +297,14 @@ impl Service {
     async fn record_decision(
         &self,
         routing: &Routing,
-        execution: &Option<Execution>,
-        orchestration: &Option<Orchestrated>,
+        executed: &Executed,
         request_id: &str,
         now: i64,
     ) {
         if !self.router.config().feedback.enabled {
             return;
         }
-        let adapter_ms = match (execution, orchestration) {
+        let adapter_ms = match (&executed.execution, &executed.orchestration) {
             (Some(e), _) => e.adapter_ms,
             (None, Some(o)) => o.run.checkpoint.tasks.iter().map(|t| t.adapter_ms).sum(),
             (None, None) => 0.0,

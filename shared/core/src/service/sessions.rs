@@ -5,6 +5,7 @@
 use serde_json::Map;
 use sha2::{Digest, Sha256};
 
+use super::execution::Executed;
 use super::routed::{Routed, TurnContext};
 use super::{Execution, Orchestrated, Question, Service, SessionUse};
 use crate::conversation::{assistant_text, turn_of, unexecuted_outcome};
@@ -42,8 +43,7 @@ impl Service {
         question: &Question,
         routed: &Routed,
         context: TurnContext,
-        execution: &Option<Execution>,
-        orchestration: &Option<Orchestrated>,
+        executed: &Executed,
         now: i64,
     ) -> SessionUse {
         let (id, count) = match (question.session_key(), context.turns) {
@@ -52,10 +52,12 @@ impl Service {
             (Some(id), Ok(Some(turns))) => (id, turns.len()),
         };
         let routing = &routed.routing;
-        let (outcome, parameters) = turn_result(routing, execution, orchestration);
+        let (outcome, parameters) =
+            turn_result(routing, &executed.execution, &executed.orchestration);
         let sessions = &self.router.config().sessions;
         let mut turn = turn_of(routing, &routed.belief, outcome, parameters, sessions, now);
-        turn.answer = execution
+        turn.answer = executed
+            .execution
             .as_ref()
             .and_then(|e| e.adapter.as_ref().ok())
             .filter(|_| sessions.store_text)

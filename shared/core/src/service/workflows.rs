@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde_json::Map;
 
-use super::routed::Plan;
+use super::routed::{Plan, Routed};
 use super::sessions::scoped;
 use super::{new_request_id, Question, Service};
 use crate::blocking::run_blocking;
@@ -164,7 +164,24 @@ impl Service {
         Ok(resumable)
     }
 
-    pub(super) fn new_workflow(
+    /// Plan: the workflow to run, if any (the resumed one, or a new one for a question
+    /// that was split).
+    pub(super) fn plan_workflow(
+        &self,
+        question: &Question,
+        resumed: Option<Checkpoint>,
+        routed: &Routed,
+        request_id: &str,
+        now: i64,
+    ) -> Option<Checkpoint> {
+        match (resumed, &routed.plan) {
+            (Some(checkpoint), _) => Some(checkpoint),
+            (None, Some(plan)) => Some(self.new_workflow(question, request_id, plan.clone(), now)),
+            (None, None) => None,
+        }
+    }
+
+    fn new_workflow(
         &self,
         question: &Question,
         request_id: &str,
