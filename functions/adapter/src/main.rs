@@ -16,7 +16,7 @@ use switchyard_aws::{chunks_prefix, S3IndexStore};
 use switchyard_core::config::Config;
 use switchyard_core::documents::{artifact_beside, ChunkIndex};
 use switchyard_core::index::IndexSource;
-use switchyard_core::invoker::{AdapterInvoker, AdapterRequest, AdapterResponse, AdapterStatus};
+use switchyard_core::invoker::{AdapterInvoker, AdapterOutcome, AdapterRequest, AdapterResponse};
 use switchyard_core::template::{Catalog, DatasourceKind};
 
 /// Answer one request; a request for another datasource, or a transport-level failure,
@@ -25,12 +25,11 @@ async fn handle<I: AdapterInvoker>(adapters: &I, request: AdapterRequest) -> Ada
     match adapters.invoke(request).await {
         Ok(response) => response,
         Err(e) => AdapterResponse {
-            status: AdapterStatus::Error,
+            outcome: AdapterOutcome::Error(Some(e.to_string())),
             content: e.to_string(),
             data: serde_json::Value::Null,
             parameters: Default::default(),
             missing: Vec::new(),
-            error: Some(e.to_string()),
             execution_time_ms: 0.0,
         },
     }
@@ -132,6 +131,7 @@ async fn main() -> Result<(), lambda_runtime::Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use switchyard_core::invoker::AdapterStatus;
 
     fn request(datasource: &str, template_id: &str, query: &str) -> AdapterRequest {
         serde_json::from_value(serde_json::json!({
@@ -161,7 +161,7 @@ mod tests {
             ),
         )
         .await;
-        assert_eq!(answer.status, AdapterStatus::Ok, "{answer:?}");
+        assert_eq!(answer.status(), AdapterStatus::Ok, "{answer:?}");
         assert_eq!(answer.content, "14 employees work in Engineering.");
 
         let answer = handle(
@@ -169,7 +169,7 @@ mod tests {
             request("hr", "employees_count_by_department", "How many employees?"),
         )
         .await;
-        assert_eq!(answer.status, AdapterStatus::NeedsClarification);
+        assert_eq!(answer.status(), AdapterStatus::NeedsClarification);
         assert_eq!(answer.missing[0]["name"], "department");
 
         let answer = handle(
@@ -177,8 +177,8 @@ mod tests {
             request("ev", "vehicles_count_by_make", "How many Teslas?"),
         )
         .await;
-        assert_eq!(answer.status, AdapterStatus::Error);
-        assert!(answer.error.unwrap().contains("`ev`"));
+        assert_eq!(answer.status(), AdapterStatus::Error);
+        assert!(answer.error().unwrap().contains("`ev`"));
     }
 
     /// The demo's `policies` chunks, built with the hashing embedder (the adapter checks
@@ -263,7 +263,7 @@ mod tests {
             ),
         )
         .await;
-        assert_eq!(answer.status, AdapterStatus::Ok, "{answer:?}");
+        assert_eq!(answer.status(), AdapterStatus::Ok, "{answer:?}");
         assert_eq!(answer.data["chunks"][0]["document"], "car", "{answer:?}");
         assert!(answer.data["search"].as_str().unwrap().starts_with("bm25"));
 
@@ -278,7 +278,7 @@ mod tests {
             values: vec![0.0; 64],
         });
         let answer = handle(&adapters, other).await;
-        assert_eq!(answer.status, AdapterStatus::Error, "{answer:?}");
+        assert_eq!(answer.status(), AdapterStatus::Error, "{answer:?}");
         assert!(answer.content.contains("another-model"), "{answer:?}");
     }
 }

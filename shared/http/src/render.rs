@@ -284,7 +284,7 @@ impl Render<'_> {
         let (datasource, _) = self.0.template(selected);
         let adapter = match &execution.adapter {
             Ok(response) => AdapterReport {
-                status: to_value(&response.status)
+                status: to_value(&response.status())
                     .as_str()
                     .unwrap_or("ok")
                     .to_owned(),
@@ -310,22 +310,21 @@ impl Render<'_> {
         let confidence = selected.combined_score;
         match execution.adapter {
             Ok(AdapterResponse {
-                status,
+                outcome,
                 content,
                 data,
                 parameters,
                 missing,
-                error,
                 ..
             }) => (
                 200,
                 QueryAnswer::Answered(Answered {
-                    status,
+                    status: outcome.status(),
+                    error: outcome.error().map(str::to_owned),
                     content,
                     data,
                     parameters,
                     missing,
-                    error,
                     confidence,
                     metadata,
                 }),
@@ -541,10 +540,10 @@ fn schema_context(schema: Option<&SchemaContext>) -> Option<Vec<SchemaTableRepor
 fn generated_answer(execution: switchyard_core::service::Execution) -> GeneratedAnswer {
     match execution.adapter {
         Ok(response) => GeneratedAnswer {
-            status: response.status,
+            status: response.status(),
             sql: response.data["sql"].as_str().map(str::to_owned),
+            error: response.error().map(str::to_owned),
             content: response.content,
-            error: response.error,
             data: response.data,
         },
         Err(e) => GeneratedAnswer {

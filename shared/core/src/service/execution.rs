@@ -158,7 +158,7 @@ impl Service {
         let adapter_ms = invoked.elapsed().as_secs_f64() * 1000.0;
         let label = selected.datasource.clone();
         metrics::histogram!("AdapterLatencyMs", "Datasource" => label.clone()).record(adapter_ms);
-        let answered = matches!(&adapter, Ok(r) if r.status != AdapterStatus::Error);
+        let answered = matches!(&adapter, Ok(r) if r.status() != AdapterStatus::Error);
         if !answered {
             metrics::counter!("AdapterErrors", "Datasource" => label).increment(1);
         }

@@ -150,7 +150,7 @@ fn turn_result(
     match execution {
         Some(execution) => match &execution.adapter {
             Ok(response) => (
-                match response.status {
+                match response.status() {
                     AdapterStatus::Ok => TurnOutcome::Execute,
                     AdapterStatus::NeedsClarification => TurnOutcome::NeedsClarification,
                     AdapterStatus::Error => TurnOutcome::Failed,
