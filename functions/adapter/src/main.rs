@@ -15,7 +15,7 @@ use switchyard_adapters::LocalAdapters;
 use switchyard_aws::{documents_chunks, IndexLocation};
 use switchyard_core::config::Config;
 use switchyard_core::documents::ChunkIndex;
-use switchyard_core::invoker::{AdapterInvoker, AdapterRequest, AdapterResponse, AdapterStatus};
+use switchyard_core::invoker::{AdapterInvoker, AdapterOutcome, AdapterRequest, AdapterResponse};
 use switchyard_core::template::{Catalog, DatasourceKind};
 
 /// Answer one request; a request for another datasource, or a transport-level failure,
@@ -24,12 +24,11 @@ async fn handle<I: AdapterInvoker>(adapters: &I, request: AdapterRequest) -> Ada
     match adapters.invoke(request).await {
         Ok(response) => response,
         Err(e) => AdapterResponse {
-            status: AdapterStatus::Error,
+            outcome: AdapterOutcome::Error(Some(e.to_string())),
             content: e.to_string(),
             data: serde_json::Value::Null,
             parameters: Default::default(),
             missing: Vec::new(),
-            error: Some(e.to_string()),
             execution_time_ms: 0.0,
         },
     }
@@ -110,6 +109,7 @@ async fn main() -> Result<(), lambda_runtime::Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use switchyard_core::invoker::AdapterStatus;
 
     fn request(datasource: &str, template_id: &str, query: &str) -> AdapterRequest {
         serde_json::from_value(serde_json::json!({
@@ -139,7 +139,7 @@ mod tests {
             ),
         )
         .await;
-        assert_eq!(answer.status, AdapterStatus::Ok, "{answer:?}");
+        assert_eq!(answer.status(), AdapterStatus::Ok, "{answer:?}");
         assert_eq!(answer.content, "14 employees work in Engineering.");
 
         let answer = handle(
@@ -147,7 +147,7 @@ mod tests {
             request("hr", "employees_count_by_department", "How many employees?"),
         )
         .await;
-        assert_eq!(answer.status, AdapterStatus::NeedsClarification);
+        assert_eq!(answer.status(), AdapterStatus::NeedsClarification);
         assert_eq!(answer.missing[0]["name"], "department");
 
         let answer = handle(
@@ -155,8 +155,8 @@ mod tests {
             request("ev", "vehicles_count_by_make", "How many Teslas?"),
         )
         .await;
-        assert_eq!(answer.status, AdapterStatus::Error);
-        assert!(answer.error.unwrap().contains("`ev`"));
+        assert_eq!(answer.status(), AdapterStatus::Error);
+        assert!(answer.error().unwrap().contains("`ev`"));
     }
 
     /// The demo's `policies` chunks, built with the hashing embedder (the adapter checks
@@ -241,7 +241,7 @@ mod tests {
             ),
         )
         .await;
-        assert_eq!(answer.status, AdapterStatus::Ok, "{answer:?}");
+        assert_eq!(answer.status(), AdapterStatus::Ok, "{answer:?}");
         assert_eq!(answer.data["chunks"][0]["document"], "car", "{answer:?}");
         assert!(answer.data["search"].as_str().unwrap().starts_with("bm25"));
 
@@ -256,7 +256,7 @@ mod tests {
             values: vec![0.0; 64],
         });
         let answer = handle(&adapters, other).await;
-        assert_eq!(answer.status, AdapterStatus::Error, "{answer:?}");
+        assert_eq!(answer.status(), AdapterStatus::Error, "{answer:?}");
         assert!(answer.content.contains("another-model"), "{answer:?}");
     }
 }

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use anyhow::Result;
 use switchyard_core::invoker::IntentInvoker;
-use switchyard_core::router::{Access, Outcome, Router, Routing};
+use switchyard_core::router::{Access, Outcome, Router};
 use switchyard_core::service::{Question, Routed, Service};
 use switchyard_core::session::MemorySessionStore;
 
@@ -30,11 +30,11 @@ pub fn run(router: Router, question: &str, json: bool) -> Result<()> {
         .block_on(service.route(&question, &Access::All))?;
     if json {
         let render = switchyard_http::render::Render(service.router());
-        let mut report = render.route_report(&routed.routing);
+        let mut report = render.route_report(&routed);
         report.orchestration = render.plan_report(&routed);
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
-        print_routing(&routed.routing);
+        print_routing(&routed);
         print_plan(&routed);
     }
     Ok(())
@@ -83,7 +83,8 @@ fn print_plan(routed: &Routed) {
     println!("  phases: {}", phases.join(" → "));
 }
 
-fn print_routing(routing: &Routing) {
+fn print_routing(routed: &Routed) {
+    let routing = &routed.routing;
     println!("query: {}", routing.query);
     println!(
         "{:>3}  {:<14} {:<34} {:>6} {:>6} {:>6} {:>7} {:>10} {:>9} {:>6} {:>6}",
@@ -134,19 +135,16 @@ fn print_routing(routing: &Routing) {
                 .map(|m| format!("{}/{}", m.datasource, m.template_id))
                 .collect::<Vec<_>>()
                 .join(", "),
-            routing.reason()
+            routed.reason()
         ),
         (_, Some(m)) => println!(
             "→ {} / {} (confidence {:.3} ≥ threshold {threshold:.3}; {}; {source} ranking)",
             m.datasource,
             m.template_id,
             m.combined_score,
-            routing.reason()
+            routed.reason()
         ),
-        (_, None) => println!(
-            "→ no_match ({}; threshold {threshold:.3})",
-            routing.reason()
-        ),
+        (_, None) => println!("→ no_match ({}; threshold {threshold:.3})", routed.reason()),
     }
     println!(
         "timings: embedding {:.2} ms, search {:.3} ms, string {:.3} ms, total {:.2} ms",

@@ -8,10 +8,12 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use switchyard_core::blocking::run_blocking;
 use switchyard_core::config::{Config, LlmConfig};
 use switchyard_core::documents::ChunkIndex;
 use switchyard_core::invoker::{
-    find, respond, AdapterInvoker, AdapterRequest, AdapterResponse, AdapterStatus, GENERATED_SQL,
+    find, respond, AdapterInvoker, AdapterOutcome, AdapterRequest, AdapterResponse, AdapterStatus,
+    GENERATED_SQL,
 };
 use switchyard_core::params::extract;
 use switchyard_core::rerank::Reranker;
@@ -171,7 +173,7 @@ impl LocalAdapters {
         let Some(llm) = self.llm.as_ref().filter(|l| l.synthesize_response) else {
             return;
         };
-        if response.status != AdapterStatus::Ok || kind == DatasourceKind::Intent {
+        if response.status() != AdapterStatus::Ok || kind == DatasourceKind::Intent {
             return;
         }
         match llm
@@ -251,12 +253,11 @@ impl LocalAdapters {
                 data["generated"] = true.into();
                 data["sql"] = sql.clone().into();
                 Ok(AdapterResponse {
-                    status: AdapterStatus::Ok,
+                    outcome: AdapterOutcome::Ok,
                     content: format!("(generated SQL) {content}"),
                     data,
                     parameters: Default::default(),
                     missing: Vec::new(),
-                    error: None,
                     execution_time_ms: started.elapsed().as_secs_f64() * 1000.0,
                 })
             }
@@ -290,8 +291,9 @@ impl LocalAdapters {
         let request = self.fill_with_model(template, request).await;
         let routed = &request;
         let mut response = respond(template, &request, |parameters| async move {
-            adapter
-                .execute(template, &parameters, routed, deadline)
+            // An in-process adapter may do its work as it is called (SQLite): off the
+            // runtime's workers, like the router's embedding.
+            run_blocking(|| adapter.execute(template, &parameters, routed, deadline))
                 .await
                 .map_err(|e| e.to_string())
         })
@@ -314,12 +316,11 @@ impl AdapterInvoker for LocalAdapters {
 /// An `error` answer saying `message`: nothing was executed.
 fn refusal(message: String, data: serde_json::Value, execution_time_ms: f64) -> AdapterResponse {
     AdapterResponse {
-        status: AdapterStatus::Error,
         content: message.clone(),
+        outcome: AdapterOutcome::Error(Some(message)),
         data,
         parameters: Default::default(),
         missing: Vec::new(),
-        error: Some(message),
         execution_time_ms,
     }
 }

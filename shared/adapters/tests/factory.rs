@@ -43,7 +43,7 @@ async fn intents_are_served_and_documents_and_absent_files_are_unavailable() {
     let adapters = LocalAdapters::open(catalog, Some(missing)).await.unwrap();
 
     let answer = adapters.invoke(request("intents", "greet")).await.unwrap();
-    assert_eq!(answer.status, AdapterStatus::Ok);
+    assert_eq!(answer.status(), AdapterStatus::Ok);
     assert_eq!(answer.data["intent"], "greet");
     assert_eq!(answer.data["datasource"], "intents");
 

@@ -87,7 +87,7 @@ async fn an_http_call_tool_answers_through_the_http_adapter() {
         .invoke(request("weather_forecast", "what is the weather in Paris"))
         .await
         .unwrap();
-    assert_eq!(answer.status, AdapterStatus::Ok, "{answer:?}");
+    assert_eq!(answer.status(), AdapterStatus::Ok, "{answer:?}");
     assert_eq!(answer.content, "21 degrees in Paris (units=metric)");
     let execution = &answer.data["tool_execution"];
     assert_eq!(execution["tool"], "forecast");
@@ -101,7 +101,7 @@ async fn an_http_call_tool_answers_through_the_http_adapter() {
         .invoke(request("weather_forecast", "weather in ../admin"))
         .await
         .unwrap();
-    assert_eq!(answer.status, AdapterStatus::Ok, "{answer:?}");
+    assert_eq!(answer.status(), AdapterStatus::Ok, "{answer:?}");
     assert_eq!(answer.data["tool_execution"]["result"]["city"], "../admin");
 }
 
@@ -113,7 +113,7 @@ async fn built_in_tools_report_their_execution_time() {
         .invoke(request("percentage", "what is 15% of 200"))
         .await
         .unwrap();
-    assert_eq!(answer.status, AdapterStatus::Ok, "{answer:?}");
+    assert_eq!(answer.status(), AdapterStatus::Ok, "{answer:?}");
     let execution = &answer.data["tool_execution"];
     assert_eq!(execution["operation"], "percentage");
     assert_eq!(execution["result"], 30);
@@ -129,8 +129,8 @@ async fn an_unreachable_tool_api_is_an_error_status() {
         .invoke(request("weather_forecast", "weather in Paris"))
         .await
         .unwrap();
-    assert_eq!(answer.status, AdapterStatus::Error, "{answer:?}");
-    assert!(answer.error.unwrap().contains("weather_forecast"));
+    assert_eq!(answer.status(), AdapterStatus::Error, "{answer:?}");
+    assert!(answer.error().unwrap().contains("weather_forecast"));
 }
 
 #[test]

@@ -72,7 +72,7 @@ async fn the_model_fills_a_missing_required_parameter() {
         .invoke(headcount("how big is the team of my colleague Ann?"))
         .await
         .unwrap();
-    assert_eq!(answer.status, AdapterStatus::Ok, "{answer:?}");
+    assert_eq!(answer.status(), AdapterStatus::Ok, "{answer:?}");
     // Checked like extracted values: the allowed value's canonical spelling.
     assert_eq!(answer.parameters["department"], "Sales");
     assert_eq!(answer.content, "12 employees work in Sales.");
@@ -86,7 +86,7 @@ async fn a_model_value_outside_the_allowed_values_is_an_error_not_a_guess() {
         .invoke(headcount("how big is the team of my colleague Ann?"))
         .await
         .unwrap();
-    assert_eq!(answer.status, AdapterStatus::Error, "{answer:?}");
+    assert_eq!(answer.status(), AdapterStatus::Error, "{answer:?}");
     assert!(answer.content.contains("department") && answer.content.contains("Catering"));
 }
 
@@ -102,7 +102,7 @@ async fn a_failing_model_asks_the_user() {
         .invoke(headcount("how big is the team of my colleague Ann?"))
         .await
         .unwrap();
-    assert_eq!(answer.status, AdapterStatus::NeedsClarification);
+    assert_eq!(answer.status(), AdapterStatus::NeedsClarification);
     assert_eq!(answer.missing[0]["name"], "department");
 }
 
@@ -123,6 +123,6 @@ async fn synthesis_rewrites_and_falls_back() {
         .invoke(headcount("How many employees work in Engineering?"))
         .await
         .unwrap();
-    assert_eq!(answer.status, AdapterStatus::Ok);
+    assert_eq!(answer.status(), AdapterStatus::Ok);
     assert_eq!(answer.content, "14 employees work in Engineering.");
 }

@@ -52,6 +52,7 @@ pub struct QueryVector {
     pub values: Vec<f32>,
 }
 
+/// The kind of an adapter's answer (the contract's `status`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum AdapterStatus {
@@ -60,20 +61,111 @@ pub enum AdapterStatus {
     Error,
 }
 
+/// How an adapter's answer ended: the status and, for a refusal or failure, its message,
+/// in one value (no `error` beside an `ok`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum AdapterOutcome {
+    Ok,
+    /// A required parameter is missing (`missing` names it).
+    NeedsClarification,
+    /// Refused or failed; the adapter's message (a payload may lack one).
+    Error(Option<String>),
+}
+
+impl AdapterOutcome {
+    pub fn status(&self) -> AdapterStatus {
+        match self {
+            AdapterOutcome::Ok => AdapterStatus::Ok,
+            AdapterOutcome::NeedsClarification => AdapterStatus::NeedsClarification,
+            AdapterOutcome::Error(_) => AdapterStatus::Error,
+        }
+    }
+
+    pub fn error(&self) -> Option<&str> {
+        match self {
+            AdapterOutcome::Error(message) => message.as_deref(),
+            _ => None,
+        }
+    }
+}
+
+/// An adapter's answer. Its JSON (the adapter Lambda's payload) keeps the contract's
+/// `status` and `error` fields side by side, byte for byte ([`ResponseJson`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(into = "ResponseJson", from = "ResponseJson")]
 pub struct AdapterResponse {
-    pub status: AdapterStatus,
+    pub outcome: AdapterOutcome,
     pub content: String,
-    #[serde(default)]
     pub data: Value,
-    #[serde(default)]
     pub parameters: Map<String, Value>,
     /// Required parameters the question did not give, by name.
-    #[serde(default)]
     pub missing: Vec<Value>,
-    #[serde(default)]
-    pub error: Option<String>,
     pub execution_time_ms: f64,
+}
+
+impl AdapterResponse {
+    pub fn status(&self) -> AdapterStatus {
+        self.outcome.status()
+    }
+
+    /// The message of a refusal or failure.
+    pub fn error(&self) -> Option<&str> {
+        self.outcome.error()
+    }
+}
+
+/// The contract's JSON shape of [`AdapterResponse`], field for field as before the
+/// outcome was one enum. An `error` beside another status than `error` is dropped.
+#[derive(Serialize, Deserialize)]
+struct ResponseJson {
+    status: AdapterStatus,
+    content: String,
+    #[serde(default)]
+    data: Value,
+    #[serde(default)]
+    parameters: Map<String, Value>,
+    #[serde(default)]
+    missing: Vec<Value>,
+    #[serde(default)]
+    error: Option<String>,
+    execution_time_ms: f64,
+}
+
+impl From<AdapterResponse> for ResponseJson {
+    fn from(response: AdapterResponse) -> ResponseJson {
+        let status = response.status();
+        let error = match response.outcome {
+            AdapterOutcome::Error(message) => message,
+            _ => None,
+        };
+        ResponseJson {
+            status,
+            content: response.content,
+            data: response.data,
+            parameters: response.parameters,
+            missing: response.missing,
+            error,
+            execution_time_ms: response.execution_time_ms,
+        }
+    }
+}
+
+impl From<ResponseJson> for AdapterResponse {
+    fn from(json: ResponseJson) -> AdapterResponse {
+        let outcome = match json.status {
+            AdapterStatus::Ok => AdapterOutcome::Ok,
+            AdapterStatus::NeedsClarification => AdapterOutcome::NeedsClarification,
+            AdapterStatus::Error => AdapterOutcome::Error(json.error),
+        };
+        AdapterResponse {
+            outcome,
+            content: json.content,
+            data: json.data,
+            parameters: json.parameters,
+            missing: json.missing,
+            execution_time_ms: json.execution_time_ms,
+        }
+    }
 }
 
 /// Runs a routed request on the datasource's adapter. Transport failures are errors
@@ -98,7 +190,7 @@ where
     let start = Instant::now();
     let extraction = extract(template, &request.query, &request.session_parameters);
     let mut response = AdapterResponse {
-        status: AdapterStatus::Ok,
+        outcome: AdapterOutcome::Ok,
         content: String::new(),
         data: Value::Null,
         parameters: extraction.parameters.clone(),
@@ -107,7 +199,6 @@ where
             .iter()
             .map(|m| serde_json::to_value(m).expect("serialisable"))
             .collect(),
-        error: None,
         execution_time_ms: 0.0,
     };
     let failure = if let Some(bad) = extraction.invalid.first() {
@@ -121,7 +212,7 @@ where
             .as_deref()
             .map(|d| format!(" ({d})"))
             .unwrap_or_default();
-        response.status = AdapterStatus::NeedsClarification;
+        response.outcome = AdapterOutcome::NeedsClarification;
         response.content = format!("Please give `{}`{about}.", first.name);
         None
     } else {
@@ -135,9 +226,8 @@ where
         }
     };
     if let Some(message) = failure {
-        response.status = AdapterStatus::Error;
         response.content = message.clone();
-        response.error = Some(message);
+        response.outcome = AdapterOutcome::Error(Some(message));
     }
     response.execution_time_ms = start.elapsed().as_secs_f64() * 1000.0;
     response
@@ -213,5 +303,32 @@ impl IntentInvoker {
 impl AdapterInvoker for IntentInvoker {
     fn invoke<'a>(&'a self, request: AdapterRequest) -> BoxFuture<'a, Result<AdapterResponse>> {
         Box::pin(async move { self.answer(&request).await })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The Lambda payload is the contract between router and adapter functions of
+    /// different deployments: its bytes do not change with the Rust type.
+    #[test]
+    fn the_payload_keeps_status_and_error_side_by_side() {
+        let failed = r#"{"status":"error","content":"no","data":null,"parameters":{},"missing":[],"error":"no","execution_time_ms":1.5}"#;
+        let answered = r#"{"status":"ok","content":"42","data":{"rows":[]},"parameters":{"n":1},"missing":[],"error":null,"execution_time_ms":2.0}"#;
+        let unexplained = r#"{"status":"error","content":"","data":null,"parameters":{},"missing":[],"error":null,"execution_time_ms":0.0}"#;
+        for payload in [failed, answered, unexplained] {
+            let response: AdapterResponse = serde_json::from_str(payload).unwrap();
+            assert_eq!(serde_json::to_string(&response).unwrap(), payload);
+        }
+        let response: AdapterResponse = serde_json::from_str(failed).unwrap();
+        assert_eq!(response.outcome, AdapterOutcome::Error(Some("no".into())));
+        assert_eq!(response.error(), Some("no"));
+        let short: AdapterResponse = serde_json::from_str(
+            r#"{"status":"needs_clarification","content":"Which?","execution_time_ms":0.0}"#,
+        )
+        .unwrap();
+        assert_eq!(short.outcome, AdapterOutcome::NeedsClarification);
+        assert_eq!(short.data, Value::Null);
     }
 }

@@ -11,9 +11,10 @@
 pub use switchyard_catalog::{auth, config, error, expiring, template};
 pub use switchyard_documents as documents;
 pub use switchyard_index::{embed, head, index, scoring, synthetic};
-pub use switchyard_routing::{router, session};
+pub use switchyard_routing::{router, session, topics};
 pub use switchyard_text::{keywords, params, similarity};
 
+pub mod blocking;
 pub mod conversation;
 pub mod feedback;
 pub mod invoker;
@@ -21,7 +22,6 @@ pub mod orchestration;
 pub mod rerank;
 pub mod rerank_cache;
 pub mod service;
-pub mod topics;
 
 pub use error::{Error, Result};
 pub use switchyard_catalog::BoxFuture;

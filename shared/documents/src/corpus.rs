@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use switchyard_catalog::error::{Error, Result};
+use crate::error::DocumentsError;
 use switchyard_catalog::template::Datasource;
 use switchyard_text::params::value_text;
 
@@ -29,11 +29,13 @@ pub struct Document {
 
 /// Where a documents datasource's corpus is: `connection.corpus`, relative to the
 /// datasource's folder unless absolute.
-pub fn corpus_path(datasource: &Datasource, datasource_dir: &Path) -> Result<PathBuf> {
+pub fn corpus_path(
+    datasource: &Datasource,
+    datasource_dir: &Path,
+) -> Result<PathBuf, DocumentsError> {
     let Some(corpus) = datasource.spec.connection.get("corpus") else {
-        return Err(Error::template(
+        return Err(DocumentsError::corpus(
             datasource_dir.join(switchyard_catalog::template::DATASOURCE_FILE),
-            None,
             "connection.corpus",
             "a documents datasource names its corpus: a folder of .md/.txt files or a .jsonl file",
         ));
@@ -48,7 +50,7 @@ pub fn corpus_path(datasource: &Datasource, datasource_dir: &Path) -> Result<Pat
 
 /// Load every document of the corpus at `path` (a folder or a `.jsonl` file), in a stable
 /// order (file paths sorted; lines in order).
-pub fn load_corpus(path: &Path) -> Result<Vec<Document>> {
+pub fn load_corpus(path: &Path) -> Result<Vec<Document>, DocumentsError> {
     let documents = if path.is_dir() {
         let mut files = Vec::new();
         collect_files(path, &mut files)?;
@@ -56,21 +58,19 @@ pub fn load_corpus(path: &Path) -> Result<Vec<Document>> {
         files
             .iter()
             .map(|file| load_file(path, file))
-            .collect::<Result<Vec<_>>>()?
+            .collect::<Result<Vec<_>, _>>()?
     } else if path.extension().is_some_and(|e| e == "jsonl") {
         load_lines(path)?
     } else {
-        return Err(Error::template(
+        return Err(DocumentsError::corpus(
             path,
-            None,
             "connection.corpus",
             "not a folder nor a .jsonl file (or it does not exist)",
         ));
     };
     if documents.is_empty() {
-        return Err(Error::template(
+        return Err(DocumentsError::corpus(
             path,
-            None,
             "connection.corpus",
             "the corpus has no documents (.md, .markdown, .txt files or JSON lines)",
         ));
@@ -94,9 +94,9 @@ pub fn corpus_hash(documents: &[Document]) -> String {
     hex::encode(hasher.finalize())
 }
 
-fn collect_files(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
-    for entry in std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))? {
-        let path = entry.map_err(|e| Error::io(dir, e))?.path();
+fn collect_files(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), DocumentsError> {
+    for entry in std::fs::read_dir(dir).map_err(|e| DocumentsError::read(dir, e))? {
+        let path = entry.map_err(|e| DocumentsError::read(dir, e))?.path();
         if path.is_dir() {
             collect_files(&path, out)?;
         } else if path
@@ -109,8 +109,8 @@ fn collect_files(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
     Ok(())
 }
 
-fn load_file(root: &Path, file: &Path) -> Result<Document> {
-    let raw = std::fs::read_to_string(file).map_err(|e| Error::io(file, e))?;
+fn load_file(root: &Path, file: &Path) -> Result<Document, DocumentsError> {
+    let raw = std::fs::read_to_string(file).map_err(|e| DocumentsError::read(file, e))?;
     let raw = raw.replace("\r\n", "\n");
     let (front, body) = split_front_matter(&raw);
     let fields = match front {
@@ -118,14 +118,13 @@ fn load_file(root: &Path, file: &Path) -> Result<Document> {
             Ok(Value::Object(map)) => map,
             Ok(Value::Null) => Default::default(),
             Ok(_) => {
-                return Err(Error::template(
+                return Err(DocumentsError::corpus(
                     file,
-                    None,
                     "front matter",
                     "must be a mapping of fields",
                 ))
             }
-            Err(e) => return Err(Error::template(file, None, "front matter", e.to_string())),
+            Err(e) => return Err(DocumentsError::corpus(file, "front matter", e.to_string())),
         },
         None => Default::default(),
     };
@@ -137,11 +136,11 @@ fn load_file(root: &Path, file: &Path) -> Result<Document> {
         .replace('\\', "/");
     let title_fallback = first_heading(body).unwrap_or_else(|| id.clone());
     document(id, title_fallback, body.trim().to_owned(), fields)
-        .map_err(|(field, message)| Error::template(file, None, field, message))
+        .map_err(|(field, message)| DocumentsError::corpus(file, field, message))
 }
 
-fn load_lines(path: &Path) -> Result<Vec<Document>> {
-    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+fn load_lines(path: &Path) -> Result<Vec<Document>, DocumentsError> {
+    let text = std::fs::read_to_string(path).map_err(|e| DocumentsError::read(path, e))?;
     let mut documents = Vec::new();
     for (n, line) in text
         .lines()
@@ -151,16 +150,21 @@ fn load_lines(path: &Path) -> Result<Vec<Document>> {
         let at = |field: &str| format!("line {}: {field}", n + 1);
         let mut fields = match serde_json::from_str::<Value>(line) {
             Ok(Value::Object(map)) => map,
-            Ok(_) => return Err(Error::template(path, None, at("line"), "must be an object")),
-            Err(e) => return Err(Error::template(path, None, at("line"), e.to_string())),
+            Ok(_) => {
+                return Err(DocumentsError::corpus(
+                    path,
+                    at("line"),
+                    "must be an object",
+                ))
+            }
+            Err(e) => return Err(DocumentsError::corpus(path, at("line"), e.to_string())),
         };
         let id = match fields.remove("doc_id").or_else(|| fields.remove("id")) {
             Some(Value::String(id)) if !id.trim().is_empty() => id,
             Some(Value::Number(n)) => n.to_string(),
             _ => {
-                return Err(Error::template(
+                return Err(DocumentsError::corpus(
                     path,
-                    None,
                     at("doc_id"),
                     "every line needs a `doc_id` (or `id`): a non-empty string",
                 ))
@@ -169,9 +173,8 @@ fn load_lines(path: &Path) -> Result<Vec<Document>> {
         let body = match fields.remove("text") {
             Some(Value::String(text)) => text,
             _ => {
-                return Err(Error::template(
+                return Err(DocumentsError::corpus(
                     path,
-                    None,
                     at("text"),
                     "every line needs a `text` string",
                 ))
@@ -180,7 +183,7 @@ fn load_lines(path: &Path) -> Result<Vec<Document>> {
         let fallback = id.clone();
         documents.push(
             document(id, fallback, body, fields)
-                .map_err(|(field, message)| Error::template(path, None, at(&field), message))?,
+                .map_err(|(field, message)| DocumentsError::corpus(path, at(&field), message))?,
         );
     }
     Ok(documents)
@@ -192,7 +195,7 @@ fn document(
     title_fallback: String,
     text: String,
     mut fields: serde_json::Map<String, Value>,
-) -> std::result::Result<Document, (String, String)> {
+) -> Result<Document, (String, String)> {
     let title = match fields.remove("title") {
         None | Some(Value::Null) => title_fallback,
         Some(Value::String(title)) => title,

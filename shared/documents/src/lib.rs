@@ -1,6 +1,7 @@
 //! Documents datasources: a corpus of files searched by meaning and by words.
 //!
 //! - `corpus`: the documents and their front matter (strict, errors name file and field);
+//! - `error`: `DocumentsError`, a corpus missing, unreadable or malformed;
 //! - `chunk`: chunks (headings, then windows with overlap), summaries, BM25's terms;
 //! - `index`: the chunk artifact (vectors per chunk, summary and question; BM25
 //!   postings), sealed like the routing index, built at `index build`;
@@ -12,6 +13,7 @@
 
 pub mod chunk;
 pub mod corpus;
+pub mod error;
 pub mod index;
 pub mod schema;
 pub mod search;
@@ -23,6 +25,7 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 pub use corpus::{corpus_path, load_corpus, Document};
+pub use error::DocumentsError;
 pub use index::{ChunkIndex, ChunkManifest, DocumentEntry, CHUNK_FORMAT_VERSION};
 pub use search::{ChunkScores, Found, Fusion, Hit, Query, Signals};
 

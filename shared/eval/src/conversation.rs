@@ -169,11 +169,14 @@ fn in_session(router: &Router, conversations: &[Vec<Line<'_>>], assistant: bool)
             let said = said
                 .as_ref()
                 .map(|(alone, with_turn)| AssistantTurn { alone, with_turn });
-            let routing = contextualize(router, own, joint.as_ref(), said, &turns[c], None, now);
-            tally.add(line, &routing);
+            let contextualized =
+                contextualize(router, own, joint.as_ref(), said, &turns[c], None, now);
+            let routing = &contextualized.routing;
+            tally.add(line, routing);
             let turn = turn_of(
-                &routing,
-                unexecuted_outcome(&routing),
+                routing,
+                &contextualized.belief,
+                unexecuted_outcome(routing),
                 serde_json::Map::new(),
                 config,
                 now,

@@ -9,8 +9,9 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 
 use super::{percentiles, Percentiles};
+use crate::error::EvalError;
 use switchyard_catalog::config::DocumentsConfig;
-use switchyard_catalog::error::{Error, Result};
+use switchyard_catalog::error::Result;
 use switchyard_documents::{ChunkIndex, Query, Signals};
 use switchyard_text::keywords::TermExpansion;
 
@@ -22,8 +23,8 @@ pub struct JudgedQuery {
     pub relevant: Vec<String>,
 }
 
-pub fn load_judged(path: &Path) -> Result<Vec<JudgedQuery>> {
-    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+pub fn load_judged(path: &Path) -> Result<Vec<JudgedQuery>, EvalError> {
+    let text = std::fs::read_to_string(path).map_err(|e| EvalError::read(path, e))?;
     let mut queries = Vec::new();
     for (n, line) in text
         .lines()
@@ -31,9 +32,8 @@ pub fn load_judged(path: &Path) -> Result<Vec<JudgedQuery>> {
         .filter(|(_, l)| !l.trim().is_empty())
     {
         let query: JudgedQuery = serde_json::from_str(line).map_err(|e| {
-            Error::template(
+            EvalError::data_set(
                 path,
-                None,
                 format!("line {}", n + 1),
                 format!("expected {{\"query_id\", \"text\", \"relevant\": [doc ids]}}: {e}"),
             )
@@ -41,7 +41,7 @@ pub fn load_judged(path: &Path) -> Result<Vec<JudgedQuery>> {
         queries.push(query);
     }
     if queries.is_empty() {
-        return Err(Error::template(path, None, "lines", "no judged queries"));
+        return Err(EvalError::data_set(path, "lines", "no judged queries"));
     }
     Ok(queries)
 }

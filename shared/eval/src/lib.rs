@@ -5,6 +5,7 @@
 
 pub mod conversation;
 pub mod documents;
+pub mod error;
 pub mod multi;
 pub mod tune;
 
@@ -16,8 +17,10 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use switchyard_catalog::config::{Config, Fusion};
-use switchyard_catalog::error::{Error, Result};
+use switchyard_catalog::error::Result;
 use switchyard_routing::router::{Access, Outcome, Router};
+
+pub use error::EvalError;
 
 pub const OUT_OF_SCOPE: &str = "oos";
 
@@ -49,19 +52,15 @@ impl LabeledQuery {
 }
 
 /// Read a JSON-lines data set; a bad line is an error naming the file and line number.
-pub fn load_dataset(path: &Path) -> Result<Vec<LabeledQuery>> {
-    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+pub fn load_dataset(path: &Path) -> Result<Vec<LabeledQuery>, EvalError> {
+    let text = std::fs::read_to_string(path).map_err(|e| EvalError::read(path, e))?;
     let mut queries = Vec::new();
     for (number, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
         }
-        let bad_line = |message: String| Error::Template {
-            file: path.to_path_buf(),
-            template: None,
-            field: format!("line {}", number + 1),
-            message,
-        };
+        let bad_line =
+            |message: String| EvalError::data_set(path, format!("line {}", number + 1), message);
         let mut query: LabeledQuery = serde_json::from_str(line).map_err(|e| {
             bad_line(format!(
                 "expected {{\"text\", \"intent\" or \"intents\", \"domain\"}} (and optionally \"session_id\", \"turn\"): {e}"
@@ -82,12 +81,11 @@ pub fn load_dataset(path: &Path) -> Result<Vec<LabeledQuery>> {
         queries.push(query);
     }
     if queries.is_empty() {
-        return Err(Error::Template {
-            file: path.to_path_buf(),
-            template: None,
-            field: "(document)".into(),
-            message: "the data set has no lines".into(),
-        });
+        return Err(EvalError::data_set(
+            path,
+            "(document)",
+            "the data set has no lines",
+        ));
     }
     Ok(queries)
 }

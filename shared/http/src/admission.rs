@@ -3,10 +3,10 @@
 //! at once (counted in `RequestsShed`), so an overloaded process sheds load instead of
 //! letting every request's latency grow without bound.
 //!
-//! An admitted request runs on a blocking thread (on a multi-threaded runtime): routing
-//! embeds the question, which is CPU work, and the runtime's workers must stay free to
-//! accept connections and admit or refuse them. Without that, busy workers would leave
-//! new requests waiting unseen in the socket's backlog.
+//! Admission only bounds concurrency: an admitted request runs on the runtime like any
+//! other. Its CPU-bound part (embedding and scoring the question, an in-process SQLite
+//! query) leaves the worker through `switchyard_core::blocking::run_blocking`, so the
+//! workers stay free to accept connections and admit or refuse them.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -41,7 +41,7 @@ impl Admission {
 /// The middleware: run now, wait for a turn, or be refused.
 pub async fn admit(State(admission): State<Admission>, request: Request, next: Next) -> Response {
     if let Ok(_turn) = admission.running.clone().try_acquire_owned() {
-        return run_off_the_workers(request, next).await;
+        return next.run(request).await;
     }
     if admission.waiting.fetch_add(1, Ordering::AcqRel) >= admission.max_queued {
         admission.waiting.fetch_sub(1, Ordering::AcqRel);
@@ -54,28 +54,12 @@ pub async fn admit(State(admission): State<Admission>, request: Request, next: N
     let turn = admission.running.clone().acquire_owned().await;
     admission.waiting.fetch_sub(1, Ordering::AcqRel);
     match turn {
-        Ok(_turn) => run_off_the_workers(request, next).await,
+        Ok(_turn) => next.run(request).await,
         // The semaphore is never closed; if it were, refusing is the honest answer.
         Err(_) => ApiError::Overloaded {
             retry_after_seconds: admission.retry_after_seconds,
         }
         .into_response(),
-    }
-}
-
-/// Run the rest of the request on a blocking thread that drives it to completion; on a
-/// current-thread runtime (tests), in place. A panic becomes a 500 answer.
-async fn run_off_the_workers(request: Request, next: Next) -> Response {
-    let handle = tokio::runtime::Handle::current();
-    if handle.runtime_flavor() != tokio::runtime::RuntimeFlavor::MultiThread {
-        return next.run(request).await;
-    }
-    match tokio::task::spawn_blocking(move || handle.block_on(next.run(request))).await {
-        Ok(response) => response,
-        Err(e) => {
-            tracing::error!(error = %e, "a request's task failed");
-            ApiError::Internal("the request failed unexpectedly".into()).into_response()
-        }
     }
 }
 
@@ -149,11 +133,16 @@ mod tests {
             max_queued: 0,
             retry_after_seconds: 1,
         });
-        // CPU-bound work, as embedding is: it blocks its thread.
+        // CPU-bound work, as embedding is: it blocks its thread, through run_blocking as
+        // the service's does.
         let app = axum::Router::new()
             .route(
                 "/",
-                get(|| async { std::thread::sleep(Duration::from_millis(600)) }),
+                get(|| async {
+                    switchyard_core::blocking::run_blocking(|| {
+                        std::thread::sleep(Duration::from_millis(600))
+                    })
+                }),
             )
             .layer(axum::middleware::from_fn_with_state(admission, admit));
         let busy = tokio::spawn(app.clone().oneshot(Request::new(Body::empty())));

@@ -149,7 +149,7 @@ async fn route(
 ) -> Result<Json<RouteReport>, ApiError> {
     let routed = service.route(&question(body, owner), &access).await?;
     let render = Render(service.router());
-    let mut report = render.route_report(&routed.routing);
+    let mut report = render.route_report(&routed);
     report.orchestration = render.plan_report(&routed);
     Ok(Json(report))
 }

@@ -180,7 +180,7 @@ impl Tools {
             .route(&question(body, authorized.owner), &authorized.access)
             .await?;
         let render = Render(self.service.router());
-        let mut report = render.route_report(&routed.routing);
+        let mut report = render.route_report(&routed);
         report.orchestration = render.plan_report(&routed);
         let structured =
             serde_json::to_value(&report).map_err(|e| ApiError::Internal(e.to_string()))?;

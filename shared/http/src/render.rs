@@ -3,11 +3,12 @@
 use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
+use switchyard_core::documents::schema::SchemaContext;
 use switchyard_core::error::Error;
 use switchyard_core::index::DriftStatus;
 use switchyard_core::invoker::AdapterResponse;
 use switchyard_core::router::{Match, Router, Routing, StageTimings, Weights};
-use switchyard_core::service::{Answer, Execution, SessionUse};
+use switchyard_core::service::{Answer, Execution, Routed, SessionUse};
 use switchyard_core::session::{ContextReport, Weighted};
 
 use crate::wire::*;
@@ -107,7 +108,8 @@ impl Render<'_> {
     }
 
     /// The route-only report: every match with its stage scores, the decision, the configuration.
-    pub fn route_report(&self, routing: &Routing) -> RouteReport {
+    pub fn route_report(&self, routed: &Routed) -> RouteReport {
+        let routing = &routed.routing;
         let config = &self.0.config().composite_retrieval;
         let routing_decision = match routing.selected_match() {
             Some(m) => RoutingDecision {
@@ -117,7 +119,7 @@ impl Render<'_> {
                 embedding_score: Some(m.embedding_score),
                 rerank_score: Some(m.rerank_score),
                 string_similarity_score: Some(m.string_similarity_score),
-                reason: routing.reason().into(),
+                reason: routed.reason().into(),
             },
             None => RoutingDecision {
                 would_route_to: None,
@@ -126,7 +128,7 @@ impl Render<'_> {
                 embedding_score: None,
                 rerank_score: None,
                 string_similarity_score: None,
-                reason: routing.reason().into(),
+                reason: routed.reason().into(),
             },
         };
         let above = |m: &&Match| !m.is_declined() && m.combined_score >= routing.threshold;
@@ -166,13 +168,13 @@ impl Render<'_> {
                 },
             },
             timings_ms: timings(&routing.timings),
-            session: routing.context.as_ref().map(session_context),
+            session: routed.context.as_ref().map(session_context),
             orchestration: None,
-            suggested_datasource: routing
+            suggested_datasource: routed
                 .schema
                 .as_ref()
                 .map(|s| s.suggested_datasource.clone()),
-            schema_context: schema_context(routing),
+            schema_context: schema_context(routed.schema.as_ref()),
         }
     }
 
@@ -243,27 +245,28 @@ impl Render<'_> {
     pub fn answer(&self, session_id: Option<String>, answer: Answer) -> (u16, QueryAnswer) {
         let Answer {
             request_id,
-            routing,
+            routed,
             execution,
             orchestration,
             generated,
             session,
         } = answer;
-        let session = session_report(&session, &routing);
+        let session = session_report(&session, routed.context.as_ref());
+        let routing = &routed.routing;
         if let Some(orchestrated) = orchestration {
-            return self.orchestrated(&routing, request_id, session_id, session, orchestrated);
+            return self.orchestrated(routing, request_id, session_id, session, orchestrated);
         }
         match execution {
-            Some(execution) => self.executed(&routing, request_id, session_id, session, execution),
+            Some(execution) => self.executed(routing, request_id, session_id, session, execution),
             None if routing.selected_match().is_some() => (
                 200,
-                QueryAnswer::Clarify(self.clarify(&routing, request_id, session)),
+                QueryAnswer::Clarify(self.clarify(routing, request_id, session)),
             ),
             None => (
                 200,
                 QueryAnswer::NoMatch(NoMatch {
                     generated: generated.map(generated_answer),
-                    ..self.no_match(&routing, request_id, session)
+                    ..self.no_match(&routed, request_id, session)
                 }),
             ),
         }
@@ -281,7 +284,7 @@ impl Render<'_> {
         let (datasource, _) = self.0.template(selected);
         let adapter = match &execution.adapter {
             Ok(response) => AdapterReport {
-                status: to_value(&response.status)
+                status: to_value(&response.status())
                     .as_str()
                     .unwrap_or("ok")
                     .to_owned(),
@@ -307,22 +310,21 @@ impl Render<'_> {
         let confidence = selected.combined_score;
         match execution.adapter {
             Ok(AdapterResponse {
-                status,
+                outcome,
                 content,
                 data,
                 parameters,
                 missing,
-                error,
                 ..
             }) => (
                 200,
                 QueryAnswer::Answered(Answered {
-                    status,
+                    status: outcome.status(),
+                    error: outcome.error().map(str::to_owned),
                     content,
                     data,
                     parameters,
                     missing,
-                    error,
                     confidence,
                     metadata,
                 }),
@@ -385,10 +387,11 @@ impl Render<'_> {
 
     fn no_match(
         &self,
-        routing: &Routing,
+        routed: &Routed,
         request_id: String,
         session: Option<SessionReport>,
     ) -> NoMatch {
+        let routing = &routed.routing;
         let suggestions = routing
             .matches
             .iter()
@@ -408,11 +411,11 @@ impl Render<'_> {
             ),
             confidence: best,
             suggestions,
-            suggested_datasource: routing
+            suggested_datasource: routed
                 .schema
                 .as_ref()
                 .map(|s| s.suggested_datasource.clone()),
-            schema_context: schema_context(routing),
+            schema_context: schema_context(routed.schema.as_ref()),
             generated: None,
             metadata: NoMatchMetadata {
                 request_id,
@@ -422,7 +425,7 @@ impl Render<'_> {
                     similarity_score: routing.best().map(|m| m.embedding_score),
                     adapters_searched: routing.adapters_searched.clone(),
                     total_matches_found: routing.matches.len(),
-                    reason: routing.reason().into(),
+                    reason: routed.reason().into(),
                 },
                 timings_ms: timings(&routing.timings),
                 session,
@@ -440,7 +443,10 @@ fn adapter_error_code(e: &Error) -> (u16, &'static str) {
     }
 }
 
-pub(crate) fn session_report(session: &SessionUse, routing: &Routing) -> Option<SessionReport> {
+pub(crate) fn session_report(
+    session: &SessionUse,
+    context: Option<&ContextReport>,
+) -> Option<SessionReport> {
     match session {
         SessionUse::None => None,
         SessionUse::Used { turns, saved } => Some(SessionReport {
@@ -448,7 +454,7 @@ pub(crate) fn session_report(session: &SessionUse, routing: &Routing) -> Option<
             turns: Some(*turns),
             saved: saved.as_ref().map(Result::is_ok),
             error: saved.as_ref().and_then(|s| s.clone().err()),
-            context: routing.context.as_ref().map(session_context),
+            context: context.map(session_context),
         }),
         SessionUse::Unavailable { error } => Some(SessionReport {
             status: "unavailable".into(),
@@ -514,8 +520,8 @@ pub(crate) fn to_value<T: serde::Serialize>(value: &T) -> Value {
 }
 
 /// The tables a question with no template could be answered from, when schemas are indexed.
-fn schema_context(routing: &Routing) -> Option<Vec<SchemaTableReport>> {
-    routing.schema.as_ref().map(|schema| {
+fn schema_context(schema: Option<&SchemaContext>) -> Option<Vec<SchemaTableReport>> {
+    schema.map(|schema| {
         schema
             .tables
             .iter()
@@ -534,10 +540,10 @@ fn schema_context(routing: &Routing) -> Option<Vec<SchemaTableReport>> {
 fn generated_answer(execution: switchyard_core::service::Execution) -> GeneratedAnswer {
     match execution.adapter {
         Ok(response) => GeneratedAnswer {
-            status: response.status,
+            status: response.status(),
             sql: response.data["sql"].as_str().map(str::to_owned),
+            error: response.error().map(str::to_owned),
             content: response.content,
-            error: response.error,
             data: response.data,
         },
         Err(e) => GeneratedAnswer {

@@ -1,5 +1,11 @@
 //! Routing one question: the router's stages (retrieve, decide, threshold) over the index,
 //! the `Routing` it returns, and the session context a conversation's turns carry into it.
+//! `RoutingError` is what the router refuses before any stage runs. `topics` is the
+//! caller's memory across sessions, a weak prior beside the session's turns.
 
+pub mod error;
 pub mod router;
 pub mod session;
+pub mod topics;
+
+pub use error::RoutingError;

@@ -134,6 +134,18 @@ pub enum ContextUsed {
     PendingParameter,
 }
 
+impl ContextUsed {
+    /// Why the conversation's routing stands, when it was the conversation's doing.
+    pub fn reason(self) -> Option<&'static str> {
+        match self {
+            ContextUsed::Turn => None,
+            ContextUsed::Context => Some("conversation_context"),
+            ContextUsed::ClarifyChoice => Some("clarify_choice_picked"),
+            ContextUsed::PendingParameter => Some("pending_parameter_answered"),
+        }
+    }
+}
+
 /// Recent turns per session id, bounded in number and in age.
 pub trait SessionStore: Send + Sync {
     /// The session's turns, oldest first; none for an unknown or expired session.

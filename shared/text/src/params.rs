@@ -13,6 +13,8 @@ use serde_json::{Map, Value};
 
 use switchyard_catalog::template::{ParamType, Parameter, Template};
 
+use crate::error::ParamError;
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Extraction {
     pub parameters: Map<String, Value>,
@@ -50,11 +52,11 @@ pub fn extract(template: &Template, query: &str, session: &Map<String, Value>) -
         let value = match found {
             Some(raw) => match coerce(parameter, &raw) {
                 Ok(value) => Some(value),
-                Err(reason) => {
+                Err(error) => {
                     out.invalid.push(InvalidParameter {
                         name: parameter.name.clone(),
                         value: raw,
-                        reason,
+                        reason: error.to_string(),
                     });
                     continue;
                 }
@@ -111,7 +113,7 @@ pub fn value_text(value: &Value) -> Option<String> {
 }
 
 /// Resolve aliases and allowed values, then parse the parameter's type and check bounds.
-fn coerce(parameter: &Parameter, raw: &str) -> Result<Value, String> {
+fn coerce(parameter: &Parameter, raw: &str) -> Result<Value, ParamError> {
     let mut text = raw.trim().to_owned();
     if let Some((_, canonical)) = parameter
         .aliases
@@ -129,28 +131,23 @@ fn coerce(parameter: &Parameter, raw: &str) -> Result<Value, String> {
         match allowed {
             Some(canonical) => text = canonical,
             None => {
-                let choices: Vec<String> = parameter
+                let allowed = parameter
                     .allowed_values
                     .iter()
                     .filter_map(value_text)
                     .collect();
-                return Err(format!(
-                    "not one of the allowed values: {}",
-                    choices.join(", ")
-                ));
+                return Err(ParamError::NotAllowed { allowed });
             }
         }
     }
     // Finite only: "1e400" parses to infinity, and "NaN" to itself.
-    let number = |t: &str| -> Result<f64, String> {
+    let number = |t: &str| -> Result<f64, ParamError> {
         let n = t
             .replace([',', '_'], "")
             .parse::<f64>()
-            .map_err(|_| format!("`{t}` is not a number"))?;
+            .map_err(|_| ParamError::NotANumber(t.to_owned()))?;
         if !n.is_finite() {
-            return Err(format!(
-                "`{t}` is not a finite number (the largest magnitude is about 1.8e308)"
-            ));
+            return Err(ParamError::NotFinite(t.to_owned()));
         }
         Ok(n)
     };
@@ -159,7 +156,7 @@ fn coerce(parameter: &Parameter, raw: &str) -> Result<Value, String> {
         ParamType::Integer => {
             let n = number(&text)?;
             if n.fract() != 0.0 {
-                return Err(format!("`{text}` is not a whole number"));
+                return Err(ParamError::NotWhole(text));
             }
             check_bounds(parameter, n)?;
             Value::from(n as i64)
@@ -173,19 +170,17 @@ fn coerce(parameter: &Parameter, raw: &str) -> Result<Value, String> {
             } else {
                 serde_json::Number::from_f64(n)
                     .map(Value::Number)
-                    .ok_or_else(|| format!("`{text}` is not a finite number"))?
+                    .ok_or(ParamError::NotRepresentable(text))?
             }
         }
         ParamType::Boolean => match text.to_ascii_lowercase().as_str() {
             "true" | "yes" | "y" | "1" => Value::Bool(true),
             "false" | "no" | "n" | "0" => Value::Bool(false),
-            _ => return Err(format!("`{text}` is not yes/no")),
+            _ => return Err(ParamError::NotYesNo(text)),
         },
         ParamType::Date => {
             let today = chrono::Utc::now().date_naive();
-            let date = parse_date(&text, today).ok_or_else(|| {
-                format!("`{text}` is not a date (for example 2024-03-15 or March 15, 2024)")
-            })?;
+            let date = parse_date(&text, today).ok_or(ParamError::NotADate(text))?;
             Value::String(date.format("%Y-%m-%d").to_string())
         }
     };
@@ -279,12 +274,12 @@ pub fn parse_date(text: &str, today: NaiveDate) -> Option<NaiveDate> {
         .find_map(|format| NaiveDate::parse_from_str(&cleaned, format).ok())
 }
 
-fn check_bounds(parameter: &Parameter, n: f64) -> Result<(), String> {
+fn check_bounds(parameter: &Parameter, n: f64) -> Result<(), ParamError> {
     if let Some(min) = parameter.min.filter(|&min| n < min) {
-        return Err(format!("{n} is below the minimum {min}"));
+        return Err(ParamError::BelowMinimum { value: n, min });
     }
     if let Some(max) = parameter.max.filter(|&max| n > max) {
-        return Err(format!("{n} is above the maximum {max}"));
+        return Err(ParamError::AboveMaximum { value: n, max });
     }
     Ok(())
 }

@@ -168,7 +168,7 @@ pub(crate) async fn state_through(
             ))
             .await
             .unwrap();
-        assert_eq!(answer.status, AdapterStatus::Ok, "{answer:?}");
+        assert_eq!(answer.status(), AdapterStatus::Ok, "{answer:?}");
         out.push((reader.id.clone(), answer.data["rows"].clone()));
     }
     Some(out)

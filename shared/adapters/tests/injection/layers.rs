@@ -195,7 +195,7 @@ pub(crate) async fn question_layer(
         request(datasource, &template.id, question, Map::new()),
     )
     .await;
-    match answer.status {
+    match answer.status() {
         AdapterStatus::Ok => {
             for (name, value) in &answer.parameters {
                 assert!(
@@ -237,7 +237,7 @@ pub(crate) async fn question_layer(
         }
         AdapterStatus::NeedsClarification => "clarify",
         AdapterStatus::Error => {
-            let error = answer.error.as_deref().unwrap_or_default();
+            let error = answer.error().unwrap_or_default();
             assert!(
                 template
                     .parameters

@@ -120,7 +120,7 @@ async fn suite(engine: Engine) -> Tally {
                             request(source.name(), &template.id, NO_VALUES, values.clone()),
                         )
                         .await;
-                        let outcome = match answer.status {
+                        let outcome = match answer.status() {
                             AdapterStatus::Ok => {
                                 let rows = answer.data["rows"].as_array().unwrap();
                                 assert!(
@@ -136,7 +136,7 @@ async fn suite(engine: Engine) -> Tally {
                                 }
                             }
                             AdapterStatus::Error => {
-                                let error = answer.error.as_deref().unwrap_or_default();
+                                let error = answer.error().unwrap_or_default();
                                 assert!(
                                     error.starts_with(&format!("parameter `{name}`")),
                                     "{context}: an error not naming the parameter: {}",

@@ -163,7 +163,7 @@ async fn hostile_values_through_http_call_tools() {
         for request in requests {
             let context = format!("{:?}", request.query);
             let answer = adapters.invoke(request).await.unwrap();
-            match answer.status {
+            match answer.status() {
                 AdapterStatus::Ok => {
                     let city = answer.parameters["city"].as_str().unwrap().to_owned();
                     assert_in_place(
@@ -177,7 +177,7 @@ async fn hostile_values_through_http_call_tools() {
                     sent += 1;
                 }
                 AdapterStatus::Error => {
-                    let error = answer.error.unwrap_or_default();
+                    let error = answer.error().unwrap_or_default();
                     assert!(error.contains("parameter `city`"), "{context}: {error}");
                     assert!(recorder.take().is_empty(), "{context}");
                     refused += 1;

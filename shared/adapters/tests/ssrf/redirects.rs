@@ -173,8 +173,8 @@ async fn redirects_never_leave_the_allowed_host() {
         .invoke(tool_request("weather in 0", Map::new()))
         .await
         .unwrap();
-    assert_eq!(answer.status, AdapterStatus::Error, "{answer:?}");
-    let error = answer.error.unwrap();
+    assert_eq!(answer.status(), AdapterStatus::Error, "{answer:?}");
+    let error = answer.error().unwrap();
     assert!(
         error.contains("169.254.169.254") && error.contains("not allowed"),
         "{error}"

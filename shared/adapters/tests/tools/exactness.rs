@@ -38,7 +38,7 @@ async fn a_power_is_refused_not_multiplied() {
     ] {
         let answer = ask(template, question).await;
         assert_eq!(
-            answer.status,
+            answer.status(),
             AdapterStatus::Error,
             "{question}: {answer:?}"
         );
@@ -61,23 +61,23 @@ async fn a_power_is_refused_not_multiplied() {
 #[tokio::test]
 async fn exponent_notation_is_read_and_overflow_is_named() {
     let answer = ask("calculator_multiply", "1e308 * 1e308").await;
-    assert_eq!(answer.status, AdapterStatus::Error, "{answer:?}");
+    assert_eq!(answer.status(), AdapterStatus::Error, "{answer:?}");
     assert!(answer.content.contains("overflow"), "{}", answer.content);
 
     let answer = ask("calculator_multiply", "What is 1e308 times 10?").await;
-    assert_eq!(answer.status, AdapterStatus::Error, "{answer:?}");
+    assert_eq!(answer.status(), AdapterStatus::Error, "{answer:?}");
     assert!(answer.content.contains("overflow"), "{}", answer.content);
 
     // Within range the same notation computes exactly: 2.5e3 × 4 = 10000.
     let answer = ask("calculator_multiply", "What is 2.5e3 times 4?").await;
-    assert_eq!(answer.status, AdapterStatus::Ok, "{answer:?}");
+    assert_eq!(answer.status(), AdapterStatus::Ok, "{answer:?}");
     assert!(answer.content.contains("10000"), "{}", answer.content);
 }
 
 #[tokio::test]
 async fn a_number_beyond_the_largest_is_named() {
     let answer = ask("calculator_add", "What is 1e400 plus 1?").await;
-    assert_ne!(answer.status, AdapterStatus::Ok, "{answer:?}");
+    assert_ne!(answer.status(), AdapterStatus::Ok, "{answer:?}");
     assert!(answer.content.contains("1e400"), "{}", answer.content);
     assert!(answer.content.contains("finite"), "{}", answer.content);
 }
@@ -85,17 +85,17 @@ async fn a_number_beyond_the_largest_is_named() {
 #[tokio::test]
 async fn plain_arithmetic_still_answers() {
     let answer = ask("calculator_percentage", "What is 15% of 200?").await;
-    assert_eq!(answer.status, AdapterStatus::Ok, "{answer:?}");
+    assert_eq!(answer.status(), AdapterStatus::Ok, "{answer:?}");
     assert!(answer.content.contains("**30**"), "{}", answer.content);
     let answer = ask("calculator_multiply", "What is 12 times 30?").await;
-    assert_eq!(answer.status, AdapterStatus::Ok, "{answer:?}");
+    assert_eq!(answer.status(), AdapterStatus::Ok, "{answer:?}");
     assert!(answer.content.contains("360"), "{}", answer.content);
 }
 
 #[tokio::test]
 async fn a_written_operator_of_another_operation_is_refused() {
     let answer = ask("calculator_add", "1e308 * 1e308").await;
-    assert_eq!(answer.status, AdapterStatus::Error, "{answer:?}");
+    assert_eq!(answer.status(), AdapterStatus::Error, "{answer:?}");
     assert!(
         answer
             .content
@@ -105,6 +105,6 @@ async fn a_written_operator_of_another_operation_is_refused() {
     );
     // A negative number is not a subtraction.
     let answer = ask("calculator_add", "What is -5 + 3?").await;
-    assert_eq!(answer.status, AdapterStatus::Ok, "{answer:?}");
+    assert_eq!(answer.status(), AdapterStatus::Ok, "{answer:?}");
     assert!(answer.content.contains("-2"), "{}", answer.content);
 }

@@ -52,12 +52,21 @@ struct Evidence {
     action: bool,
 }
 
+/// A turn routed in its conversation: the routing that stands (the turn's own, or one the
+/// conversation decided anew from it), what the session contributed, and the belief to
+/// keep with the turn.
+#[derive(Debug, Clone)]
+pub struct Contextualized {
+    pub routing: Routing,
+    pub report: ContextReport,
+    pub belief: Vec<Weighted>,
+}
+
 /// Route a turn with its session: `own` is the question's routing, `joint` the routing of
 /// the previous question with it, `assistant` the routings of what the assistant said
-/// before it, `turns` the session's turns within the window, oldest first. The answer is
-/// `own`, possibly re-decided, with `context` and `belief` set; a picked clarify choice also
-/// gets the question it clarifies prepended to `query`, the text the adapter reads its
-/// parameters from.
+/// before it, `turns` the session's turns within the window, oldest first. The routing is
+/// `own`, possibly re-decided; a picked clarify choice also gets the question it clarifies
+/// prepended to `query`, the text the adapter reads its parameters from.
 pub fn contextualize(
     router: &Router,
     mut own: Routing,
@@ -66,7 +75,7 @@ pub fn contextualize(
     turns: &[Turn],
     topics: Option<&Topics>,
     now: i64,
-) -> Routing {
+) -> Contextualized {
     let config = &router.config().sessions.context;
     let evidence = evidence(router, &own, joint, assistant, config);
     let others: Vec<&Routing> = joint
@@ -143,12 +152,16 @@ pub fn contextualize(
             prior_weight: offer_weight,
         }),
     };
-    own.belief = belief.iter().take(config.belief_size).cloned().collect();
+    let kept: Vec<Weighted> = belief.iter().take(config.belief_size).cloned().collect();
+    let contextualized = |routing: Routing, report: ContextReport| Contextualized {
+        routing,
+        report,
+        belief: kept.clone(),
+    };
     // A first turn has only the caller's topics, and what the assistant said, for context.
     if !config.enabled || (previous.is_none() && topics.is_none() && assistant.is_none()) {
         report.context = None;
-        own.context = Some(report);
-        return own;
+        return contextualized(own, report);
     }
     let previous_clarified = previous.filter(|p| p.outcome == TurnOutcome::Clarify);
     if let Some(previous) = previous_clarified {
@@ -159,8 +172,7 @@ pub fn contextualize(
             if let Some(asked) = &previous.query {
                 own.query = format!("{asked} {}", own.query);
             }
-            own.context = Some(report);
-            return own;
+            return contextualized(own, report);
         }
     }
     if let Some(top) = belief.first() {
@@ -199,14 +211,14 @@ pub fn contextualize(
             .find(|b| b.datasource == m.datasource && b.template_id == m.template_id)
             .map(|b| b.probability);
     }
-    own.context = Some(report);
-    own
+    contextualized(own, report)
 }
 
-/// The turn worth recording for a routing: its template, outcome and belief, and the
-/// question itself with `sessions.store_text`.
+/// The turn worth recording for a routing: its template, outcome and the conversation's
+/// belief, and the question itself with `sessions.store_text`.
 pub fn turn_of(
     routing: &Routing,
+    belief: &[Weighted],
     outcome: TurnOutcome,
     parameters: Map<String, Value>,
     config: &SessionsConfig,
@@ -220,7 +232,7 @@ pub fn turn_of(
         parameters,
         outcome,
         confidence: chosen.map_or(0.0, |m| m.combined_score),
-        belief: routing.belief.clone(),
+        belief: belief.to_vec(),
         choices: routing
             .clarify_choices()
             .iter()

@@ -271,9 +271,6 @@ fn routing(order: &[(&str, &str)]) -> Routing {
         rerank: RerankStatus::Disabled,
         ranking: Ranking::Learned,
         timings: StageTimings::default(),
-        context: None,
-        belief: Vec::new(),
-        schema: None,
     }
 }
 

@@ -72,7 +72,7 @@ pub async fn run(
                     match response {
                         Ok(response) => {
                             state.status = TaskStatus::of(&response);
-                            state.error = response.error.clone();
+                            state.error = response.error().map(str::to_owned);
                             state.response = Some(response);
                         }
                         Err(e) => {

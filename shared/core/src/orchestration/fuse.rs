@@ -170,7 +170,7 @@ fn section(state: &TaskState) -> Section {
             state
                 .error
                 .clone()
-                .or_else(|| response.as_ref().and_then(|r| r.error.clone()))
+                .or_else(|| response.as_ref().and_then(|r| r.error().map(str::to_owned)))
                 .unwrap_or_else(|| "the adapter failed".into())
         ),
         (_, Some(response)) => response.content.clone(),

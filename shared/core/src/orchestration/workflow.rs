@@ -32,7 +32,7 @@ pub enum TaskStatus {
 
 impl TaskStatus {
     pub fn of(response: &AdapterResponse) -> TaskStatus {
-        match response.status {
+        match response.status() {
             AdapterStatus::Ok => TaskStatus::Ok,
             AdapterStatus::NeedsClarification => TaskStatus::NeedsClarification,
             AdapterStatus::Error => TaskStatus::Failed,

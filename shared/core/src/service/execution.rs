@@ -5,20 +5,78 @@ use std::time::Instant;
 
 use serde_json::Map;
 
-use super::{Execution, Service};
+use super::routed::TurnContext;
+use super::{Execution, Orchestrated, Question, Routed, Service};
+use crate::blocking::run_blocking;
 use crate::invoker::{AdapterRequest, AdapterStatus, QueryVector, GENERATED_SQL};
-use crate::router::Routing;
+use crate::orchestration::Checkpoint;
+use crate::router::{Outcome, Routing};
+use crate::session::carried_parameters;
 use crate::template::DatasourceKind;
 
+/// What running a routed question gave: the winner's execution, a split question's
+/// workflow, or a `no_match`'s text-to-SQL fallback.
+pub(super) struct Executed {
+    pub execution: Option<Execution>,
+    pub orchestration: Option<Orchestrated>,
+    pub generated: Option<Execution>,
+}
+
 impl Service {
+    /// Execute: the workflow when there is one, else the winner on its adapter (with the
+    /// parameters the session carries); for a `no_match`, the text-to-SQL fallback.
+    pub(super) async fn execute_routed(
+        &self,
+        question: &Question,
+        routed: &Routed,
+        workflow: Option<Checkpoint>,
+        context: &TurnContext,
+        request_id: &str,
+        now: i64,
+    ) -> Executed {
+        let session_parameters = context.turns().map(carried_parameters).unwrap_or_default();
+        let (execution, orchestration) = match workflow {
+            Some(checkpoint) => {
+                let decomposition = routed.decomposition.clone();
+                let orchestrated = self
+                    .orchestrate(
+                        question,
+                        checkpoint,
+                        decomposition,
+                        &session_parameters,
+                        request_id,
+                        now,
+                    )
+                    .await;
+                (None, Some(orchestrated))
+            }
+            None if routed.routing.outcome == Outcome::Execute => {
+                let routing = &routed.routing;
+                let filters = &question.filters;
+                let execution = self
+                    .execute(routing, session_parameters, filters, request_id)
+                    .await;
+                (Some(execution), None)
+            }
+            None => (None, None),
+        };
+        // A `no_match` gets the fallback even when its split ran as a workflow (whose
+        // answer is the one given): unchanged from before the steps were named.
+        let generated = match routed.routing.outcome {
+            Outcome::NoMatch => self.generated_sql(routed, request_id).await,
+            _ => None,
+        };
+        Executed {
+            execution,
+            orchestration,
+            generated,
+        }
+    }
+
     /// The optional text-to-SQL fallback: the suggested datasource's adapter asks the chat
     /// model for one query over the nearest tables and checks and runs it like a template.
-    pub(super) async fn generated_sql(
-        &self,
-        routing: &Routing,
-        request_id: &str,
-    ) -> Option<Execution> {
-        let schema = routing.schema.as_ref()?;
+    async fn generated_sql(&self, routed: &Routed, request_id: &str) -> Option<Execution> {
+        let schema = routed.schema.as_ref()?;
         if !self.router.config().llm.text_to_sql {
             return None;
         }
@@ -39,7 +97,7 @@ impl Service {
             request_id: request_id.to_owned(),
             datasource: datasource.clone(),
             template_id: GENERATED_SQL.to_owned(),
-            query: routing.query.clone(),
+            query: routed.routing.query.clone(),
             session_parameters: Map::new(),
             deadline_ms,
             upstream: Map::new(),
@@ -62,7 +120,7 @@ impl Service {
             return None;
         }
         let embedder = self.router.documents_embedder();
-        match embedder.embed_one(&self.router.embedding_text(query)) {
+        match run_blocking(|| embedder.embed_one(&self.router.embedding_text(query))) {
             Ok(values) => Some(QueryVector {
                 model_id: embedder.model_id().to_owned(),
                 values,
@@ -74,7 +132,7 @@ impl Service {
         }
     }
 
-    pub(super) async fn execute(
+    async fn execute(
         &self,
         routing: &Routing,
         session_parameters: Map<String, serde_json::Value>,
@@ -100,7 +158,7 @@ impl Service {
         let adapter_ms = invoked.elapsed().as_secs_f64() * 1000.0;
         let label = selected.datasource.clone();
         metrics::histogram!("AdapterLatencyMs", "Datasource" => label.clone()).record(adapter_ms);
-        let answered = matches!(&adapter, Ok(r) if r.status != AdapterStatus::Error);
+        let answered = matches!(&adapter, Ok(r) if r.status() != AdapterStatus::Error);
         if !answered {
             metrics::counter!("AdapterErrors", "Datasource" => label).increment(1);
         }

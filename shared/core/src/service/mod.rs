@@ -4,10 +4,13 @@
 //! the JSON users know; the router Lambda and `switchyard serve` both run that edge.
 
 mod execution;
+mod routed;
 mod sessions;
 mod workflows;
 
-use sessions::{scoped, turn_result};
+use execution::Executed;
+use routed::TurnContext;
+use sessions::scoped;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -16,8 +19,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde_json::Map;
 
 use crate::auth::Access;
+use crate::blocking::run_blocking;
 use crate::conversation::{
-    assistant_text, contextualize, turn_of, AssistantTurn, ContextTexts, MAX_ASSISTANT_CHARS,
+    contextualize, AssistantTurn, ContextTexts, Contextualized, MAX_ASSISTANT_CHARS,
 };
 use crate::documents::schema::{schema_context, SchemaContext};
 use crate::documents::ChunkIndex;
@@ -31,9 +35,10 @@ use crate::orchestration::{
 };
 use crate::rerank::RerankStage;
 use crate::router::{Outcome, Router, Routing};
-use crate::session::{carried_parameters, ContextUsed, SessionStore, Turn, TurnOutcome};
-use crate::topics::{MemoryTopicStore, TopicStore, Topics};
-pub use workflows::{Orchestrated, Plan, Routed};
+use crate::session::{ContextUsed, SessionStore};
+use crate::topics::{MemoryTopicStore, TopicStore};
+pub use routed::{Plan, Routed};
+pub use workflows::Orchestrated;
 
 /// Longest session id accepted.
 pub const MAX_SESSION_ID_CHARS: usize = 128;
@@ -104,7 +109,7 @@ impl Question {
 #[derive(Debug)]
 pub struct Answer {
     pub request_id: String,
-    pub routing: Routing,
+    pub routed: Routed,
     /// Present when the outcome is `execute` on one template.
     pub execution: Option<Execution>,
     /// Present when the question was split into sub-questions (then `execution` is not).
@@ -236,9 +241,8 @@ impl Service {
     pub async fn route(&self, question: &Question, access: &Access) -> Result<Routed> {
         question.validate()?;
         let now = unix_now();
-        let turns = self.read_session(question, now).await;
-        let topics = self.read_topics(question, now).await;
-        self.route_with(question, access, &turns, topics.as_ref(), now, true)
+        let context = self.read_context(question, now).await;
+        self.route_in_context(question, access, &context, now, true)
             .await
     }
 
@@ -255,109 +259,62 @@ impl Service {
         answer
     }
 
+    /// A query's steps, in order: claim (the workflow to resume; its lease is `query`'s)
+    /// → context → route → plan → execute → record.
     async fn answer(&self, question: &Question, access: &Access, now: i64) -> Result<Answer> {
         let resumed = self.resumable(question, now).await?;
-        let turns = self.read_session(question, now).await;
-        let topics = self.read_topics(question, now).await;
+        let context = self.read_context(question, now).await;
         let routed = self
-            .route_with(
-                question,
-                access,
-                &turns,
-                topics.as_ref(),
-                now,
-                resumed.is_none(),
-            )
+            .route_in_context(question, access, &context, now, resumed.is_none())
             .await?;
         let request_id = new_request_id();
-        let session_parameters = match &turns {
-            Ok(Some(turns)) => carried_parameters(turns),
-            _ => Map::new(),
-        };
-        let Routed {
-            routing,
-            decomposition,
-            plan,
-        } = routed;
-        let checkpoint = match (resumed, plan) {
-            (Some(checkpoint), _) => Some(checkpoint),
-            (None, Some(plan)) => Some(self.new_workflow(question, &request_id, plan, now)),
-            (None, None) => None,
-        };
-        let (execution, orchestration) = match checkpoint {
-            Some(checkpoint) => {
-                let orchestrated = self
-                    .orchestrate(question, checkpoint, &session_parameters, &request_id, now)
-                    .await;
-                let orchestrated = Orchestrated {
-                    decomposition,
-                    ..orchestrated
-                };
-                (None, Some(orchestrated))
-            }
-            None => match routing.outcome {
-                Outcome::Execute => (
-                    Some(
-                        self.execute(&routing, session_parameters, &question.filters, &request_id)
-                            .await,
-                    ),
-                    None,
-                ),
-                Outcome::Clarify | Outcome::NoMatch => (None, None),
-            },
-        };
-        let session = match (question.session_key(), turns) {
-            (None, _) | (_, Ok(None)) => SessionUse::None,
-            (Some(_), Err(error)) => SessionUse::Unavailable { error },
-            (Some(id), Ok(Some(turns))) => {
-                let (outcome, parameters) = turn_result(&routing, &execution, &orchestration);
-                let sessions = &self.router.config().sessions;
-                let mut turn = turn_of(&routing, outcome, parameters, sessions, now);
-                turn.answer = execution
-                    .as_ref()
-                    .and_then(|e| e.adapter.as_ref().ok())
-                    .filter(|_| sessions.store_text)
-                    .map(|response| assistant_text(&response.content));
-                let saved = self.sessions.append(&id, turn).await;
-                if let Err(e) = &saved {
-                    metrics::counter!("SessionStoreErrors").increment(1);
-                    tracing::warn!(session_id = %id, error = %e, "turn not saved");
-                }
-                if let (TurnOutcome::Execute, Some(topics)) = (outcome, topics) {
-                    self.remember_topics(question, topics, now).await;
-                }
-                SessionUse::Used {
-                    turns: turns.len(),
-                    saved: Some(saved.map_err(|e| e.to_string())),
-                }
-            }
-        };
-        if self.router.config().feedback.enabled {
-            let adapter_ms = match (&execution, &orchestration) {
-                (Some(e), _) => e.adapter_ms,
-                (None, Some(o)) => o.run.checkpoint.tasks.iter().map(|t| t.adapter_ms).sum(),
-                (None, None) => 0.0,
-            };
-            let processing_ms = routing.timings.total_ms + adapter_ms;
-            let decision = Decision::of(&routing, &request_id, processing_ms, now);
-            // Feedback is a help, never a precondition of the answer.
-            if let Err(e) = self.feedback.record(decision).await {
-                metrics::counter!("FeedbackStoreErrors").increment(1);
-                tracing::warn!(request_id = %request_id, error = %e, "decision not kept for feedback");
-            }
-        }
-        let generated = match routing.outcome {
-            Outcome::NoMatch => self.generated_sql(&routing, &request_id).await,
-            _ => None,
-        };
+        let workflow = self.plan_workflow(question, resumed, &routed, &request_id, now);
+        let executed = self
+            .execute_routed(question, &routed, workflow, &context, &request_id, now)
+            .await;
+        let session = self
+            .record_turn(question, &routed, context, &executed, now)
+            .await;
+        self.record_decision(&routed.routing, &executed, &request_id, now)
+            .await;
+        let Executed {
+            execution,
+            orchestration,
+            generated,
+        } = executed;
         Ok(Answer {
             request_id,
-            routing,
+            routed,
             execution,
             orchestration,
             generated,
             session,
         })
+    }
+
+    /// Keep the decision for feedback (`feedback.enabled`): a help, never a precondition
+    /// of the answer.
+    async fn record_decision(
+        &self,
+        routing: &Routing,
+        executed: &Executed,
+        request_id: &str,
+        now: i64,
+    ) {
+        if !self.router.config().feedback.enabled {
+            return;
+        }
+        let adapter_ms = match (&executed.execution, &executed.orchestration) {
+            (Some(e), _) => e.adapter_ms,
+            (None, Some(o)) => o.run.checkpoint.tasks.iter().map(|t| t.adapter_ms).sum(),
+            (None, None) => 0.0,
+        };
+        let processing_ms = routing.timings.total_ms + adapter_ms;
+        let decision = Decision::of(routing, request_id, processing_ms, now);
+        if let Err(e) = self.feedback.record(decision).await {
+            metrics::counter!("FeedbackStoreErrors").increment(1);
+            tracing::warn!(request_id = %request_id, error = %e, "decision not kept for feedback");
+        }
     }
 
     /// Judge an earlier answer (`POST /v1/feedback`): the record with its reward.
@@ -380,12 +337,14 @@ impl Service {
         Ok(record)
     }
 
-    async fn route_with(
+    /// Route in the session's context: the four stages on the question and the
+    /// conversation's other texts, the conversation's decision, then (no routing changes
+    /// after this) the tables that could answer a `no_match` and the split.
+    async fn route_in_context(
         &self,
         question: &Question,
         access: &Access,
-        turns: &std::result::Result<Option<Vec<Turn>>, String>,
-        topics: Option<&Topics>,
+        context: &TurnContext,
         now: i64,
         may_split: bool,
     ) -> Result<Routed> {
@@ -393,10 +352,7 @@ impl Service {
             Some(names) => access.narrow(names, &self.router.index().catalog)?,
             None => access.clone(),
         };
-        let turns = match turns {
-            Ok(Some(turns)) => Some(turns.as_slice()),
-            _ => None,
-        };
+        let turns = context.turns();
         // What the assistant said before: the caller's, else the session's last answer.
         let said = question
             .assistant
@@ -408,9 +364,11 @@ impl Service {
             said,
             &self.router.config().sessions,
         );
-        let (candidates, others) =
+        // Embedding and scoring: the CPU-bound part of a request.
+        let (candidates, others) = run_blocking(|| {
             self.router
-                .candidates_with_context(&question.query, &texts.texts(), &access)?;
+                .candidates_with_context(&question.query, &texts.texts(), &access)
+        })?;
         let reranked = match &self.rerank {
             Some(stage) => stage.rerank(&self.router, &candidates, now).await,
             None => self.router.not_reranked(),
@@ -427,44 +385,48 @@ impl Service {
         let assistant = said
             .as_ref()
             .map(|(alone, with_turn)| AssistantTurn { alone, with_turn });
-        let routing = if turns.is_none() && assistant.is_none() {
-            own
+        let (routing, context_report, belief) = if turns.is_none() && assistant.is_none() {
+            (own, None, Vec::new())
         } else {
-            let turns = turns.unwrap_or_default();
-            contextualize(
+            let Contextualized {
+                routing,
+                report,
+                belief,
+            } = contextualize(
                 &self.router,
                 own,
                 joint.as_ref(),
                 assistant,
-                turns,
-                topics,
+                turns.unwrap_or_default(),
+                context.topics.as_ref(),
                 now,
-            )
+            );
+            (routing, Some(report), belief)
         };
         record_routing(&routing, question);
-        let mut routing = routing;
-        if routing.outcome == Outcome::NoMatch {
-            routing.schema = self.schema_context(&question.query, &access);
-        }
+        let schema = match routing.outcome {
+            Outcome::NoMatch => run_blocking(|| self.schema_context(&question.query, &access)),
+            _ => None,
+        };
+        let mut routed = Routed {
+            routing,
+            context: context_report,
+            belief,
+            schema,
+            decomposition: None,
+            plan: None,
+        };
         // A turn that answers the conversation's pending question is never split.
-        let own_turn = routing
+        let own_turn = routed
             .context
             .as_ref()
             .is_none_or(|c| c.used == ContextUsed::Turn);
-        let config = &self.router.config().orchestration;
-        if !(may_split && own_turn && config.enabled) {
-            return Ok(Routed {
-                routing,
-                decomposition: None,
-                plan: None,
-            });
+        if may_split && own_turn && self.router.config().orchestration.enabled {
+            let (decomposition, plan) = self.split(&routed.routing, &access).await?;
+            routed.decomposition = Some(decomposition);
+            routed.plan = plan;
         }
-        let (decomposition, plan) = self.split(&routing, &access).await?;
-        Ok(Routed {
-            routing,
-            decomposition: Some(decomposition),
-            plan,
-        })
+        Ok(routed)
     }
 }
 

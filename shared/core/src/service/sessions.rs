@@ -5,8 +5,10 @@
 use serde_json::Map;
 use sha2::{Digest, Sha256};
 
-use super::{Execution, Orchestrated, Question, Service};
-use crate::conversation::unexecuted_outcome;
+use super::execution::Executed;
+use super::routed::{Routed, TurnContext};
+use super::{Execution, Orchestrated, Question, Service, SessionUse};
+use crate::conversation::{assistant_text, turn_of, unexecuted_outcome};
 use crate::error::Result;
 use crate::invoker::AdapterStatus;
 use crate::orchestration::TaskStatus;
@@ -26,9 +28,57 @@ impl Service {
         self.sessions.delete(&scoped(owner, session_id)).await
     }
 
+    /// What the session gives the question: its turns and the caller's topics.
+    pub(super) async fn read_context(&self, question: &Question, now: i64) -> TurnContext {
+        TurnContext {
+            turns: self.read_session(question, now).await,
+            topics: self.read_topics(question, now).await,
+        }
+    }
+
+    /// Record the turn in the question's session (and an executed question's words in
+    /// its caller's topics); what the session was to the answer.
+    pub(super) async fn record_turn(
+        &self,
+        question: &Question,
+        routed: &Routed,
+        context: TurnContext,
+        executed: &Executed,
+        now: i64,
+    ) -> SessionUse {
+        let (id, count) = match (question.session_key(), context.turns) {
+            (None, _) | (_, Ok(None)) => return SessionUse::None,
+            (Some(_), Err(error)) => return SessionUse::Unavailable { error },
+            (Some(id), Ok(Some(turns))) => (id, turns.len()),
+        };
+        let routing = &routed.routing;
+        let (outcome, parameters) =
+            turn_result(routing, &executed.execution, &executed.orchestration);
+        let sessions = &self.router.config().sessions;
+        let mut turn = turn_of(routing, &routed.belief, outcome, parameters, sessions, now);
+        turn.answer = executed
+            .execution
+            .as_ref()
+            .and_then(|e| e.adapter.as_ref().ok())
+            .filter(|_| sessions.store_text)
+            .map(|response| assistant_text(&response.content));
+        let saved = self.sessions.append(&id, turn).await;
+        if let Err(e) = &saved {
+            metrics::counter!("SessionStoreErrors").increment(1);
+            tracing::warn!(session_id = %id, error = %e, "turn not saved");
+        }
+        if let (TurnOutcome::Execute, Some(topics)) = (outcome, context.topics) {
+            self.remember_topics(question, topics, now).await;
+        }
+        SessionUse::Used {
+            turns: count,
+            saved: Some(saved.map_err(|e| e.to_string())),
+        }
+    }
+
     /// The session's turns within the window: `Ok(None)` without a session id, `Err` with
     /// the store's error (context is a help, never a precondition).
-    pub(super) async fn read_session(
+    async fn read_session(
         &self,
         question: &Question,
         now: i64,
@@ -50,7 +100,7 @@ impl Service {
 
     /// The caller's topics, for a question in a session with topics and texts kept; a
     /// failing store leaves them out (they are a weak prior, never a precondition).
-    pub(super) async fn read_topics(&self, question: &Question, now: i64) -> Option<Topics> {
+    async fn read_topics(&self, question: &Question, now: i64) -> Option<Topics> {
         let sessions = &self.router.config().sessions;
         if question.session_id.is_none() || !sessions.topics.enabled || !sessions.store_text {
             return None;
@@ -66,7 +116,7 @@ impl Service {
     }
 
     /// Count an executed question's words into its caller's topics.
-    pub(super) async fn remember_topics(&self, question: &Question, mut topics: Topics, now: i64) {
+    async fn remember_topics(&self, question: &Question, mut topics: Topics, now: i64) {
         topics.add(&question.query, now, &self.router.config().sessions.topics);
         if let Err(e) = self.topics.save(&question.owner, &topics, now).await {
             metrics::counter!("TopicStoreErrors").increment(1);
@@ -76,7 +126,7 @@ impl Service {
 }
 
 /// What a turn's answer was, for the session: its outcome and the parameters it used.
-pub(super) fn turn_result(
+fn turn_result(
     routing: &Routing,
     execution: &Option<Execution>,
     orchestration: &Option<Orchestrated>,
@@ -100,7 +150,7 @@ pub(super) fn turn_result(
     match execution {
         Some(execution) => match &execution.adapter {
             Ok(response) => (
-                match response.status {
+                match response.status() {
                     AdapterStatus::Ok => TurnOutcome::Execute,
                     AdapterStatus::NeedsClarification => TurnOutcome::NeedsClarification,
                     AdapterStatus::Error => TurnOutcome::Failed,

@@ -6,32 +6,16 @@ use std::sync::Arc;
 
 use serde_json::Map;
 
+use super::routed::{Plan, Routed};
 use super::sessions::scoped;
 use super::{new_request_id, Question, Service};
+use crate::blocking::run_blocking;
 use crate::error::{Error, Result};
 use crate::orchestration::{
     decompose, fuse, phases, plan, run, validated_parts, Checkpoint, Decomposition, Fused,
-    QuestionSplitter, Requests, Run, Task,
+    QuestionSplitter, Requests, Run,
 };
 use crate::router::{Access, Routing};
-
-/// A routed question and, when it asks for several things, its plan.
-#[derive(Debug)]
-pub struct Routed {
-    pub routing: Routing,
-    /// What detection and decomposition found (absent when orchestration is off or the
-    /// turn answers the conversation's pending question).
-    pub decomposition: Option<Decomposition>,
-    /// The tasks and their phases, when the question was split.
-    pub plan: Option<Plan>,
-}
-
-#[derive(Debug, Clone)]
-pub struct Plan {
-    pub tasks: Vec<Task>,
-    /// Positions in `tasks`, phase by phase.
-    pub phases: Vec<Vec<usize>>,
-}
 
 /// A split question's run: its workflow after this request, and the fused answer.
 #[derive(Debug)]
@@ -64,14 +48,17 @@ impl Service {
         access: &Access,
     ) -> Result<(Decomposition, Option<Plan>)> {
         let config = &self.router.config().orchestration;
-        let mut decomposition = decompose(&self.router, &self.decomposer, routing, access)?;
+        // Every run of segments is routed (embedded and scored): CPU-bound.
+        let mut decomposition =
+            run_blocking(|| decompose(&self.router, &self.decomposer, routing, access))?;
         if !decomposition.is_split() && decomposition.signals.considered && config.chat_decomposer {
             if let Some(splitter) = &self.splitter {
                 match splitter.split(&routing.query).await {
                     Ok(texts) => {
-                        if let Some(parts) =
-                            validated_parts(&self.router, routing, &texts, access, config)?
-                        {
+                        let parts = run_blocking(|| {
+                            validated_parts(&self.router, routing, &texts, access, config)
+                        })?;
+                        if let Some(parts) = parts {
                             decomposition.parts = parts;
                             decomposition.method = splitter.id().to_owned();
                         }
@@ -177,7 +164,24 @@ impl Service {
         Ok(resumable)
     }
 
-    pub(super) fn new_workflow(
+    /// Plan: the workflow to run, if any (the resumed one, or a new one for a question
+    /// that was split).
+    pub(super) fn plan_workflow(
+        &self,
+        question: &Question,
+        resumed: Option<Checkpoint>,
+        routed: &Routed,
+        request_id: &str,
+        now: i64,
+    ) -> Option<Checkpoint> {
+        match (resumed, &routed.plan) {
+            (Some(checkpoint), _) => Some(checkpoint),
+            (None, Some(plan)) => Some(self.new_workflow(question, request_id, plan.clone(), now)),
+            (None, None) => None,
+        }
+    }
+
+    fn new_workflow(
         &self,
         question: &Question,
         request_id: &str,
@@ -206,6 +210,7 @@ impl Service {
         &self,
         question: &Question,
         checkpoint: Checkpoint,
+        decomposition: Option<Decomposition>,
         session_parameters: &Map<String, serde_json::Value>,
         request_id: &str,
         now: i64,
@@ -243,7 +248,7 @@ impl Service {
         metrics::counter!("OrchestratedQuestions").increment(1);
         metrics::histogram!("OrchestrationCoverage").record(f64::from(fused.coverage));
         Orchestrated {
-            decomposition: None,
+            decomposition,
             run,
             fused,
         }

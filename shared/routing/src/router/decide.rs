@@ -99,9 +99,6 @@ pub fn decide(
         rerank: reranked.status,
         ranking,
         timings,
-        context: None,
-        belief: Vec::new(),
-        schema: None,
     }
 }
 

@@ -29,8 +29,9 @@ pub use switchyard_catalog::auth::Access;
 pub use switchyard_index::scoring::{decimal, Weights};
 pub use threshold::{ThresholdSource, FALLBACK_THRESHOLD};
 
+use crate::error::RoutingError;
 use switchyard_catalog::config::Config;
-use switchyard_catalog::error::{Error, Result};
+use switchyard_catalog::error::Result;
 use switchyard_catalog::template::{Datasource, Template};
 use switchyard_index::embed::Embedder;
 use switchyard_index::index::{Drift, DriftStatus, Index};
@@ -185,16 +186,15 @@ impl Router {
     }
 
     /// Check a query's length and content; errors name the `query` field.
-    pub fn validate_query(query: &str) -> Result<()> {
+    pub fn validate_query(query: &str) -> Result<(), RoutingError> {
         if query.trim().is_empty() {
-            return Err(Error::invalid_request("query", "must not be empty"));
+            return Err(RoutingError::Query("must not be empty".into()));
         }
         let chars = query.chars().count();
         if chars > MAX_QUERY_CHARS {
-            return Err(Error::invalid_request(
-                "query",
-                format!("is {chars} characters; the limit is {MAX_QUERY_CHARS}"),
-            ));
+            return Err(RoutingError::Query(format!(
+                "is {chars} characters; the limit is {MAX_QUERY_CHARS}"
+            )));
         }
         Ok(())
     }

@@ -4,7 +4,7 @@ use std::fmt;
 
 use serde::Serialize;
 
-use crate::session::{ContextReport, TemplateRef, Weighted};
+use crate::session::TemplateRef;
 use switchyard_index::scoring::{decimal, serialize_decimal, Weights};
 
 fn serialize_decimal_option<S: serde::Serializer>(
@@ -197,6 +197,9 @@ impl Candidates {
     }
 }
 
+/// The router's decision. Nothing changes it afterwards: the conversation decides anew
+/// into a routing of its own, and the service keeps what it learns around the routing
+/// (`switchyard_core::service::Routed`).
 #[derive(Debug, Clone, Serialize)]
 pub struct Routing {
     pub query: String,
@@ -216,15 +219,6 @@ pub struct Routing {
     pub rerank: RerankStatus,
     pub ranking: Ranking,
     pub timings: StageTimings,
-    /// What the session contributed (turns of a session only).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub context: Option<ContextReport>,
-    /// The conversation's belief after this turn, kept with the turn.
-    #[serde(skip)]
-    pub belief: Vec<Weighted>,
-    /// With `NoMatch` and SQL schemas indexed: the tables that could answer.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub schema: Option<switchyard_documents::schema::SchemaContext>,
 }
 
 impl Routing {
@@ -245,14 +239,9 @@ impl Routing {
         }
     }
 
+    /// Why the router decided as it did (a conversation's reasons are
+    /// `ContextUsed::reason`'s).
     pub fn reason(&self) -> &'static str {
-        use crate::session::ContextUsed;
-        match self.context.as_ref().map(|c| c.used) {
-            Some(ContextUsed::Context) => return "conversation_context",
-            Some(ContextUsed::ClarifyChoice) => return "clarify_choice_picked",
-            Some(ContextUsed::PendingParameter) => return "pending_parameter_answered",
-            Some(ContextUsed::Turn) | None => {}
-        }
         match (self.outcome, self.matches.is_empty()) {
             (Outcome::Execute, _) => "highest_ranked_confidence_above_threshold",
             (Outcome::Clarify, _) => "close_candidates_from_different_templates",

@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use crate::config::{Config, OrchestrationConfig};
-use crate::invoker::{AdapterResponse, AdapterStatus};
+use crate::invoker::{AdapterOutcome, AdapterResponse};
 use crate::orchestration::{phases, Checkpoint, Cues, Task, TaskState, TaskStatus};
 
 pub(super) fn config() -> OrchestrationConfig {
@@ -18,12 +18,11 @@ pub(super) fn cues() -> Cues {
 
 pub(super) fn response(content: &str, parameters: Value, data: Value) -> AdapterResponse {
     AdapterResponse {
-        status: AdapterStatus::Ok,
+        outcome: AdapterOutcome::Ok,
         content: content.into(),
         data,
         parameters: parameters.as_object().cloned().unwrap_or_default(),
         missing: Vec::new(),
-        error: None,
         execution_time_ms: 1.0,
     }
 }

@@ -9,11 +9,11 @@ use std::collections::{BTreeSet, HashMap};
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::TopicsConfig;
-use crate::error::Result;
-use crate::expiring::ExpiringMap;
-use crate::template::Template;
-use crate::BoxFuture;
+use switchyard_catalog::config::TopicsConfig;
+use switchyard_catalog::error::Result;
+use switchyard_catalog::expiring::ExpiringMap;
+use switchyard_catalog::template::Template;
+use switchyard_catalog::BoxFuture;
 
 /// Words too common to say what a caller is about.
 const STOP_WORDS: &[&str] = &[
@@ -185,7 +185,7 @@ impl TopicStore for MemoryTopicStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Config;
+    use switchyard_catalog::config::Config;
 
     fn config() -> TopicsConfig {
         Config::default().sessions.topics
