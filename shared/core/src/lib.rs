@@ -1,6 +1,7 @@
 //! Switchyard's service: what it does with a question beyond routing it — conversations
-//! (context; topics are re-exported from `switchyard-routing`), multi-part questions (orchestration, workflows), adapter invocation,
-//! rerank and its cache, feedback — and the transport-independent operations (`service`).
+//! (context; topics are re-exported from `switchyard-routing`), multi-part questions
+//! (orchestration, workflows), adapter invocation, rerank and its cache, feedback — and
+//! the transport-independent operations (`service`).
 //! No AWS here: the functions and the CLI plug their edges (S3, DynamoDB, Lambda, HTTP
 //! servers) into the traits defined here and below.
 //!
