@@ -57,9 +57,13 @@ SCHEMATHESIS_SEED="${SCHEMATHESIS_SEED:-20261124}" ./infra/scripts/schemathesis.
 ./infra/scripts/chat-clients.sh
 
 # SAM as its users run it: `sam local invoke` and `sam local start-api` in containers of a
-# base image built here (no registry). Needs a Docker Engine; a machine without one says so.
-if command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1; then
-  ./infra/scripts/sam-local.sh
-else
+# base image built here (no registry). Needs a Docker Engine, and root the first time (the
+# base image is made with debootstrap); a machine without them says so.
+BASE_IMAGE="switchyard/lambda-provided:al2023-x86_64"
+if ! { command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1; }; then
   echo "test.sh: SKIPPED the SAM local checks (infra/scripts/sam-local.sh): no Docker Engine answers here" >&2
+elif [ "$(id -u)" != 0 ] && ! docker image inspect "$BASE_IMAGE" >/dev/null 2>&1; then
+  echo "test.sh: SKIPPED the SAM local checks: building $BASE_IMAGE needs root once (sudo ./infra/scripts/lambda-base-image.sh)" >&2
+else
+  ./infra/scripts/sam-local.sh
 fi

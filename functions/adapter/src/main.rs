@@ -41,9 +41,8 @@ async fn load() -> anyhow::Result<LocalAdapters> {
             .context("SWITCHYARD_TEMPLATES must name the catalog folder")?,
     );
     let mut catalog = Catalog::load(&templates)?;
-    if let Some(name) = std::env::var("SWITCHYARD_DATASOURCE")
-        .ok()
-        .filter(|n| !n.is_empty())
+    if let Some(name) =
+        switchyard_aws::variable_set(|n| std::env::var(n).ok(), "SWITCHYARD_DATASOURCE")
     {
         catalog.datasources.retain(|d| d.spec.name == name);
         anyhow::ensure!(

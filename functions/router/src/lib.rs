@@ -24,7 +24,7 @@ use switchyard_core::feedback::FeedbackStore;
 use switchyard_core::index::{FileIndexSource, Index, IndexSource};
 use switchyard_core::invoker::AdapterInvoker;
 use switchyard_core::orchestration::WorkflowStore;
-use switchyard_core::rerank::RerankStage;
+use switchyard_core::rerank::{RerankStage, Reranker};
 use switchyard_core::rerank_cache::{MemoryRerankCache, RerankCache};
 use switchyard_core::router::Router;
 use switchyard_core::service::Service;
@@ -234,7 +234,7 @@ pub async fn cold_start(
     let model_ms = ms_since(model);
     let reranker = switchyard_rerank::from_config(&config.composite_retrieval.reranking)?;
     let dynamodb = bounded(clients.dynamodb);
-    let rerank = reranker.map(|reranker| {
+    let rerank = reranker.clone().map(|reranker| {
         let cache: Arc<dyn RerankCache> = match &settings.rerank_cache_table {
             Some(table) => Arc::new(DynamoRerankCache::new(dynamodb.clone(), table)),
             None => Arc::new(MemoryRerankCache::new(config.rerank_cache.memory_capacity)),
@@ -268,9 +268,17 @@ pub async fn cold_start(
     };
     let schema = load_schema(&settings.index, &clients.s3).await?;
     let invoker: Arc<dyn AdapterInvoker> = match &settings.templates {
-        Some(folder) => {
-            Arc::new(in_process_adapters(folder, &settings.index, &clients.s3, &config).await?)
-        }
+        Some(folder) => Arc::new(
+            in_process_adapters(
+                folder,
+                index.catalog.clone(),
+                &settings.index,
+                &clients.s3,
+                &config,
+                reranker,
+            )
+            .await?,
+        ),
         None => Arc::new(LambdaInvoker::new(
             clients.lambda,
             index.catalog.clone(),
@@ -313,24 +321,25 @@ pub async fn cold_start(
     Ok((service, report))
 }
 
-/// The adapters of the catalog in `folder`, run in this function: checked like the
-/// adapter function's (SQL read-only, HTTP allow-lists), documents from the chunk
-/// artifacts published beside the index.
+/// The adapters of the index's catalog, run in this function as `switchyard serve` runs
+/// them: their files (SQLite seeds) under `folder`, checked like the adapter function's
+/// (SQL read-only, HTTP allow-lists), documents from the chunk artifacts published beside
+/// the index. The index's own catalog, so the adapters know exactly the templates routed to.
 async fn in_process_adapters(
     folder: &Path,
+    catalog: Catalog,
     location: &IndexLocation,
     s3: &aws_sdk_s3::Client,
     config: &Config,
+    reranker: Option<Arc<dyn Reranker>>,
 ) -> Result<LocalAdapters> {
     let refused = |e: switchyard_adapters::AdapterError| Error::Config {
         origin: "environment".into(),
         field: "SWITCHYARD_TEMPLATES".into(),
         message: format!("{}: {e}", folder.display()),
     };
-    let catalog = Catalog::load(folder)?;
     switchyard_adapters::check_catalog(&catalog).map_err(refused)?;
     let documents = documents_chunks(&catalog, location, Some(s3)).await?;
-    let reranker = switchyard_rerank::from_config(&config.composite_retrieval.reranking)?;
     let llm = LlmFeatures::from_config(&config.llm).map_err(refused)?;
     Ok(LocalAdapters::open(catalog, Some(folder))
         .await
