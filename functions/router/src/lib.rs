@@ -51,9 +51,9 @@ pub struct Settings {
     /// `SWITCHYARD_TOPICS_TABLE`; without it callers' topic words are kept in this
     /// instance's memory.
     pub topics_table: Option<String>,
-    /// `SWITCHYARD_TEMPLATES`: a catalog folder (the TemplatesLayer's
-    /// `/opt/templates/<catalog>`). Set, the adapters run inside this function instead of
-    /// being invoked as adapter functions: one function for a small stack, and how
+    /// `SWITCHYARD_TEMPLATES`: the folder of the index's catalog (the TemplatesLayer's
+    /// `/opt/templates/<catalog>`, for its datasources' files). Set, the adapters run inside
+    /// this function instead of being invoked as adapter functions: one function for a small stack, and how
     /// `sam local` runs the router without a Lambda endpoint to invoke.
     pub templates: Option<PathBuf>,
 }
