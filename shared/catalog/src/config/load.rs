@@ -1,15 +1,19 @@
-//! Loading: the embedded defaults, then a file, then `SWITCHYARD__…` variables, merged
-//! as JSON values and deserialised once; and the folders the settings point at.
+//! Loading: the embedded defaults, then a file, then each `SWITCHYARD__…` variable, as
+//! layers of one `figment::Figment`, extracted once and validated. Every value keeps the
+//! layer that gave it, so an error names the field and the source of its value: the file,
+//! or the one variable.
 
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
+use figment::value::{Dict, Map, Value};
+use figment::{Figment, Metadata, Profile, Provider};
 
 use super::{Config, EmbeddingConfig};
 use crate::error::{Error, Result};
 
 const EMBEDDED_DEFAULTS: &str = include_str!("../config.yaml");
 pub const ENV_PREFIX: &str = "SWITCHYARD__";
+const DEFAULTS_ORIGIN: &str = "embedded defaults";
 
 impl Default for Config {
     fn default() -> Self {
@@ -19,45 +23,38 @@ impl Default for Config {
 }
 
 impl Config {
-    /// Embedded defaults, then `file` (if any), then the `SWITCHYARD__…` variables among `env`.
+    /// Embedded defaults, then `file` (if any), then the `SWITCHYARD__…` variables among
+    /// `env` (in name order; `A__B` sets field `a.b`, its value read as YAML).
     pub fn load<I, K, V>(file: Option<&Path>, env: I) -> Result<Config>
     where
         I: IntoIterator<Item = (K, V)>,
         K: AsRef<str>,
         V: AsRef<str>,
     {
-        let mut merged = parse_yaml(EMBEDDED_DEFAULTS, "embedded defaults")?;
-        let mut origin = "embedded defaults".to_owned();
+        let mut figment = Figment::new().merge(Layer::yaml(DEFAULTS_ORIGIN, EMBEDDED_DEFAULTS)?);
         if let Some(path) = file {
             let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-            let layer = parse_yaml(&text, &path.display().to_string())?;
-            merge(&mut merged, layer);
-            origin = path.display().to_string();
+            figment = figment.merge(Layer::yaml(&path.display().to_string(), &text)?);
         }
-        let mut overrides: Vec<(String, String)> = env
+        let mut variables: Vec<(String, String)> = env
             .into_iter()
-            .filter_map(|(k, v)| {
-                let key = k.as_ref().strip_prefix(ENV_PREFIX)?.to_owned();
-                Some((key, v.as_ref().to_owned()))
-            })
+            .filter(|(k, _)| k.as_ref().starts_with(ENV_PREFIX))
+            .map(|(k, v)| (k.as_ref().to_owned(), v.as_ref().to_owned()))
             .collect();
-        overrides.sort();
-        for (key, raw) in overrides {
-            let variable = format!("{ENV_PREFIX}{key}");
-            let path: Vec<String> = key.split("__").map(str::to_ascii_lowercase).collect();
-            let value = parse_yaml(&raw, &variable)?;
-            set_path(&mut merged, &path, value);
-            origin = format!("{origin} + environment");
+        variables.sort();
+        for (name, raw) in variables {
+            figment = figment.merge(Layer::variable(&name, &raw)?);
         }
-        let config: Config = serde_path_to_error::deserialize(merged).map_err(|e| {
-            let path = e.path().to_string();
-            Error::Config {
-                origin: origin.clone(),
-                field: path,
-                message: e.into_inner().to_string(),
-            }
-        })?;
-        config.validate(&origin)?;
+        let config: Config = figment
+            .extract()
+            .map_err(|e| extraction_error(&figment, e))?;
+        config
+            .validate()
+            .map_err(|(field, message)| Error::Config {
+                origin: origin_of(&figment, &field),
+                field,
+                message,
+            })?;
         Ok(config)
     }
 
@@ -68,49 +65,114 @@ impl Config {
     }
 }
 
-fn parse_yaml(text: &str, origin: &str) -> Result<Value> {
-    serde_saphyr::from_str::<Value>(text).map_err(|e| Error::Config {
-        origin: origin.to_owned(),
-        field: "(document)".to_owned(),
-        message: e.to_string(),
-    })
+/// One layer of configuration: a YAML document (the defaults, a file) or one variable,
+/// named by where it came from.
+struct Layer {
+    origin: String,
+    values: Dict,
 }
 
-/// Merge `layer` over `base`: objects merge key by key, anything else replaces.
-fn merge(base: &mut Value, layer: Value) {
-    match (base, layer) {
-        (Value::Object(base), Value::Object(layer)) => {
-            for (key, value) in layer {
-                match base.get_mut(&key) {
-                    Some(existing) => merge(existing, value),
-                    None => {
-                        base.insert(key, value);
-                    }
-                }
-            }
+impl Layer {
+    fn yaml(origin: &str, text: &str) -> Result<Layer> {
+        let values = if text.trim().is_empty() {
+            Dict::new()
+        } else {
+            serde_saphyr::from_str::<Dict>(text).map_err(|e| Error::Config {
+                origin: origin.to_owned(),
+                field: "(document)".to_owned(),
+                message: e.to_string(),
+            })?
+        };
+        Ok(Layer {
+            origin: origin.to_owned(),
+            values,
+        })
+    }
+
+    /// `SWITCHYARD__A__B=value`: `value`, read as YAML (so `[x, y]` is a list and `0.5` a
+    /// number), at field `a.b`.
+    fn variable(name: &str, raw: &str) -> Result<Layer> {
+        let origin = format!("environment variable {name}");
+        let key = name.strip_prefix(ENV_PREFIX).unwrap_or(name);
+        let path: Vec<String> = key.split("__").map(str::to_ascii_lowercase).collect();
+        if path.iter().any(String::is_empty) {
+            return Err(Error::Config {
+                origin,
+                field: key.to_ascii_lowercase(),
+                message: "names no field: sections are joined by `__`".to_owned(),
+            });
         }
-        (base, layer) => *base = layer,
+        let mut value = if raw.trim().is_empty() {
+            Value::from(String::new())
+        } else {
+            serde_saphyr::from_str::<Value>(raw).map_err(|e| Error::Config {
+                origin: origin.clone(),
+                field: path.join("."),
+                message: e.to_string(),
+            })?
+        };
+        for key in path.iter().skip(1).rev() {
+            value = Value::from(Dict::from([(key.clone(), value)]));
+        }
+        Ok(Layer {
+            origin,
+            values: Dict::from([(path[0].clone(), value)]),
+        })
     }
 }
 
-fn set_path(root: &mut Value, path: &[String], value: Value) {
-    let mut node = root;
-    for key in &path[..path.len() - 1] {
-        if !node.is_object() {
-            *node = Value::Object(Default::default());
+impl Provider for Layer {
+    fn metadata(&self) -> Metadata {
+        Metadata::named(self.origin.clone())
+    }
+
+    fn data(&self) -> std::result::Result<Map<Profile, Dict>, figment::Error> {
+        Ok(Profile::Default.collect(self.values.clone()))
+    }
+}
+
+/// A value that does not deserialise: its field, and the layer that gave it (for an
+/// unknown field, the layer that named it).
+fn extraction_error(figment: &Figment, error: figment::Error) -> Error {
+    let mut field = error.path.join(".");
+    if let figment::error::Kind::UnknownField(name, _) = &error.kind {
+        field = if field.is_empty() {
+            name.clone()
+        } else {
+            format!("{field}.{name}")
+        };
+    }
+    let origin = match &error.kind {
+        figment::error::Kind::UnknownField(..) => origin_of(figment, &field),
+        _ => error
+            .metadata
+            .as_ref()
+            .map(|m| m.name.to_string())
+            .unwrap_or_else(|| origin_of(figment, &field)),
+    };
+    Error::Config {
+        origin,
+        field: if field.is_empty() {
+            "(document)".to_owned()
+        } else {
+            field
+        },
+        message: error.kind.to_string(),
+    }
+}
+
+/// The layer that gave `field` (or, for a field no layer gave, its nearest section).
+fn origin_of(figment: &Figment, field: &str) -> String {
+    let mut key = field;
+    loop {
+        if let Some(metadata) = figment.find_metadata(key) {
+            return metadata.name.to_string();
         }
-        node = node
-            .as_object_mut()
-            .expect("made an object above")
-            .entry(key.clone())
-            .or_insert_with(|| Value::Object(Default::default()));
+        match key.rsplit_once('.') {
+            Some((parent, _)) => key = parent,
+            None => return DEFAULTS_ORIGIN.to_owned(),
+        }
     }
-    if !node.is_object() {
-        *node = Value::Object(Default::default());
-    }
-    node.as_object_mut()
-        .expect("made an object above")
-        .insert(path[path.len() - 1].clone(), value);
 }
 
 /// The cache root: `$SWITCHYARD_CACHE_DIR`, else `$XDG_CACHE_HOME/switchyard`, else

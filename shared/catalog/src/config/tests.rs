@@ -252,3 +252,85 @@ fn assert_refused_naming(key: &str, value: &str, field: &str) {
         .to_string();
     assert!(message.contains(field), "{key}={value}: {message}");
 }
+
+/// The source named is the one that gave the refused value, whatever came after it.
+#[test]
+fn the_layer_that_gave_the_bad_value_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("deploy.yaml");
+    std::fs::write(&file, "sessions:\n  context:\n    stay: 1.5\n").unwrap();
+    let message = Config::load(
+        Some(&file),
+        env(&[("SWITCHYARD__SESSIONS__MAX_TURNS", "4")]),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        message.contains("deploy.yaml") && message.contains("sessions.context.stay"),
+        "{message}"
+    );
+    assert!(!message.contains("SWITCHYARD__"), "{message}");
+
+    std::fs::write(&file, "sessions:\n  max_turns: 4\n").unwrap();
+    let message = Config::load(
+        Some(&file),
+        env(&[
+            ("SWITCHYARD__SESSIONS__TTL_SECONDS", "0"),
+            ("SWITCHYARD__SESSIONS__STORE_TEXT", "true"),
+        ]),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        message.contains("environment variable SWITCHYARD__SESSIONS__TTL_SECONDS")
+            && message.contains("sessions.ttl_seconds"),
+        "{message}"
+    );
+    assert!(!message.contains("deploy.yaml"), "{message}");
+
+    // A value that does not parse names its variable too.
+    let message = Config::load(
+        None,
+        env(&[("SWITCHYARD__FEEDBACK__TTL_SECONDS", "a week")]),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        message.contains("SWITCHYARD__FEEDBACK__TTL_SECONDS")
+            && message.contains("feedback.ttl_seconds"),
+        "{message}"
+    );
+}
+
+/// Every refused field is named, the first with its reason.
+#[test]
+fn every_refused_field_is_named() {
+    let message = Config::load(
+        None,
+        env(&[
+            ("SWITCHYARD__SERVER__MAX_IN_FLIGHT", "0"),
+            ("SWITCHYARD__DOCUMENTS__MMR_LAMBDA", "2"),
+        ]),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        message.contains("documents.mmr_lambda: must be between 0 and 1, not 2")
+            && message.contains("and 1 more: server.max_in_flight"),
+        "{message}"
+    );
+}
+
+/// Lists are read from a variable as YAML.
+#[test]
+fn a_variable_holds_a_list() {
+    let config = Config::load(
+        None,
+        env(&[(
+            "SWITCHYARD__ORCHESTRATION__PARALLEL_CUES",
+            "[and, \"as well as\"]",
+        )]),
+    )
+    .unwrap();
+    assert_eq!(config.orchestration.parallel_cues, ["and", "as well as"]);
+}
