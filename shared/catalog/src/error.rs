@@ -98,20 +98,6 @@ pub enum Error {
         source: Option<BoxError>,
     },
 
-    /// Feedback named a request whose decision is not kept (unknown or expired).
-    #[error(
-        "no answer with request_id `{0}` is kept (unknown, or older than feedback.ttl_seconds)"
-    )]
-    UnknownRequest(String),
-
-    /// Another request is running this workflow (409): retrying at once would run its
-    /// next phase twice.
-    #[error("workflow_id: workflow `{workflow_id}` is being run by another request; retry in {retry_after_seconds} s")]
-    WorkflowRunning {
-        workflow_id: String,
-        retry_after_seconds: u64,
-    },
-
     /// The caller is not identified (401).
     #[error("unauthenticated: {0}")]
     Unauthenticated(String),

@@ -9,7 +9,7 @@
 //! is `switchyard_catalog::config`: a crate below cannot import one above, which makes an
 //! import loop between them a compile error.
 
-pub use switchyard_catalog::{auth, config, error, expiring, template};
+pub use switchyard_catalog::{auth, config, expiring, template};
 pub use switchyard_documents as documents;
 pub use switchyard_index::{embed, head, index, scoring, synthetic};
 pub use switchyard_routing::{router, session, topics};
@@ -17,6 +17,7 @@ pub use switchyard_text::{keywords, params, similarity};
 
 pub mod blocking;
 pub mod conversation;
+pub mod error;
 pub mod feedback;
 pub mod invoker;
 pub mod orchestration;
@@ -24,5 +25,5 @@ pub mod rerank;
 pub mod rerank_cache;
 pub mod service;
 
-pub use error::{Error, Result};
+pub use error::{Error, Result, ServiceError};
 pub use switchyard_catalog::BoxFuture;

@@ -22,6 +22,7 @@ use axum::Json;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use switchyard_core::service::Question;
+use switchyard_core::{Error, ServiceError};
 use utoipa::ToSchema;
 
 use crate::error::ApiError;
@@ -272,9 +273,9 @@ fn history(request: &ChatRequest, question: &Question) -> Vec<Question> {
 
 /// The question and the assistant's turn come from `messages`: an error about either
 /// names that field, the one the caller sent.
-fn in_messages(error: switchyard_core::Error) -> ApiError {
+fn in_messages(error: ServiceError) -> ApiError {
     match error {
-        switchyard_core::Error::InvalidRequest { field, message }
+        ServiceError::Domain(Error::InvalidRequest { field, message })
             if field == "query" || field == "assistant" =>
         {
             let which = if field == "query" {
@@ -333,10 +334,12 @@ pub(crate) async fn completions(
             if let Err(e) = service.query(&turn, &access).await {
                 let _ = service.forget_session(&question.owner, &session).await;
                 return Err(match e {
-                    switchyard_core::Error::InvalidRequest { field, message } => ApiError::invalid(
-                        "messages",
-                        format!("an earlier user message: {field}: {message}"),
-                    ),
+                    ServiceError::Domain(Error::InvalidRequest { field, message }) => {
+                        ApiError::invalid(
+                            "messages",
+                            format!("an earlier user message: {field}: {message}"),
+                        )
+                    }
                     other => ApiError::from(other),
                 }
                 .into());

@@ -3,7 +3,7 @@
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use switchyard_core::Error as DomainError;
+use switchyard_core::{Error as DomainError, ServiceError};
 
 use crate::wire::{ErrorBody, ErrorDetail};
 
@@ -23,7 +23,13 @@ pub enum ApiError {
     #[error("{0}")]
     Internal(String),
     #[error(transparent)]
-    Domain(#[from] DomainError),
+    Service(#[from] ServiceError),
+}
+
+impl From<DomainError> for ApiError {
+    fn from(e: DomainError) -> Self {
+        ApiError::Service(ServiceError::Domain(e))
+    }
 }
 
 impl ApiError {
@@ -53,7 +59,17 @@ impl ApiError {
             }
             ApiError::Overloaded { .. } => (StatusCode::SERVICE_UNAVAILABLE, "overloaded", None),
             ApiError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal", None),
-            ApiError::Domain(e) => domain_parts(e),
+            ApiError::Service(ServiceError::Domain(e)) => domain_parts(e),
+            ApiError::Service(ServiceError::UnknownRequest(_)) => (
+                StatusCode::NOT_FOUND,
+                "unknown_request",
+                Some("request_id".into()),
+            ),
+            ApiError::Service(ServiceError::WorkflowRunning { .. }) => (
+                StatusCode::CONFLICT,
+                "workflow_running",
+                Some("workflow_id".into()),
+            ),
         }
     }
 }
@@ -81,17 +97,7 @@ pub(crate) fn domain_parts(e: &DomainError) -> (StatusCode, &'static str, Option
             (StatusCode::GATEWAY_TIMEOUT, "adapter_timeout", None)
         }
         DomainError::AdapterFailed { .. } => (StatusCode::BAD_GATEWAY, "adapter_error", None),
-        DomainError::UnknownRequest(_) => (
-            StatusCode::NOT_FOUND,
-            "unknown_request",
-            Some("request_id".into()),
-        ),
         DomainError::Store { .. } => (StatusCode::SERVICE_UNAVAILABLE, "store_unavailable", None),
-        DomainError::WorkflowRunning { .. } => (
-            StatusCode::CONFLICT,
-            "workflow_running",
-            Some("workflow_id".into()),
-        ),
         _ => (StatusCode::INTERNAL_SERVER_ERROR, "internal", None),
     }
 }
@@ -103,7 +109,7 @@ impl IntoResponse for ApiError {
             ApiError::Overloaded {
                 retry_after_seconds,
             }
-            | ApiError::Domain(DomainError::WorkflowRunning {
+            | ApiError::Service(ServiceError::WorkflowRunning {
                 retry_after_seconds,
                 ..
             }) => Some(*retry_after_seconds),
@@ -135,7 +141,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_running_workflow_is_a_conflict_to_retry_later() {
-        let error = ApiError::from(DomainError::WorkflowRunning {
+        let error = ApiError::from(ServiceError::WorkflowRunning {
             workflow_id: "wf-1".into(),
             retry_after_seconds: 1,
         });

@@ -134,7 +134,9 @@ impl ServerHandler for Tools {
             // Bad arguments are the caller's to fix: a protocol error naming the field.
             Err(
                 ApiError::InvalidRequest { field, message }
-                | ApiError::Domain(switchyard_core::Error::InvalidRequest { field, message }),
+                | ApiError::Service(switchyard_core::ServiceError::Domain(
+                    switchyard_core::Error::InvalidRequest { field, message },
+                )),
             ) => Err(ErrorData::invalid_params(
                 format!("{field}: {message}"),
                 Some(json!({"field": field})),

@@ -18,7 +18,7 @@ use switchyard_core::router::Router;
 use switchyard_core::service::{unix_now, Answer, Question, Service};
 use switchyard_core::session::MemorySessionStore;
 use switchyard_core::BoxFuture;
-use switchyard_core::Error;
+use switchyard_core::{Error, ServiceError};
 use switchyard_router::{app, cold_start, Settings};
 
 use crate::setup::{
@@ -126,7 +126,7 @@ async fn a_workflow_runs_in_one_request_at_a_time() {
     let lease = format!("{workflow_id}#lease");
     assert!(store.claim(&lease, "other", now, now + 30).await.unwrap());
     match service.query(&question, &Access::All).await {
-        Err(Error::WorkflowRunning {
+        Err(ServiceError::WorkflowRunning {
             workflow_id: id, ..
         }) => assert_eq!(id, workflow_id),
         other => panic!(
@@ -144,7 +144,7 @@ async fn a_workflow_runs_in_one_request_at_a_time() {
     );
     let refused = [&first, &second]
         .iter()
-        .filter(|r| matches!(r, Err(Error::WorkflowRunning { .. })))
+        .filter(|r| matches!(r, Err(ServiceError::WorkflowRunning { .. })))
         .count();
     assert_eq!(refused, 1, "exactly one of two concurrent requests runs");
     assert_eq!(calls.lock().unwrap()["employees_top_paid_in_department"], 1);
@@ -321,7 +321,7 @@ async fn a_failed_phase_resumes_from_its_checkpoint_without_rerunning_phase_one(
         Err(e) => e,
     };
     assert!(
-        matches!(&error, Error::InvalidRequest { field, .. } if field == "workflow_id"),
+        matches!(&error, ServiceError::Domain(Error::InvalidRequest { field, .. }) if field == "workflow_id"),
         "{error}"
     );
     assert!(error.to_string().contains("workflow_id"), "{error}");
@@ -338,7 +338,7 @@ async fn a_failed_phase_resumes_from_its_checkpoint_without_rerunning_phase_one(
     };
     let refused = service.query(&stranger, &Access::All).await;
     assert!(
-        matches!(&refused, Err(Error::InvalidRequest { field, .. }) if field == "workflow_id"),
+        matches!(&refused, Err(ServiceError::Domain(Error::InvalidRequest { field, .. })) if field == "workflow_id"),
         "{:?}",
         refused.map(|a| a.request_id)
     );

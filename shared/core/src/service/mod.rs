@@ -25,7 +25,7 @@ use crate::conversation::{
 };
 use crate::documents::schema::{schema_context, SchemaContext};
 use crate::documents::ChunkIndex;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, ServiceError};
 use crate::feedback::{Decision, Feedback, FeedbackRecord, FeedbackStore, MemoryFeedbackStore};
 use crate::invoker::{AdapterInvoker, AdapterResponse};
 use crate::keywords::TermExpansion;
@@ -35,7 +35,7 @@ use crate::orchestration::{
 };
 use crate::rerank::RerankStage;
 use crate::router::{Outcome, Router, Routing};
-use crate::session::{ContextUsed, SessionStore};
+use crate::session::{ContextReport, ContextUsed, SessionStore, Weighted};
 use crate::topics::{MemoryTopicStore, TopicStore};
 pub use routed::{Plan, Routed};
 pub use workflows::Orchestrated;
@@ -238,21 +238,33 @@ impl Service {
 
     /// Route `question` for a caller with `access`: retrieve → string similarity →
     /// rerank → decide, then weigh the session's turns (read, not written).
-    pub async fn route(&self, question: &Question, access: &Access) -> Result<Routed> {
+    pub async fn route(
+        &self,
+        question: &Question,
+        access: &Access,
+    ) -> Result<Routed, ServiceError> {
         question.validate()?;
         let now = unix_now();
         let context = self.read_context(question, now).await;
-        self.route_in_context(question, access, &context, now, true)
-            .await
+        Ok(self
+            .route_in_context(question, access, &context, now, true)
+            .await?)
     }
 
     /// Route `question`, execute it on the winner's adapter with the session's context,
     /// and record the turn.
-    pub async fn query(&self, question: &Question, access: &Access) -> Result<Answer> {
+    pub async fn query(
+        &self,
+        question: &Question,
+        access: &Access,
+    ) -> Result<Answer, ServiceError> {
         question.validate()?;
         let now = unix_now();
         let lease = self.claim_workflow(question, now).await?;
-        let answer = self.answer(question, access, now).await;
+        let answer = self
+            .answer(question, access, now)
+            .await
+            .map_err(ServiceError::from);
         if let Some(lease) = lease {
             self.release_workflow(&lease).await;
         }
@@ -318,19 +330,24 @@ impl Service {
     }
 
     /// Judge an earlier answer (`POST /v1/feedback`): the record with its reward.
-    pub async fn feedback(&self, request_id: &str, feedback: Feedback) -> Result<FeedbackRecord> {
+    pub async fn feedback(
+        &self,
+        request_id: &str,
+        feedback: Feedback,
+    ) -> Result<FeedbackRecord, ServiceError> {
         if request_id.is_empty() || request_id.chars().count() > MAX_SESSION_ID_CHARS {
             return Err(Error::invalid_request(
                 "request_id",
                 format!("must be a string of 1 to {MAX_SESSION_ID_CHARS} characters"),
-            ));
+            )
+            .into());
         }
         feedback.validate()?;
         let record = self
             .feedback
             .judge(request_id, feedback)
             .await?
-            .ok_or_else(|| Error::UnknownRequest(request_id.to_owned()))?;
+            .ok_or_else(|| ServiceError::UnknownRequest(request_id.to_owned()))?;
         if let Some(reward) = record.reward {
             metrics::histogram!("FeedbackReward").record(f64::from(reward));
         }
@@ -352,57 +369,8 @@ impl Service {
             Some(names) => access.narrow(names, &self.router.index().catalog)?,
             None => access.clone(),
         };
-        let turns = context.turns();
-        // What the assistant said before: the caller's, else the session's last answer.
-        let said = question
-            .assistant
-            .as_deref()
-            .or_else(|| turns.and_then(|t| t.last()?.answer.as_deref()));
-        let texts = ContextTexts::of(
-            turns.unwrap_or_default(),
-            &question.query,
-            said,
-            &self.router.config().sessions,
-        );
-        // Embedding and scoring: the CPU-bound part of a request.
-        let (candidates, others) = run_blocking(|| {
-            self.router
-                .candidates_with_context(&question.query, &texts.texts(), &access)
-        })?;
-        let reranked = match &self.rerank {
-            Some(stage) => stage.rerank(&self.router, &candidates, now).await,
-            None => self.router.not_reranked(),
-        };
-        let own = self.router.decide(candidates, reranked);
-        let mut others = others
-            .into_iter()
-            .map(|c| self.router.decide(c, self.router.not_reranked()));
-        let joint = texts.joint.as_ref().and_then(|_| others.next());
-        let said = texts
-            .assistant
-            .as_ref()
-            .and_then(|_| Some((others.next()?, others.next()?)));
-        let assistant = said
-            .as_ref()
-            .map(|(alone, with_turn)| AssistantTurn { alone, with_turn });
-        let (routing, context_report, belief) = if turns.is_none() && assistant.is_none() {
-            (own, None, Vec::new())
-        } else {
-            let Contextualized {
-                routing,
-                report,
-                belief,
-            } = contextualize(
-                &self.router,
-                own,
-                joint.as_ref(),
-                assistant,
-                turns.unwrap_or_default(),
-                context.topics.as_ref(),
-                now,
-            );
-            (routing, Some(report), belief)
-        };
+        let (routing, context_report, belief) =
+            self.route_turn(question, &access, context, now).await?;
         record_routing(&routing, question);
         let schema = match routing.outcome {
             Outcome::NoMatch => run_blocking(|| self.schema_context(&question.query, &access)),
@@ -427,6 +395,68 @@ impl Service {
             routed.plan = plan;
         }
         Ok(routed)
+    }
+
+    /// The turn's routing: the stages on the question, on the previous question with it
+    /// and on what the assistant said before it (one batch), then, when there is a
+    /// conversation, its decision with the report of what it did and the belief kept.
+    async fn route_turn(
+        &self,
+        question: &Question,
+        access: &Access,
+        context: &TurnContext,
+        now: i64,
+    ) -> Result<(Routing, Option<ContextReport>, Vec<Weighted>)> {
+        let turns = context.turns();
+        // What the assistant said before: the caller's, else the session's last answer.
+        let said = question
+            .assistant
+            .as_deref()
+            .or_else(|| turns.and_then(|t| t.last()?.answer.as_deref()));
+        let texts = ContextTexts::of(
+            turns.unwrap_or_default(),
+            &question.query,
+            said,
+            &self.router.config().sessions,
+        );
+        // Embedding and scoring: the CPU-bound part of a request.
+        let (candidates, others) = run_blocking(|| {
+            self.router
+                .candidates_with_context(&question.query, &texts.texts(), access)
+        })?;
+        let reranked = match &self.rerank {
+            Some(stage) => stage.rerank(&self.router, &candidates, now).await,
+            None => self.router.not_reranked(),
+        };
+        let own = self.router.decide(candidates, reranked);
+        let mut others = others
+            .into_iter()
+            .map(|c| self.router.decide(c, self.router.not_reranked()));
+        let joint = texts.joint.as_ref().and_then(|_| others.next());
+        let said = texts
+            .assistant
+            .as_ref()
+            .and_then(|_| Some((others.next()?, others.next()?)));
+        let assistant = said
+            .as_ref()
+            .map(|(alone, with_turn)| AssistantTurn { alone, with_turn });
+        if turns.is_none() && assistant.is_none() {
+            return Ok((own, None, Vec::new()));
+        }
+        let Contextualized {
+            routing,
+            report,
+            belief,
+        } = contextualize(
+            &self.router,
+            own,
+            joint.as_ref(),
+            assistant,
+            turns.unwrap_or_default(),
+            context.topics.as_ref(),
+            now,
+        );
+        Ok((routing, Some(report), belief))
     }
 }
 

@@ -9,7 +9,7 @@ use super::execution::Executed;
 use super::routed::{Routed, TurnContext};
 use super::{Execution, Orchestrated, Question, Service, SessionUse};
 use crate::conversation::{assistant_text, turn_of, unexecuted_outcome};
-use crate::error::Result;
+use crate::error::ServiceError;
 use crate::invoker::AdapterStatus;
 use crate::orchestration::TaskStatus;
 use crate::router::Routing;
@@ -18,14 +18,18 @@ use crate::topics::Topics;
 
 impl Service {
     /// Forget a session of `owner`'s (`DELETE /v1/sessions/{id}`); true when there was one.
-    pub async fn forget_session(&self, owner: &str, session_id: &str) -> Result<bool> {
+    pub async fn forget_session(
+        &self,
+        owner: &str,
+        session_id: &str,
+    ) -> Result<bool, ServiceError> {
         Question {
             query: "-".into(),
             session_id: Some(session_id.to_owned()),
             ..Question::default()
         }
         .validate()?;
-        self.sessions.delete(&scoped(owner, session_id)).await
+        Ok(self.sessions.delete(&scoped(owner, session_id)).await?)
     }
 
     /// What the session gives the question: its turns and the caller's topics.

@@ -10,7 +10,7 @@ use super::routed::{Plan, Routed};
 use super::sessions::scoped;
 use super::{new_request_id, Question, Service};
 use crate::blocking::run_blocking;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, ServiceError};
 use crate::orchestration::{
     decompose, fuse, phases, plan, run, validated_parts, Checkpoint, Decomposition, Fused,
     QuestionSplitter, Requests, Run,
@@ -89,7 +89,7 @@ impl Service {
         &self,
         question: &Question,
         now: i64,
-    ) -> Result<Option<Lease>> {
+    ) -> Result<Option<Lease>, ServiceError> {
         let Some(id) = &question.workflow_id else {
             return Ok(None);
         };
@@ -107,7 +107,7 @@ impl Service {
             Ok(true) => Ok(Some(lease)),
             Ok(false) => {
                 metrics::counter!("WorkflowsBusy").increment(1);
-                Err(Error::WorkflowRunning {
+                Err(ServiceError::WorkflowRunning {
                     workflow_id: id.clone(),
                     retry_after_seconds: 1,
                 })
