@@ -61,7 +61,19 @@ impl Render<'_> {
             .map(|state| self.task_report(state, decomposition.as_ref()))
             .collect();
         let ids = |phase: &Vec<usize>| phase.iter().map(|&i| tasks[i].task.id.clone()).collect();
-        let mut data = json!({ "sections": to_value(&fused.sections) });
+        let sections: Vec<SectionData> = fused
+            .sections
+            .iter()
+            .map(|s| SectionData {
+                task: s.task.clone(),
+                question: s.question.clone(),
+                status: s.status,
+                content: s.content.clone(),
+                confidence: s.confidence,
+                date: s.date.clone(),
+            })
+            .collect();
+        let mut data = json!({ "sections": to_value(&sections) });
         if let Some(rows) = fused.data.get("rows") {
             data["rows"] = rows.clone();
         }

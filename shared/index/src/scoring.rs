@@ -6,24 +6,11 @@ use serde::Serialize;
 
 use switchyard_catalog::config::CompositeRetrieval;
 
-/// An f32 as the f64 with the same shortest decimal form, for JSON (0.8f32 → 0.8, not
-/// 0.800000011920929).
-pub fn decimal(x: f32) -> f64 {
-    x.to_string().parse().unwrap_or(f64::from(x))
-}
-
-pub fn serialize_decimal<S: serde::Serializer>(x: &f32, serializer: S) -> Result<S::Ok, S::Error> {
-    serializer.serialize_f64(decimal(*x))
-}
-
 /// Weights of the confidence's stages that ran, renormalised to sum to 1.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Weights {
-    #[serde(serialize_with = "serialize_decimal")]
     pub embedding_weight: f32,
-    #[serde(serialize_with = "serialize_decimal")]
     pub rerank_weight: f32,
-    #[serde(serialize_with = "serialize_decimal")]
     pub string_similarity_weight: f32,
 }
 
@@ -131,11 +118,5 @@ mod tests {
         assert!((rank_score(&r, 1.0, Some(0.4), Some(1.0)) - 1.5).abs() < 1e-6);
         r.string_similarity.enabled = false;
         assert!((rank_score(&r, 1.0, Some(0.4), None) - 1.0).abs() < 1e-6);
-    }
-
-    #[test]
-    fn decimals_keep_the_shortest_form() {
-        assert_eq!(decimal(0.8), 0.8);
-        assert_eq!(decimal(0.1), 0.1);
     }
 }

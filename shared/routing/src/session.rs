@@ -10,7 +10,6 @@ use serde_json::{Map, Value};
 use switchyard_catalog::config::SessionsConfig;
 use switchyard_catalog::error::Result;
 use switchyard_catalog::expiring::ExpiringMap;
-use switchyard_index::scoring::serialize_decimal;
 
 /// One question of a session and what became of it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -87,7 +86,6 @@ pub struct ContextReport {
     pub seconds_since_previous: Option<i64>,
     /// Weight of the previous turns' belief in this turn's prior: 1 right after a turn,
     /// halving every `half_life_seconds`.
-    #[serde(serialize_with = "serialize_decimal")]
     pub weight: f32,
     /// The datasource the session kept using (at least `preference_uses` turns).
     pub preferred_datasource: Option<String>,
@@ -113,10 +111,8 @@ pub struct AssistantReport {
     /// Whether it made an offer (`sessions.context.offer_cues`).
     pub offers: bool,
     /// The power of "its text + this turn" as evidence (`assistant_power`).
-    #[serde(serialize_with = "serialize_decimal")]
     pub evidence_power: f32,
     /// Share of the prior given to what it offered (offer_weight when it offers, else 0).
-    #[serde(serialize_with = "serialize_decimal")]
     pub prior_weight: f32,
 }
 

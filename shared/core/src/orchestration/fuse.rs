@@ -15,7 +15,6 @@ use serde_json::{json, Value};
 
 use super::workflow::{TaskState, TaskStatus};
 pub use crate::config::FusionStrategy;
-use crate::scoring::serialize_decimal;
 
 /// Words that make a question about time (for `auto`).
 const TIME_WORDS: &[&str] = &[
@@ -40,7 +39,6 @@ pub struct Section {
     pub question: String,
     pub status: TaskStatus,
     pub content: String,
-    #[serde(serialize_with = "serialize_decimal")]
     pub confidence: f32,
     /// The earliest date the answer mentions (`temporal`).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -55,11 +53,9 @@ pub struct Fused {
     pub content: String,
     pub sections: Vec<Section>,
     /// Share of sub-questions answered.
-    #[serde(serialize_with = "serialize_decimal")]
     pub coverage: f32,
     /// Share of parameters named by several answered tasks that have one value across
     /// them (1 when none is shared).
-    #[serde(serialize_with = "serialize_decimal")]
     pub consistency: f32,
     /// `semantic`: rows and sentences merged into an earlier one.
     pub merged_duplicates: usize,

@@ -2,18 +2,22 @@
 //! struct, from which the OpenAPI document is generated. Field names are the wire format
 //! users know; change them only with the golden files (`tests/data/golden`).
 //!
-//! Scores are f32 and serialize in their shortest decimal form (0.8, not 0.800000011920929).
+//! Scores are f32 and serialize in their shortest decimal form (0.8, not 0.800000011920929)
+//! through `score`, however an answer is serialised: to bytes, or to a `Value` (MCP's
+//! structured content, the chat endpoint's answer, a split answer's sections).
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use utoipa::ToSchema;
 
 mod route;
+mod score;
 
 pub use route::{
     AdapterStats, IndexStats, MatchReport, RouteConfiguration, RouteReport, RoutingDecision,
     ScoringWeights, Stats, StatsConfiguration, TemplateRef,
 };
+pub(crate) use score::score;
 
 /// `POST /v1/query` and `POST /v1/route`.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
@@ -117,8 +121,11 @@ pub struct EmbeddingHealth {
     pub drift: String,
     pub probes: usize,
     /// Lowest cosine between a probe's recorded and recomputed vectors.
+    #[serde(serialize_with = "score")]
     pub min_cosine: Option<f32>,
+    #[serde(serialize_with = "score")]
     pub mean_cosine: Option<f32>,
+    #[serde(serialize_with = "score")]
     pub warn_below: f32,
 }
 
@@ -144,6 +151,7 @@ pub struct Answered {
     pub parameters: Map<String, Value>,
     pub missing: Vec<Value>,
     pub error: Option<String>,
+    #[serde(serialize_with = "score")]
     pub confidence: f32,
     pub metadata: QueryMetadata,
 }
@@ -158,6 +166,7 @@ pub struct Orchestrated {
     /// `{"sections": [{task, question, status, content, confidence, date?}], "rows"?}`.
     pub data: Value,
     /// The least sure sub-question's confidence.
+    #[serde(serialize_with = "score")]
     pub confidence: f32,
     pub metadata: OrchestratedMetadata,
 }
@@ -213,6 +222,7 @@ pub struct SubQuestionReport {
     pub question: String,
     pub datasource: String,
     pub template_id: String,
+    #[serde(serialize_with = "score")]
     pub confidence: f32,
     pub depends_on: Vec<String>,
     /// `pending`, `ok`, `needs_clarification` or `failed` (absent from `/v1/route`).
@@ -239,8 +249,10 @@ pub struct FusionReport {
     /// Chosen by `auto` from the question and the answers.
     pub automatic: bool,
     /// Share of sub-questions answered.
+    #[serde(serialize_with = "score")]
     pub coverage: f32,
     /// Share of parameters named by several answers that agree across them.
+    #[serde(serialize_with = "score")]
     pub consistency: f32,
     pub merged_duplicates: usize,
 }
@@ -252,6 +264,7 @@ pub struct AdapterFailed {
     pub status: String,
     pub content: String,
     pub error: ErrorDetail,
+    #[serde(serialize_with = "score")]
     pub confidence: f32,
     pub metadata: QueryMetadata,
 }
@@ -299,6 +312,7 @@ pub struct SessionContext {
     pub seconds_since_previous: Option<i64>,
     /// Weight of the previous turns in this one's prior (1 right after, halving every
     /// `sessions.context.half_life_seconds`).
+    #[serde(serialize_with = "score")]
     pub weight: f32,
     pub preferred_datasource: Option<String>,
     /// Whether the previous question was routed together with this one.
@@ -311,6 +325,7 @@ pub struct SessionContext {
     pub topic_words: usize,
     /// The topics' prior factor on the conversation's template (1 = none); absent
     /// without topics.
+    #[serde(serialize_with = "score")]
     pub topic_boost: Option<f32>,
     /// How what the assistant said before this question weighed; absent when it was not
     /// known (no `assistant` and no earlier answer kept).
@@ -326,8 +341,10 @@ pub struct AssistantContext {
     /// Whether the text made an offer (`sessions.context.offer_cues`).
     pub offers: bool,
     /// The power of "its text + this question" as evidence in the conversation's filter.
+    #[serde(serialize_with = "score")]
     pub evidence_power: f32,
     /// Share of the conversation's prior given to what it offered.
+    #[serde(serialize_with = "score")]
     pub prior_weight: f32,
 }
 
@@ -335,6 +352,7 @@ pub struct AssistantContext {
 pub struct Hypothesis {
     pub datasource: String,
     pub template_id: String,
+    #[serde(serialize_with = "score")]
     pub probability: f32,
 }
 
@@ -363,11 +381,13 @@ pub struct FeedbackRecorded {
     pub request_id: String,
     /// `0.4·search_quality + 0.3·agent_success + 0.3·user_satisfaction` over the parts
     /// given, minus a processing-time penalty of at most 0.1, in [0, 1].
+    #[serde(serialize_with = "score")]
     pub reward: f32,
     pub datasource: Option<String>,
     pub template_id: Option<String>,
     #[schema(value_type = String)]
     pub outcome: switchyard_core::router::Outcome,
+    #[serde(serialize_with = "score")]
     pub confidence: f32,
 }
 
@@ -394,6 +414,7 @@ pub struct AdapterReport {
 pub struct CompositeRouting {
     pub selected_adapter: String,
     pub template_id: String,
+    #[serde(serialize_with = "score")]
     pub similarity_score: f32,
     pub adapters_searched: Vec<String>,
     pub total_matches_found: usize,
@@ -409,14 +430,23 @@ pub struct MultistageScoring {
     /// `execute`, `clarify` or `no_match`.
     #[schema(value_type = String)]
     pub outcome: switchyard_core::router::Outcome,
+    #[serde(serialize_with = "score")]
     pub rank_score: f32,
+    #[serde(serialize_with = "score")]
     pub learned_score: Option<f32>,
+    #[serde(serialize_with = "score")]
     pub keyword_score: Option<f32>,
+    #[serde(serialize_with = "score")]
     pub opening_score: Option<f32>,
+    #[serde(serialize_with = "score")]
     pub probability: Option<f32>,
+    #[serde(serialize_with = "score")]
     pub combined_score: f32,
+    #[serde(serialize_with = "score")]
     pub embedding_score: f32,
+    #[serde(serialize_with = "score")]
     pub rerank_score: Option<f32>,
+    #[serde(serialize_with = "score")]
     pub string_similarity_score: Option<f32>,
     pub scoring_details: ScoringDetails,
     /// What the rerank stage did: `{"status": "disabled" | "no_provider" | "not_needed" |
@@ -427,8 +457,11 @@ pub struct MultistageScoring {
 
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct ScoringDetails {
+    #[serde(serialize_with = "score")]
     pub embedding_weight: f32,
+    #[serde(serialize_with = "score")]
     pub rerank_weight: f32,
+    #[serde(serialize_with = "score")]
     pub string_similarity_weight: f32,
 }
 
@@ -448,6 +481,7 @@ pub struct Clarify {
     /// Always `clarify`.
     pub status: String,
     pub content: String,
+    #[serde(serialize_with = "score")]
     pub confidence: f32,
     pub choices: Vec<Choice>,
     pub metadata: ClarifyMetadata,
@@ -459,15 +493,18 @@ pub struct Choice {
     pub datasource: String,
     pub template_id: String,
     pub description: String,
+    #[serde(serialize_with = "score")]
     pub score: f32,
     /// Clarify choices: the template's first example.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub example: Option<Option<String>>,
     /// Clarify choices: the calibrated probability.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(serialize_with = "score")]
     pub probability: Option<Option<f32>>,
     /// No_match suggestions: the confidence.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(serialize_with = "score")]
     pub confidence: Option<f32>,
 }
 
@@ -487,6 +524,7 @@ pub struct NoMatch {
     /// Always `no_match`.
     pub status: String,
     pub content: String,
+    #[serde(serialize_with = "score")]
     pub confidence: f32,
     pub suggestions: Vec<Choice>,
     /// With SQL schemas indexed: the datasource whose tables are nearest the question.
@@ -522,8 +560,10 @@ pub struct SchemaTableReport {
     pub datasource: String,
     pub table: String,
     pub text: String,
+    #[serde(serialize_with = "score")]
     pub score: f32,
     /// The table's vector similarity to the question.
+    #[serde(serialize_with = "score")]
     pub similarity: Option<f32>,
 }
 
@@ -543,8 +583,23 @@ pub struct NoMatchRouting {
     pub selected_adapter: Option<String>,
     /// Always null.
     pub template_id: Option<String>,
+    #[serde(serialize_with = "score")]
     pub similarity_score: Option<f32>,
     pub adapters_searched: Vec<String>,
     pub total_matches_found: usize,
     pub reason: String,
+}
+
+/// One sub-question's part of a split answer, as its `data.sections` lists them.
+#[derive(Debug, Clone, Serialize)]
+pub struct SectionData {
+    pub task: String,
+    pub question: String,
+    pub status: switchyard_core::orchestration::TaskStatus,
+    pub content: String,
+    #[serde(serialize_with = "score")]
+    pub confidence: f32,
+    /// The earliest date the answer mentions (`temporal` fusion).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub date: Option<String>,
 }

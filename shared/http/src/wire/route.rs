@@ -5,6 +5,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use utoipa::ToSchema;
 
+use super::score::score;
 use super::{OrchestrationReport, SchemaTableReport, ScoringDetails, SessionContext, Timings};
 
 /// `POST /v1/route`: every match with its stage scores, the decision, the configuration.
@@ -43,14 +44,23 @@ pub struct TemplateRef {
 pub struct MatchReport {
     pub template_id: String,
     pub source_adapter: String,
+    #[serde(serialize_with = "score")]
     pub embedding_score: f32,
+    #[serde(serialize_with = "score")]
     pub learned_score: Option<f32>,
+    #[serde(serialize_with = "score")]
     pub keyword_score: Option<f32>,
+    #[serde(serialize_with = "score")]
     pub opening_score: Option<f32>,
+    #[serde(serialize_with = "score")]
     pub combined_score: f32,
+    #[serde(serialize_with = "score")]
     pub rank_score: f32,
+    #[serde(serialize_with = "score")]
     pub probability: Option<f32>,
+    #[serde(serialize_with = "score")]
     pub rerank_score: Option<f32>,
+    #[serde(serialize_with = "score")]
     pub string_similarity_score: Option<f32>,
     pub description: String,
     pub nl_examples: Vec<String>,
@@ -61,6 +71,7 @@ pub struct MatchReport {
     pub scoring_details: ScoringDetails,
     /// The conversation's probability for this template (with a session only).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(serialize_with = "score")]
     pub context_probability: Option<f32>,
 }
 
@@ -68,21 +79,26 @@ pub struct MatchReport {
 pub struct RoutingDecision {
     pub would_route_to: Option<String>,
     pub selected_template: Option<String>,
+    #[serde(serialize_with = "score")]
     pub selection_score: Option<f32>,
     /// With a selected template only.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(serialize_with = "score")]
     pub embedding_score: Option<f32>,
     /// With a selected template only (null when the reranker did not run).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(serialize_with = "score")]
     pub rerank_score: Option<Option<f32>>,
     /// With a selected template only (null when string similarity is off).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(serialize_with = "score")]
     pub string_similarity_score: Option<Option<f32>>,
     pub reason: String,
 }
 
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct RouteConfiguration {
+    #[serde(serialize_with = "score")]
     pub confidence_threshold: f32,
     /// `configured`, `automatic`, `automatic_for_build_settings` or
     /// `fallback_single_datasource`.
@@ -102,8 +118,11 @@ pub struct RouteConfiguration {
 
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct ScoringWeights {
+    #[serde(serialize_with = "score")]
     pub embedding: f32,
+    #[serde(serialize_with = "score")]
     pub reranking: f32,
+    #[serde(serialize_with = "score")]
     pub string_similarity: f32,
 }
 
@@ -130,6 +149,7 @@ pub struct AdapterStats {
 
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct StatsConfiguration {
+    #[serde(serialize_with = "score")]
     pub confidence_threshold: f32,
     #[schema(value_type = String)]
     pub threshold_source: switchyard_core::router::ThresholdSource,

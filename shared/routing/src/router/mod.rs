@@ -26,7 +26,7 @@ pub use routing::{
     Candidates, Declined, Match, Outcome, Ranking, RerankStatus, Reranked, Routing, StageTimings,
 };
 pub use switchyard_catalog::auth::Access;
-pub use switchyard_index::scoring::{decimal, Weights};
+pub use switchyard_index::scoring::Weights;
 pub use threshold::{ThresholdSource, FALLBACK_THRESHOLD};
 
 use crate::error::RoutingError;

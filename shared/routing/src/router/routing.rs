@@ -5,17 +5,7 @@ use std::fmt;
 use serde::Serialize;
 
 use crate::session::TemplateRef;
-use switchyard_index::scoring::{decimal, serialize_decimal, Weights};
-
-fn serialize_decimal_option<S: serde::Serializer>(
-    x: &Option<f32>,
-    serializer: S,
-) -> Result<S::Ok, S::Error> {
-    match x {
-        Some(x) => serializer.serialize_some(&decimal(*x)),
-        None => serializer.serialize_none(),
-    }
-}
+use switchyard_index::scoring::Weights;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Match {
@@ -26,43 +16,30 @@ pub struct Match {
     #[serde(skip)]
     pub template_position: usize,
     /// Cosine to the template (per `template_scoring`, the centroid by default).
-    #[serde(serialize_with = "serialize_decimal")]
     pub embedding_score: f32,
     /// The learned head's probability, over the allowed templates.
-    #[serde(serialize_with = "serialize_decimal_option")]
     pub learned_score: Option<f32>,
     /// BM25 relative to the best template's.
-    #[serde(serialize_with = "serialize_decimal_option")]
     pub keyword_score: Option<f32>,
     /// The template's share of the catalog's examples opening with the question's word.
-    #[serde(serialize_with = "serialize_decimal_option")]
     pub opening_score: Option<f32>,
-    #[serde(serialize_with = "serialize_decimal_option")]
     pub rerank_score: Option<f32>,
-    #[serde(serialize_with = "serialize_decimal_option")]
     pub string_similarity_score: Option<f32>,
     /// The vector and keyword scores fused (stage 1's own ranking).
-    #[serde(serialize_with = "serialize_decimal")]
     pub retrieval_score: f32,
     /// Orders the candidates: `retrieval_score` + string + rerank.
-    #[serde(serialize_with = "serialize_decimal")]
     pub rank_score: f32,
     /// The confidence, compared with the threshold.
-    #[serde(serialize_with = "serialize_decimal")]
     pub combined_score: f32,
     /// Calibrated probability that this is the template meant (the head's logits at the
     /// temperature fitted on held-out examples).
-    #[serde(serialize_with = "serialize_decimal_option")]
     pub probability: Option<f32>,
     /// Set when the query is nearer one of the datasource's negative examples than to any
     /// of this template's texts: the template is then never selected.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub declined_by: Option<Declined>,
     /// The conversation's probability for this template (turns of a session only).
-    #[serde(
-        serialize_with = "serialize_decimal_option",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub context_probability: Option<f32>,
 }
 
@@ -84,10 +61,8 @@ impl Match {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Declined {
     pub negative_example: String,
-    #[serde(serialize_with = "serialize_decimal")]
     pub similarity: f32,
     /// Cosine to the template's nearest own text (an example, the description, id words).
-    #[serde(serialize_with = "serialize_decimal")]
     pub template_similarity: f32,
 }
 
@@ -100,7 +75,6 @@ pub enum RerankStatus {
     NoProvider,
     /// The top two were further apart than `reranking.margin`: no call was needed.
     NotNeeded {
-        #[serde(serialize_with = "serialize_decimal")]
         margin: f32,
     },
     Applied {
@@ -213,7 +187,6 @@ pub struct Routing {
     pub outcome: Outcome,
     /// With `Clarify`: how many of the first matches are the choices.
     pub choices: usize,
-    #[serde(serialize_with = "serialize_decimal")]
     pub threshold: f32,
     pub weights: Weights,
     pub rerank: RerankStatus,

@@ -1,0 +1,77 @@
+//! Scores on the wire: an f32 is written as the f64 with the same shortest decimal form
+//! (0.8f32 → 0.8), so it reads the same through `serde_json::to_vec` and through a
+//! `Value`, which holds f64 (where 0.8f32 would become 0.800000011920929).
+
+use serde::{Serialize, Serializer};
+
+/// An f32 as the f64 with the same shortest decimal form.
+fn decimal(x: f32) -> f64 {
+    x.to_string().parse().unwrap_or(f64::from(x))
+}
+
+/// `#[serde(serialize_with = "score")]` for an f32, `Option<f32>` or `Option<Option<f32>>`.
+pub(crate) fn score<T: Score, S: Serializer>(x: &T, serializer: S) -> Result<S::Ok, S::Error> {
+    x.write(serializer)
+}
+
+pub(crate) trait Score {
+    fn write<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error>;
+}
+
+impl Score for f32 {
+    fn write<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_f64(decimal(*self))
+    }
+}
+
+impl<T: Score> Score for Option<T> {
+    fn write<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Some(x) => serializer.serialize_some(&AsScore(x)),
+            None => serializer.serialize_none(),
+        }
+    }
+}
+
+struct AsScore<'a, T>(&'a T);
+
+impl<T: Score> Serialize for AsScore<'_, T> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.write(serializer)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Serialize)]
+    struct Scores {
+        #[serde(serialize_with = "score")]
+        plain: f32,
+        #[serde(serialize_with = "score")]
+        maybe: Option<f32>,
+        #[serde(serialize_with = "score")]
+        nested: Option<Option<f32>>,
+    }
+
+    #[test]
+    fn a_score_keeps_its_shortest_form_in_a_value() {
+        assert_eq!(decimal(0.8), 0.8);
+        assert_eq!(decimal(0.1), 0.1);
+        let scores = Scores {
+            plain: 0.8,
+            maybe: Some(0.7),
+            nested: Some(None),
+        };
+        let value = serde_json::to_value(&scores).unwrap();
+        assert_eq!(
+            value,
+            serde_json::json!({"plain": 0.8, "maybe": 0.7, "nested": null})
+        );
+        assert_eq!(
+            serde_json::to_string(&scores).unwrap(),
+            r#"{"plain":0.8,"maybe":0.7,"nested":null}"#
+        );
+    }
+}
