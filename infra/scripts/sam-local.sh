@@ -147,6 +147,19 @@ step "sam local invoke"
 body='json.loads(r["body"])'
 invoke RouterFunction events/health.json "r['statusCode'] == 200 and $body['templates'] > 0"
 invoke RouterFunction events/query.json "r['statusCode'] == 200 and $body['content'] == '14 employees work in Engineering.'"
+# The router's metrics reach CloudWatch as EMF lines on stdout, flushed per invocation by
+# the metrics crate's Lambda integration: the cold start's count, then the request's
+# metrics, each document tagged with the invocation's request id.
+python3 - "$WORK/invoke-RouterFunction-query.log" <<'PY' || fail "the router's EMF metrics (log: $WORK/invoke-RouterFunction-query.log)"
+import json, sys
+documents = [json.loads(line) for line in map(str.strip, open(sys.argv[1]))
+             if line.startswith("{") and '"_aws"' in line]
+names = {m["Name"] for d in documents for m in d["_aws"]["CloudWatchMetrics"][0]["Metrics"]}
+missing = {"ColdStarts", "RequestLatencyMs", "Requests"} - names
+assert not missing, f"EMF metrics missing: {sorted(missing)}; written: {sorted(names)}"
+assert all(d.get("RequestId") for d in documents), "an EMF document has no RequestId"
+print(f"sam-local:    router EMF: {len(documents)} documents, {len(names)} metrics", file=sys.stderr)
+PY
 invoke RouterFunction events/route.json "r['statusCode'] == 200 and 'calculator_percentage' in json.dumps($body['routing_decision'])"
 invoke RouterFunction events/query-bad-json.json "r['statusCode'] == 400"
 invoke ToolsAdapterFunction events/adapter-tools.json "r['status'] == 'ok' and '30' in r['content']"

@@ -10,10 +10,9 @@
 //! `SWITCHYARD_WORKFLOW_TABLE`, `SWITCHYARD_TOPICS_TABLE`, `SWITCHYARD_ADAPTER_FUNCTION_<DATASOURCE>`,
 //! `SWITCHYARD__…` configuration.
 
-use lambda_http::{service_fn, Request, RequestExt};
+use lambda_http::Request;
 use switchyard_core::config::Config;
 use switchyard_router::{app, cold_start, handle, Clients, Settings};
-use tracing::Instrument;
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
@@ -23,9 +22,13 @@ async fn main() -> Result<(), lambda_http::Error> {
         .without_time()
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .init();
+    // The crate's Lambda integration flushes each invocation's metrics to stdout when it
+    // ends, tags them with the request id and counts the cold start.
     let metrics = metrics_cloudwatch_embedded::Builder::new()
         .cloudwatch_namespace("Switchyard")
         .with_dimension("Service", "router")
+        .with_lambda_request_id("RequestId")
+        .lambda_cold_start_metric("ColdStarts")
         .init()
         .map_err(|e| format!("installing the metrics recorder: {e}"))?;
 
@@ -54,23 +57,12 @@ async fn main() -> Result<(), lambda_http::Error> {
         total_ms = report.total_ms,
         "cold start"
     );
-    metrics::counter!("ColdStarts").increment(1);
     metrics::histogram!("ColdStartIndexLoadMs").record(report.fetch_ms + report.load_ms);
 
     let app = app(service);
-    lambda_http::run(service_fn(move |event: Request| {
+    metrics_cloudwatch_embedded::lambda::handler::run_http(metrics, move |event: Request| {
         let app = app.clone();
-        async move {
-            let request_id = event.lambda_context_ref().map(|c| c.request_id.clone());
-            let span =
-                tracing::info_span!("request", request_id = request_id.as_deref().unwrap_or(""));
-            let response = handle(app, event).instrument(span).await;
-            let emf = metrics.set_property("RequestId", request_id.unwrap_or_default());
-            if let Err(e) = emf.flush(std::io::stdout()) {
-                tracing::warn!(error = %e, "metrics not written");
-            }
-            Ok::<_, lambda_http::Error>(response)
-        }
-    }))
+        async move { Ok::<_, lambda_http::Error>(handle(app, event).await) }
+    })
     .await
 }
