@@ -176,9 +176,16 @@ impl DocumentsAdapter {
             .iter()
             .enumerate()
             .map(|(rank, hit)| {
-                let mut scores = serde_json::to_value(&hit.scores).expect("serialisable");
+                let s = &hit.scores;
+                let mut scores = json!({
+                    "questions": s.questions.map(score),
+                    "summary": s.summary.map(score),
+                    "content": s.content.map(score),
+                    "vectors": s.vectors.map(score),
+                    "bm25": score(s.bm25),
+                });
                 if let Some(reranked) = &rerank_scores {
-                    scores["rerank"] = reranked[rank].into();
+                    scores["rerank"] = score(reranked[rank]).into();
                 }
                 let chunk = &self.chunks.chunks[hit.chunk];
                 let document = &self.chunks.documents[hit.document];
@@ -188,7 +195,7 @@ impl DocumentsAdapter {
                     "title": document.title,
                     "heading": chunk.heading,
                     "text": chunk.text,
-                    "score": hit.score,
+                    "score": score(hit.score),
                     "scores": scores,
                     "metadata": document.metadata,
                 })
@@ -251,6 +258,12 @@ impl Adapter for DocumentsAdapter {
         // provider has its own timeout.
         Box::pin(self.search(request))
     }
+}
+
+/// A score as the adapter's JSON holds it: the f64 with the f32's shortest decimal form
+/// (0.8, not the 0.800000011920929 a `Value` would hold).
+fn score(x: f32) -> f64 {
+    x.to_string().parse().unwrap_or(f64::from(x))
 }
 
 #[cfg(test)]
@@ -362,5 +375,26 @@ mod tests {
             "{kept}"
         );
         assert_eq!(documents(&kept), order);
+    }
+
+    /// Scores read as the f32 they are (at most 9 significant digits), not as the f64
+    /// noise a `Value` would hold.
+    #[tokio::test]
+    async fn chunk_scores_keep_their_shortest_form() {
+        let (_, data) = adapter(None)
+            .search(&request("What is the excess on a claim?"))
+            .await
+            .unwrap();
+        let chunk = &data["chunks"][0];
+        let mut numbers = vec![chunk["score"].clone()];
+        numbers.extend(chunk["scores"].as_object().unwrap().values().cloned());
+        for number in numbers.iter().filter(|n| n.is_number()) {
+            let digits = number
+                .to_string()
+                .chars()
+                .filter(char::is_ascii_digit)
+                .count();
+            assert!(digits <= 10, "{number} in {chunk}");
+        }
     }
 }

@@ -18,7 +18,7 @@ pub use route::{
     AdapterStats, IndexStats, MatchReport, RouteConfiguration, RouteReport, RoutingDecision,
     ScoringWeights, Stats, StatsConfiguration, TemplateRef,
 };
-pub(crate) use score::score;
+pub(crate) use score::{millis, millis_option, score};
 pub use split::{
     FusionReport, Orchestrated, OrchestratedMetadata, OrchestrationReport, SectionData,
     SubQuestionReport,
@@ -308,6 +308,7 @@ pub struct AdapterReport {
     /// The adapter's status, or `error` when it could not answer.
     pub status: String,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(serialize_with = "millis_option")]
     pub execution_time_ms: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub code: Option<String>,
@@ -372,10 +373,15 @@ pub struct ScoringDetails {
 /// Stage timings in milliseconds.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct Timings {
+    #[serde(serialize_with = "millis")]
     pub embedding_ms: f64,
+    #[serde(serialize_with = "millis")]
     pub search_ms: f64,
+    #[serde(serialize_with = "millis")]
     pub string_similarity_ms: f64,
+    #[serde(serialize_with = "millis")]
     pub rerank_ms: f64,
+    #[serde(serialize_with = "millis")]
     pub total_ms: f64,
 }
 

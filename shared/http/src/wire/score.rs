@@ -1,6 +1,7 @@
 //! Scores on the wire: an f32 is written as the f64 with the same shortest decimal form
 //! (0.8f32 → 0.8), so it reads the same through `serde_json::to_vec` and through a
-//! `Value`, which holds f64 (where 0.8f32 would become 0.800000011920929).
+//! `Value`, which holds f64 (where 0.8f32 would become 0.800000011920929). Durations in
+//! milliseconds are written to the microsecond (0.047, not 0.047009999999999996).
 
 use serde::{Serialize, Serializer};
 
@@ -33,6 +34,26 @@ impl<T: Score> Score for Option<T> {
     }
 }
 
+/// `#[serde(serialize_with = "millis")]` for a duration in milliseconds: to the microsecond.
+pub(crate) fn millis<S: Serializer>(ms: &f64, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_f64(to_microsecond(*ms))
+}
+
+/// `millis` for an optional duration.
+pub(crate) fn millis_option<S: Serializer>(
+    ms: &Option<f64>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    match ms {
+        Some(ms) => serializer.serialize_some(&to_microsecond(*ms)),
+        None => serializer.serialize_none(),
+    }
+}
+
+fn to_microsecond(ms: f64) -> f64 {
+    (ms * 1000.0).round() / 1000.0
+}
+
 struct AsScore<'a, T>(&'a T);
 
 impl<T: Score> Serialize for AsScore<'_, T> {
@@ -53,6 +74,26 @@ mod tests {
         maybe: Option<f32>,
         #[serde(serialize_with = "score")]
         nested: Option<Option<f32>>,
+    }
+
+    #[derive(Serialize)]
+    struct Durations {
+        #[serde(serialize_with = "millis")]
+        total_ms: f64,
+        #[serde(serialize_with = "millis_option")]
+        adapter_ms: Option<f64>,
+    }
+
+    #[test]
+    fn durations_are_written_to_the_microsecond() {
+        let durations = Durations {
+            total_ms: 0.047009999999999996,
+            adapter_ms: Some(12.3456789),
+        };
+        assert_eq!(
+            serde_json::to_string(&durations).unwrap(),
+            r#"{"total_ms":0.047,"adapter_ms":12.346}"#
+        );
     }
 
     #[test]

@@ -5,7 +5,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use utoipa::ToSchema;
 
-use super::score::score;
+use super::score::{millis, score};
 use super::*;
 
 /// A question that asked for several things: each sub-question ran on its own template
@@ -63,7 +63,9 @@ pub struct OrchestrationReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fusion: Option<FusionReport>,
     /// Detection and decomposition, and the sub-questions' routing.
+    #[serde(serialize_with = "millis")]
     pub decompose_ms: f64,
+    #[serde(serialize_with = "millis")]
     pub sub_question_routing_ms: f64,
 }
 
