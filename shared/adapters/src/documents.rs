@@ -14,6 +14,7 @@ use switchyard_core::documents::{
     check_model, filters_in_question, requested_filters, ChunkIndex, Hit, Query, Signals,
 };
 use switchyard_core::invoker::AdapterRequest;
+use switchyard_core::json::decimal;
 use switchyard_core::keywords::TermExpansion;
 use switchyard_core::rerank::BoxFuture;
 use switchyard_core::rerank::{RerankCandidate, Reranker};
@@ -178,14 +179,14 @@ impl DocumentsAdapter {
             .map(|(rank, hit)| {
                 let s = &hit.scores;
                 let mut scores = json!({
-                    "questions": s.questions.map(score),
-                    "summary": s.summary.map(score),
-                    "content": s.content.map(score),
-                    "vectors": s.vectors.map(score),
-                    "bm25": score(s.bm25),
+                    "questions": s.questions.map(decimal),
+                    "summary": s.summary.map(decimal),
+                    "content": s.content.map(decimal),
+                    "vectors": s.vectors.map(decimal),
+                    "bm25": decimal(s.bm25),
                 });
                 if let Some(reranked) = &rerank_scores {
-                    scores["rerank"] = score(reranked[rank]).into();
+                    scores["rerank"] = decimal(reranked[rank]).into();
                 }
                 let chunk = &self.chunks.chunks[hit.chunk];
                 let document = &self.chunks.documents[hit.document];
@@ -195,7 +196,7 @@ impl DocumentsAdapter {
                     "title": document.title,
                     "heading": chunk.heading,
                     "text": chunk.text,
-                    "score": score(hit.score),
+                    "score": decimal(hit.score),
                     "scores": scores,
                     "metadata": document.metadata,
                 })
@@ -258,12 +259,6 @@ impl Adapter for DocumentsAdapter {
         // provider has its own timeout.
         Box::pin(self.search(request))
     }
-}
-
-/// A score as the adapter's JSON holds it: the f64 with the f32's shortest decimal form
-/// (0.8, not the 0.800000011920929 a `Value` would hold).
-fn score(x: f32) -> f64 {
-    x.to_string().parse().unwrap_or(f64::from(x))
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@ pub mod auth;
 pub mod config;
 pub mod error;
 pub mod expiring;
+pub mod json;
 pub mod template;
 
 pub use error::{Error, Result};

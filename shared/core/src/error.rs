@@ -27,13 +27,3 @@ pub enum ServiceError {
     #[error(transparent)]
     Domain(#[from] Error),
 }
-
-impl ServiceError {
-    /// The domain's error, when it is one.
-    pub fn domain(&self) -> Option<&Error> {
-        match self {
-            ServiceError::Domain(e) => Some(e),
-            _ => None,
-        }
-    }
-}

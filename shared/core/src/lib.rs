@@ -9,7 +9,7 @@
 //! is `switchyard_catalog::config`: a crate below cannot import one above, which makes an
 //! import loop between them a compile error.
 
-pub use switchyard_catalog::{auth, config, expiring, template};
+pub use switchyard_catalog::{auth, config, expiring, json, template};
 pub use switchyard_documents as documents;
 pub use switchyard_index::{embed, head, index, scoring, synthetic};
 pub use switchyard_routing::{router, session, topics};

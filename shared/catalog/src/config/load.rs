@@ -134,21 +134,24 @@ impl Provider for Layer {
 /// A value that does not deserialise: its field, and the layer that gave it (for an
 /// unknown field, the layer that named it).
 fn extraction_error(figment: &Figment, error: figment::Error) -> Error {
-    let mut field = error.path.join(".");
-    if let figment::error::Kind::UnknownField(name, _) = &error.kind {
-        field = if field.is_empty() {
-            name.clone()
-        } else {
-            format!("{field}.{name}")
-        };
-    }
-    let origin = match &error.kind {
-        figment::error::Kind::UnknownField(..) => origin_of(figment, &field),
-        _ => error
-            .metadata
-            .as_ref()
-            .map(|m| m.name.to_string())
-            .unwrap_or_else(|| origin_of(figment, &field)),
+    let path = error.path.join(".");
+    let (field, origin) = match &error.kind {
+        figment::error::Kind::UnknownField(name, _) => {
+            let field = if path.is_empty() {
+                name.clone()
+            } else {
+                format!("{path}.{name}")
+            };
+            let origin = origin_of(figment, &field);
+            (field, origin)
+        }
+        _ => {
+            let origin = match &error.metadata {
+                Some(metadata) => metadata.name.to_string(),
+                None => origin_of(figment, &path),
+            };
+            (path, origin)
+        }
     };
     Error::Config {
         origin,

@@ -4,11 +4,7 @@
 //! milliseconds are written to the microsecond (0.047, not 0.047009999999999996).
 
 use serde::{Serialize, Serializer};
-
-/// An f32 as the f64 with the same shortest decimal form.
-fn decimal(x: f32) -> f64 {
-    x.to_string().parse().unwrap_or(f64::from(x))
-}
+use switchyard_core::json::decimal;
 
 /// `#[serde(serialize_with = "score")]` for an f32, `Option<f32>` or `Option<Option<f32>>`.
 pub(crate) fn score<T: Score, S: Serializer>(x: &T, serializer: S) -> Result<S::Ok, S::Error> {
@@ -98,8 +94,6 @@ mod tests {
 
     #[test]
     fn a_score_keeps_its_shortest_form_in_a_value() {
-        assert_eq!(decimal(0.8), 0.8);
-        assert_eq!(decimal(0.1), 0.1);
         let scores = Scores {
             plain: 0.8,
             maybe: Some(0.7),
