@@ -38,7 +38,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     match args.first().map(String::as_str) {
         Some("publish") => {
             let templates = args.get(1).ok_or("publish needs a catalog folder")?;
-            let config = Config::default();
+            let config = Config::default().router();
             let embedder = MiniLmEmbedder::from_config(&config.embedding)?;
             let catalog = Catalog::load(Path::new(templates))?;
             let mut index = Index::build(catalog, &embedder, &config, &|_, _| {})?;

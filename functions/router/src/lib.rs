@@ -285,7 +285,7 @@ pub async fn cold_start(
             variable,
         )),
     };
-    let mut router = Router::new(index, config, embedder, &artifact)?;
+    let mut router = Router::new(index, config.router(), embedder, &artifact)?;
     if let Some(embedder) = documents_embedder {
         router = router.with_documents_embedder(embedder);
     }
@@ -298,8 +298,8 @@ pub async fn cold_start(
         drift_check_ms: router.drift().check_ms,
         total_ms: ms_since(started),
     };
-    let splitter = switchyard_rerank::ChatSplitter::from_config(router.config())?;
-    let mut service = Service::new(router, invoker, sessions);
+    let splitter = switchyard_rerank::ChatSplitter::from_config(&config)?;
+    let mut service = Service::new(config, router, invoker, sessions);
     if let Some(splitter) = splitter {
         service = service.with_splitter(splitter);
     }

@@ -22,7 +22,7 @@ async fn a_request_flushes_emf_with_stage_latencies_and_the_datasource() {
     let config = Config::default();
     let embedder = MiniLmEmbedder::from_config(&config.embedding).unwrap();
     let catalog = Catalog::load(&root.join("templates/demo")).unwrap();
-    let index = Index::build(catalog, &embedder, &config, &|_, _| {}).unwrap();
+    let index = Index::build(catalog, &embedder, &config.router(), &|_, _| {}).unwrap();
     let file = tempfile::NamedTempFile::new().unwrap();
     index.write(file.path()).unwrap();
 

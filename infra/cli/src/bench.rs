@@ -94,14 +94,14 @@ pub fn run(
                 &cache_dir(),
                 encoder.embedder.as_ref(),
                 encoder.manifest,
-                &config,
+                &config.router(),
                 &|_, _| {},
             )?;
             let origin = templates.display().to_string();
             (index, origin, encoder.embedder, model_load_ms, ms(loading))
         }
     };
-    let router = Router::new(index, config.clone(), embedder.clone(), &origin)?;
+    let router = Router::new(index, config.router(), embedder.clone(), &origin)?;
     let cold_start_ms = ms(started);
 
     let texts = query_texts(&router, options)?;
@@ -116,9 +116,7 @@ pub fn run(
     let route_ms = time_each(measured, |text| router.route(text, &Access::All).map(drop))?;
 
     let synthetic = match options.synthetic {
-        Some(count) => Some(synthetic_report(
-            &router, embedder, &config, count, measured,
-        )?),
+        Some(count) => Some(synthetic_report(&router, embedder, count, measured)?),
         None => None,
     };
     let report = Report {
@@ -174,10 +172,10 @@ fn query_texts(router: &Router, options: &Options) -> Result<Vec<String>> {
 fn synthetic_report(
     router: &Router,
     embedder: Arc<dyn Embedder>,
-    config: &Config,
     count: usize,
     texts: &[String],
 ) -> Result<SyntheticReport> {
+    let config = router.config();
     let index = synthetic_index(router.index(), count, 10, 4, config, 42);
     let templates = index.catalog.template_count();
     let synthetic = Router::new(index, config.clone(), embedder, "synthetic")?;

@@ -3,6 +3,7 @@
 use std::path::Path;
 
 use anyhow::Result;
+use switchyard_core::config::Config;
 use switchyard_core::router::Router;
 use switchyard_eval::conversation::{replay, ConversationReport, Replay, TurnAccuracy};
 use switchyard_eval::multi::{multi_intent, MultiIntentReport};
@@ -22,7 +23,8 @@ pub struct Options {
 
 /// Evaluate `router` on `dataset` (each stage on and off with `stages`; conversations
 /// replayed when its lines carry `session_id`); print the report as text or JSON.
-pub fn run(router: &Router, dataset: &Path, options: &Options) -> Result<()> {
+/// `config` is the router's, whose `sessions` and `orchestration` the replays read.
+pub fn run(router: &Router, config: &Config, dataset: &Path, options: &Options) -> Result<()> {
     let queries = load_dataset(dataset)?;
     let embedded = embed_queries(router, &queries)?;
     let report = evaluate(router, &queries, &embedded, options.latency_samples)?;
@@ -39,10 +41,21 @@ pub fn run(router: &Router, dataset: &Path, options: &Options) -> Result<()> {
     } else {
         None
     };
-    let conversation = replay(router, &queries, &embedded, options.replay)?;
+    let conversation = replay(
+        router,
+        &config.sessions,
+        &queries,
+        &embedded,
+        options.replay,
+    )?;
     // Conversations are scored turn by turn above; everything else also as intent sets.
     let multi = if conversation.is_none() {
-        Some(multi_intent(router, &queries, &embedded)?)
+        Some(multi_intent(
+            router,
+            &config.orchestration,
+            &queries,
+            &embedded,
+        )?)
     } else {
         None
     };

@@ -28,7 +28,7 @@ pub fn build(templates: &Path, config: &Config, out: &Path) -> Result<()> {
         catalog,
         embedder.as_ref(),
         encoder.manifest.clone(),
-        config,
+        &config.router(),
         &advance(&bar),
     )?;
     bar.finish_and_clear();

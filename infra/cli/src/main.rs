@@ -202,8 +202,8 @@ fn main() -> Result<()> {
             } => index::push(file, bucket, prefix),
         },
         Command::Route { question, json } => {
-            let router = open_router(templates, index_file, config)?;
-            route::run(router, question, *json)
+            let router = open_router(templates, index_file, &config)?;
+            route::run(router, config, question, *json)
         }
         Command::Eval {
             dataset,
@@ -216,10 +216,10 @@ fn main() -> Result<()> {
             // --stages on an adapted catalog also scores the frozen base model.
             let mut base = config.clone();
             base.embedding.adaptation.mode = AdaptationMode::Base;
-            let router = open_router(templates, index_file, config)?;
+            let router = open_router(templates, index_file, &config)?;
             let frozen =
                 if *stages && index_file.is_none() && router.index().manifest.encoder.is_some() {
-                    Some(open_router(templates, None, base)?)
+                    Some(open_router(templates, None, &base)?)
                 } else {
                     None
                 };
@@ -234,7 +234,7 @@ fn main() -> Result<()> {
                     (false, false) => Replay::SessionAndAssistant,
                 },
             };
-            eval::run(&router, dataset, &options)
+            eval::run(&router, &config, dataset, &options)
         }
         Command::Bench {
             dataset,
@@ -275,7 +275,7 @@ fn main() -> Result<()> {
             min_per_datasource,
             wrong_answer_cost,
         } => {
-            let router = open_router(templates, index_file, config)?;
+            let router = open_router(templates, index_file, &config)?;
             let source = match (feedback, table) {
                 (Some(file), _) => tune::Source::File(file.clone()),
                 (None, Some(table)) => tune::Source::Table(table.clone()),
@@ -291,10 +291,10 @@ fn main() -> Result<()> {
                     ..Costs::default()
                 },
             };
-            tune::run(&router, &options)
+            tune::run(&router, &config, &options)
         }
         Command::Stats => {
-            let router = open_router(templates, index_file, config)?;
+            let router = open_router(templates, index_file, &config)?;
             stats::run(&router)
         }
         Command::Openapi => {
@@ -302,10 +302,10 @@ fn main() -> Result<()> {
             Ok(())
         }
         Command::Serve { host, port } => {
-            let router = open_router(templates, index_file, config)?;
-            let documents = open::open_documents(templates, index_file, &router)?;
-            let schema = open::open_schema(templates, index_file, &router)?;
-            serve::run(router, templates, documents, schema, host, *port)
+            let router = open_router(templates, index_file, &config)?;
+            let documents = open::open_documents(templates, index_file, &router, &config)?;
+            let schema = open::open_schema(templates, index_file, &router, &config)?;
+            serve::run(config, router, templates, documents, schema, host, *port)
         }
     }
 }

@@ -34,16 +34,16 @@ pub fn advance(bar: &ProgressBar) -> impl Fn(usize, usize) + Sync + '_ {
 
 /// The router for the CLI's catalog: `--index` (with its adapted encoder beside it, if it
 /// was built with one), or the cached index of `--templates`.
-pub fn open_router(templates: &Path, index: Option<&Path>, config: Config) -> Result<Router> {
+pub fn open_router(templates: &Path, index: Option<&Path>, config: &Config) -> Result<Router> {
     let (index, origin, encoder) = match index {
-        Some(path) => indexed(path, &config)?,
+        Some(path) => indexed(path, config)?,
         None => {
-            let (index, encoder) = cached_index(templates, &config)?;
+            let (index, encoder) = cached_index(templates, config)?;
             (index, templates.display().to_string(), encoder)
         }
     };
-    let documents = encoder::for_documents(&encoder, &index.catalog, &config)?;
-    let router = Router::new(index, config, encoder.embedder, &origin)?;
+    let documents = encoder::for_documents(&encoder, &index.catalog, config)?;
+    let router = Router::new(index, config.router(), encoder.embedder, &origin)?;
     Ok(match documents {
         Some(embedder) => router.with_documents_embedder(embedder),
         None => router,
@@ -70,7 +70,7 @@ pub fn cached_index(templates: &Path, config: &Config) -> Result<(Index, Encoder
         &cache_dir(),
         encoder.embedder.as_ref(),
         encoder.manifest.clone(),
-        config,
+        &config.router(),
         &advance(&bar),
     )
     .with_context(|| format!("loading the catalog {}", templates.display()))?;
@@ -93,8 +93,8 @@ pub fn open_documents(
     templates: &Path,
     index: Option<&Path>,
     router: &Router,
+    config: &Config,
 ) -> Result<Vec<(ChunkIndex, String)>> {
-    let config = router.config();
     let mut artifacts = Vec::new();
     for datasource in &router.index().catalog.datasources {
         if datasource.spec.kind != DatasourceKind::Documents {
@@ -168,6 +168,7 @@ pub fn open_schema(
     templates: &Path,
     index: Option<&Path>,
     router: &Router,
+    config: &Config,
 ) -> Result<Option<ChunkIndex>> {
     if let Some(index) = index {
         let path = documents::artifact_beside(index, SCHEMA_ARTIFACT);
@@ -185,7 +186,7 @@ pub fn open_schema(
         &table_documents(&tables),
         &cache_dir(),
         router.documents_embedder(),
-        &router.config().documents,
+        &config.documents,
         &|_, _| {},
     )?;
     Ok(Some(schema))

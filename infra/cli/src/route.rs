@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use anyhow::Result;
+use switchyard_core::config::Config;
 use switchyard_core::invoker::IntentInvoker;
 use switchyard_core::router::{Access, Outcome, Router};
 use switchyard_core::service::{Question, Routed, Service};
@@ -10,11 +11,13 @@ use switchyard_core::session::MemorySessionStore;
 
 /// Route `question` over every datasource with the service that `serve` and the router
 /// Lambda run (splitting it when it asks for several things); print the table, or the
-/// route report as JSON. Nothing is executed, so the service gets no adapters.
-pub fn run(router: Router, question: &str, json: bool) -> Result<()> {
+/// route report as JSON. Nothing is executed, so the service gets no adapters. `router`
+/// is built with `config`'s sections.
+pub fn run(router: Router, config: Config, question: &str, json: bool) -> Result<()> {
     let catalog = router.index().catalog.clone();
-    let sessions = MemorySessionStore::new(router.config().sessions.clone());
+    let sessions = MemorySessionStore::new(config.sessions.clone());
     let service = Service::new(
+        config,
         router,
         Arc::new(IntentInvoker::new(catalog)),
         Arc::new(sessions),

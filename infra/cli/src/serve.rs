@@ -7,6 +7,7 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 use switchyard_adapters::local::LlmFeatures;
 use switchyard_adapters::LocalAdapters;
+use switchyard_core::config::Config;
 use switchyard_core::documents::ChunkIndex;
 use switchyard_core::rerank::RerankStage;
 use switchyard_core::rerank_cache::MemoryRerankCache;
@@ -14,9 +15,10 @@ use switchyard_core::router::Router;
 use switchyard_core::service::Service;
 use switchyard_core::session::MemorySessionStore;
 
-/// Serve `router`; adapters run in-process with their files under `templates_dir`, and
-/// documents datasources from their chunk artifacts.
+/// Serve `router` (built with `config`'s sections); adapters run in-process with their
+/// files under `templates_dir`, and documents datasources from their chunk artifacts.
 pub fn run(
+    config: Config,
     router: Router,
     templates_dir: &Path,
     documents: Vec<(ChunkIndex, String)>,
@@ -27,18 +29,17 @@ pub fn run(
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
     runtime.block_on(async move {
         let catalog = router.index().catalog.clone();
-        let llm = LlmFeatures::from_config(&router.config().llm)?;
-        let reranker =
-            switchyard_rerank::from_config(&router.config().composite_retrieval.reranking)?;
+        let llm = LlmFeatures::from_config(&config.llm)?;
+        let reranker = switchyard_rerank::from_config(&config.composite_retrieval.reranking)?;
         let invoker = LocalAdapters::open(catalog, Some(templates_dir))
             .await?
-            .with_documents(documents, router.config(), reranker.clone())?
+            .with_documents(documents, &config, reranker.clone())?
             .with_llm(llm);
-        let sessions = MemorySessionStore::new(router.config().sessions.clone());
-        let ttl = router.config().rerank_cache.ttl_seconds;
-        let cache_capacity = router.config().rerank_cache.memory_capacity;
-        let splitter = switchyard_rerank::ChatSplitter::from_config(router.config())?;
-        let mut service = Service::new(router, Arc::new(invoker), Arc::new(sessions));
+        let sessions = MemorySessionStore::new(config.sessions.clone());
+        let ttl = config.rerank_cache.ttl_seconds;
+        let cache_capacity = config.rerank_cache.memory_capacity;
+        let splitter = switchyard_rerank::ChatSplitter::from_config(&config)?;
+        let mut service = Service::new(config, router, Arc::new(invoker), Arc::new(sessions));
         if let Some(schema) = schema {
             service = service.with_schema(schema);
         }

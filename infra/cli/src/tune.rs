@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
+use switchyard_core::config::Config;
 use switchyard_core::feedback::{FeedbackRecord, FeedbackStore};
 use switchyard_core::router::Router;
 use switchyard_eval::tune::{apply, fit, patch, resolved_share, Costs};
@@ -24,12 +25,12 @@ pub struct Options {
     pub costs: Costs,
 }
 
-pub fn run(router: &Router, options: &Options) -> Result<()> {
+/// `router` is built with `config`'s sections.
+pub fn run(router: &Router, config: &Config, options: &Options) -> Result<()> {
     let records = match &options.source {
         Source::File(path) => read_records(path)?,
-        Source::Table(table) => read_table(table, router.config().feedback.ttl_seconds)?,
+        Source::Table(table) => read_table(table, config.feedback.ttl_seconds)?,
     };
-    let config = router.config();
     let (threshold, _) = router.threshold();
     let tuned = fit(
         &records,
@@ -42,7 +43,7 @@ pub fn run(router: &Router, options: &Options) -> Result<()> {
         let queries = load_dataset(dataset)?;
         let embedded = embed_queries(router, &queries)?;
         let before = resolved_share(router, &queries, &embedded.vectors)?;
-        let patched = router.reconfigured(apply(config, &tuned));
+        let patched = router.reconfigured(apply(router.config(), &tuned));
         let after = resolved_share(&patched, &queries, &embedded.vectors)?;
         eprintln!(
             "{}: answered right {:.2}% now, {:.2}% with the patch",

@@ -2,14 +2,56 @@
 //! caller's [`Identity`] (API Gateway JWT authorizer claims, an `x-api-key` header); the
 //! configuration's `auth` block turns it into an [`Access`] that every stage honours.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
+use validator::{Validate, ValidationError};
 
-use crate::config::AuthConfig;
+use crate::config::rules::refuse;
 use crate::error::{Error, Result};
 use crate::template::Catalog;
+
+/// The configuration's `auth` section: who must identify, and what each principal may use.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Validate)]
+#[validate(schema(function = "api_keys_name_principals"))]
+#[serde(deny_unknown_fields)]
+pub struct AuthConfig {
+    pub required: bool,
+    /// SHA-256 (hex) of an API key → the principal it identifies.
+    pub api_keys: BTreeMap<String, String>,
+    /// Principal → the datasources it may use (`"*"`: all).
+    pub principals: BTreeMap<String, Vec<String>>,
+    pub datasources_claim: String,
+    pub principal_claim: String,
+}
+
+impl Default for AuthConfig {
+    fn default() -> Self {
+        crate::config::embedded("auth")
+    }
+}
+
+/// API keys are listed by their SHA-256 and name a listed principal.
+fn api_keys_name_principals(auth: &AuthConfig) -> Result<(), ValidationError> {
+    for (hash, principal) in &auth.api_keys {
+        let is_sha256 = hash.len() == 64 && hash.bytes().all(|b| b.is_ascii_hexdigit());
+        if !is_sha256 {
+            return Err(refuse(
+                format!("api_keys.{hash}"),
+                "keys are listed by the SHA-256 of the key, as 64 hex digits (never the key itself)",
+            ));
+        }
+        if !auth.principals.contains_key(principal) {
+            return Err(refuse(
+                format!("api_keys.{hash}"),
+                format!("names principal `{principal}`, which auth.principals does not list"),
+            ));
+        }
+    }
+    Ok(())
+}
 
 /// Which datasources a caller may use. Every stage sees only these partitions.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use switchyard_core::config::Config;
+use switchyard_core::config::RouterConfig;
 use switchyard_core::index::{DatasourceVectors, Index};
 use switchyard_core::synthetic::synthetic_index;
 use switchyard_core::template::Catalog;
@@ -18,14 +18,14 @@ use switchyard_embed::MiniLmEmbedder;
 
 fn clinc() -> Index {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let config = Config::default();
+    let config = RouterConfig::default();
     let embedder = MiniLmEmbedder::from_config(&config.embedding).unwrap_or_else(|e| panic!("{e}"));
     let catalog = Catalog::load(&root.join("templates/clinc150")).unwrap();
     Index::build(catalog, &embedder, &config, &|_, _| {}).unwrap()
 }
 
-fn with_rivals(rivals: usize) -> Config {
-    let mut config = Config::default();
+fn with_rivals(rivals: usize) -> RouterConfig {
+    let mut config = RouterConfig::default();
     config.index.learned_head.rivals = rivals;
     config
 }
@@ -42,7 +42,7 @@ fn benches(c: &mut Criterion) {
             negatives: Vec::new(),
         })
         .collect();
-    let config = Config::default();
+    let config = RouterConfig::default();
     let mut group = c.benchmark_group("head");
     group
         .sample_size(10)

@@ -47,8 +47,8 @@ fn benches(c: &mut Criterion) {
     let embedder: Arc<dyn Embedder> =
         Arc::new(MiniLmEmbedder::from_config(&config.embedding).unwrap_or_else(|e| panic!("{e}")));
     let catalog = Catalog::load(&root.join("templates/demo")).unwrap();
-    let index = Index::build(catalog, embedder.as_ref(), &config, &|_, _| {}).unwrap();
-    let router = Router::new(index, config.clone(), embedder, "bench").unwrap();
+    let index = Index::build(catalog, embedder.as_ref(), &config.router(), &|_, _| {}).unwrap();
+    let router = Router::new(index, config.router(), embedder, "bench").unwrap();
     let orchestration = &config.orchestration;
     let decomposer = Decomposer::new(&router.index().catalog, orchestration);
     let prepared: Vec<Prepared> = QUESTIONS

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
-use switchyard_core::config::{Config, IndexConfig};
+use switchyard_core::config::{IndexConfig, RouterConfig};
 use switchyard_core::embed::Embedder;
 use switchyard_core::index::Index;
 use switchyard_core::router::{Access, Router};
@@ -30,7 +30,7 @@ fn fixture() -> Fixture {
     // Before any rayon pool exists.
     std::env::set_var("RAYON_NUM_THREADS", "1");
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let config = Config::default();
+    let config = RouterConfig::default();
     let embedder: Arc<dyn Embedder> =
         Arc::new(MiniLmEmbedder::from_config(&config.embedding).unwrap_or_else(|e| panic!("{e}")));
     let catalog = Catalog::load(&root.join("templates/clinc150")).unwrap();
@@ -51,16 +51,22 @@ fn fixture() -> Fixture {
 }
 
 fn router(index: Index, fixture: &Fixture) -> Router {
-    Router::new(index, Config::default(), fixture.embedder.clone(), "bench").unwrap()
+    Router::new(
+        index,
+        RouterConfig::default(),
+        fixture.embedder.clone(),
+        "bench",
+    )
+    .unwrap()
 }
 
-fn synthetic(fixture: &Fixture, templates: usize, config: &Config) -> Index {
+fn synthetic(fixture: &Fixture, templates: usize, config: &RouterConfig) -> Index {
     synthetic_index(&fixture.clinc, templates, 10, 4, config, 42)
 }
 
 fn benches(c: &mut Criterion) {
     let fixture = fixture();
-    let config = Config::default();
+    let config = RouterConfig::default();
 
     c.bench_function("embed_query", |b| {
         b.iter(|| {
@@ -102,7 +108,7 @@ fn benches(c: &mut Criterion) {
     let mut crossover = c.benchmark_group("partition_search");
     for size in [500usize, 1000, 2000, 5000, 10_000] {
         for (mode, exact_max) in [("exact", usize::MAX), ("hnsw", 0)] {
-            let index_config = Config {
+            let index_config = RouterConfig {
                 index: IndexConfig {
                     exact_scan_max_templates: exact_max,
                     ..config.index.clone()

@@ -5,17 +5,19 @@
 //! No AWS here: the functions and the CLI plug their edges (S3, DynamoDB, Lambda, HTTP
 //! servers) into the traits defined here and below.
 //!
-//! The crates below are re-exported under their module names, so `switchyard_core::config`
-//! is `switchyard_catalog::config`: a crate below cannot import one above, which makes an
-//! import loop between them a compile error.
+//! The crates below are re-exported under their module names, so `switchyard_core::auth`
+//! is `switchyard_catalog::auth`: a crate below cannot import one above, which makes an
+//! import loop between them a compile error. `config` is core's own: it gathers the
+//! sections each crate below owns into one `Config`.
 
-pub use switchyard_catalog::{auth, config, expiring, json, template};
+pub use switchyard_catalog::{auth, expiring, json, template};
 pub use switchyard_documents as documents;
 pub use switchyard_index::{embed, head, index, scoring, synthetic};
 pub use switchyard_routing::{router, session, topics};
 pub use switchyard_text::{keywords, params, similarity};
 
 pub mod blocking;
+pub mod config;
 pub mod conversation;
 pub mod error;
 pub mod feedback;

@@ -25,9 +25,9 @@ fn router(config: Config) -> Router {
     let dir = common::small_catalog();
     let catalog = Catalog::load(dir.path()).unwrap_or_else(|e| panic!("{e}"));
     let embedder: Arc<dyn Embedder> = Arc::new(HashingEmbedder::default());
-    let index = Index::build(catalog, embedder.as_ref(), &config, &|_, _| {})
+    let index = Index::build(catalog, embedder.as_ref(), &config.router(), &|_, _| {})
         .unwrap_or_else(|e| panic!("{e}"));
-    Router::new(index, config, embedder, "test").unwrap_or_else(|e| panic!("{e}"))
+    Router::new(index, config.router(), embedder, "test").unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn top(routing: &Routing) -> (&str, &str) {
@@ -113,7 +113,7 @@ fn a_threshold_above_every_score_gives_no_match() {
 
 #[test]
 fn the_index_records_the_test_embedder_and_refuses_another() {
-    let config = Config::default();
+    let config = Config::default().router();
     let dir = common::small_catalog();
     let catalog = Catalog::load(dir.path()).unwrap();
     let index = Index::build(catalog, &HashingEmbedder::default(), &config, &|_, _| {}).unwrap();

@@ -4,7 +4,7 @@ mod common;
 
 use std::sync::Arc;
 
-use switchyard_core::config::{Config, IndexConfig, TemplateScoring, TemplateScoringMethod};
+use switchyard_core::config::{IndexConfig, RouterConfig, TemplateScoring, TemplateScoringMethod};
 use switchyard_core::embed::{normalize, Embedder};
 use switchyard_core::index::{load_or_build, DatasourceVectors, Index};
 use switchyard_core::router::Router;
@@ -16,7 +16,7 @@ fn built() -> (Index, Vec<u8>) {
     let index = Index::build(
         catalog,
         common::embedder().as_ref(),
-        &Config::default(),
+        &RouterConfig::default(),
         &|_, _| {},
     )
     .unwrap();
@@ -60,7 +60,7 @@ fn round_trip_keeps_manifest_catalog_and_scores() {
     let query = common::embedder()
         .embed_one("how many people work in sales")
         .unwrap();
-    let scoring = Config::default().composite_retrieval.template_scoring;
+    let scoring = RouterConfig::default().composite_retrieval.template_scoring;
     assert_eq!(
         loaded.partitions[1].search(&query, 2, 64, &scoring),
         index.partitions[1].search(&query, 2, 64, &scoring)
@@ -134,9 +134,14 @@ impl Embedder for OtherModel {
 #[test]
 fn index_of_another_model_is_refused_at_start() {
     let (index, _) = built();
-    let error = Router::new(index, Config::default(), Arc::new(OtherModel), "s3://b/k")
-        .err()
-        .expect("mismatched model");
+    let error = Router::new(
+        index,
+        RouterConfig::default(),
+        Arc::new(OtherModel),
+        "s3://b/k",
+    )
+    .err()
+    .expect("mismatched model");
     let cause = std::error::Error::source(&error)
         .and_then(|e| e.downcast_ref::<switchyard_core::index::IndexError>());
     assert!(
@@ -160,7 +165,7 @@ fn cache_is_reused_and_rebuilt_when_templates_change() {
     let catalog_dir = common::small_catalog();
     let cache = tempfile::tempdir().unwrap();
     let embedder = common::embedder();
-    let config = Config::default();
+    let config = RouterConfig::default();
     let build = || {
         load_or_build(
             catalog_dir.path(),
@@ -241,17 +246,17 @@ fn graph_search_finds_what_an_exact_scan_finds() {
         templates: clustered_vectors(templates, 3, dimension, 7),
         negatives: Vec::new(),
     }];
-    let with_index = |index: IndexConfig| Config {
+    let with_index = |index: IndexConfig| RouterConfig {
         index,
-        ..Config::default()
+        ..RouterConfig::default()
     };
     let graph_config = with_index(IndexConfig {
         exact_scan_max_templates: 100,
-        ..Config::default().index
+        ..RouterConfig::default().index
     });
     let exact_config = with_index(IndexConfig {
         exact_scan_max_templates: usize::MAX,
-        ..Config::default().index
+        ..RouterConfig::default().index
     });
     let graph = Index::from_vectors(
         catalog.clone(),

@@ -16,7 +16,7 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use switchyard_core::config::Config;
+use switchyard_core::config::RouterConfig;
 use switchyard_core::feedback::{judged, Decision, Feedback};
 use switchyard_core::index::Index;
 use switchyard_core::router::{Access, Outcome, Router};
@@ -47,7 +47,7 @@ fn scores(router: &Router, queries: &[(&LabeledQuery, &Vec<f32>)]) -> (f64, f64)
 #[test]
 fn feedback_tuning_keeps_in_scope_accuracy_and_out_of_scope_recall() {
     let root = common::repo_root();
-    let config = Config::default();
+    let config = RouterConfig::default();
     let embedder = common::embedder();
     let catalog = Catalog::load(&root.join("templates/clinc150")).unwrap();
     let index = Index::build(catalog, embedder.as_ref(), &config, &|_, _| {}).unwrap();

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::chunk::{chunk_document, summary_of, terms, Chunk};
 use super::corpus::{corpus_hash, Document};
-use switchyard_catalog::config::DocumentsConfig;
+use crate::config::DocumentsConfig;
 use switchyard_catalog::error::{Error, Result};
 use switchyard_index::embed::Embedder;
 use switchyard_index::index::{seal, unseal, write_atomically};

@@ -12,6 +12,7 @@
 //! are here.
 
 pub mod chunk;
+pub mod config;
 pub mod corpus;
 pub mod error;
 pub mod index;
@@ -29,7 +30,7 @@ pub use error::DocumentsError;
 pub use index::{ChunkIndex, ChunkManifest, DocumentEntry, CHUNK_FORMAT_VERSION};
 pub use search::{ChunkScores, Found, Fusion, Hit, Query, Signals};
 
-use switchyard_catalog::config::DocumentsConfig;
+use crate::config::DocumentsConfig;
 use switchyard_catalog::error::Result;
 use switchyard_catalog::template::{Datasource, Parameter};
 use switchyard_index::embed::Embedder;

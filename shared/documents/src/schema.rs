@@ -10,7 +10,7 @@ use serde::Serialize;
 use super::corpus::Document;
 use super::index::ChunkIndex;
 use super::search::{Query, Signals};
-use switchyard_catalog::config::DocumentsConfig;
+use crate::config::DocumentsConfig;
 use switchyard_text::keywords::TermExpansion;
 
 /// The name the schema artifact is built under (not a datasource: `_` keeps it apart).

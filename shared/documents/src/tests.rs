@@ -3,7 +3,6 @@
 use std::collections::BTreeMap;
 
 use super::*;
-use switchyard_catalog::config::Config;
 use switchyard_index::embed::HashingEmbedder;
 use switchyard_text::keywords::TermExpansion;
 
@@ -42,7 +41,7 @@ fn corpus() -> Vec<Document> {
 }
 
 fn settings() -> DocumentsConfig {
-    Config::default().documents
+    DocumentsConfig::default()
 }
 
 fn built() -> (ChunkIndex, HashingEmbedder) {

@@ -14,6 +14,7 @@ use std::collections::HashMap;
 use serde::Serialize;
 
 use switchyard_catalog::error::Result;
+use switchyard_core::config::SessionsConfig;
 use switchyard_core::conversation::{
     contextualize, turn_of, unexecuted_outcome, AssistantTurn, ContextTexts,
 };
@@ -93,6 +94,7 @@ pub enum Replay {
 /// replayed as well, for comparison.
 pub fn replay(
     router: &Router,
+    sessions: &SessionsConfig,
     queries: &[LabeledQuery],
     embedded: &Embedded,
     mode: Replay,
@@ -114,13 +116,17 @@ pub fn replay(
         .any(|l| l.query.assistant.is_some());
     let (with_session, without_assistant) = match mode {
         Replay::NoSession => (None, None),
-        Replay::Session => (Some(in_session(router, &conversations, false)?), None),
-        Replay::SessionAndAssistant if !has_assistant => {
-            (Some(in_session(router, &conversations, false)?), None)
-        }
+        Replay::Session => (
+            Some(in_session(router, sessions, &conversations, false)?),
+            None,
+        ),
+        Replay::SessionAndAssistant if !has_assistant => (
+            Some(in_session(router, sessions, &conversations, false)?),
+            None,
+        ),
         Replay::SessionAndAssistant => (
-            Some(in_session(router, &conversations, true)?),
-            Some(in_session(router, &conversations, false)?),
+            Some(in_session(router, sessions, &conversations, true)?),
+            Some(in_session(router, sessions, &conversations, false)?),
         ),
     };
     Ok(Some(ConversationReport {
@@ -135,9 +141,13 @@ pub fn replay(
 /// Replay the conversations through the session logic, with or without the assistant's
 /// turns. Sessions advance together, one turn each per wave, so each wave's extra texts
 /// are embedded in one batch.
-fn in_session(router: &Router, conversations: &[Vec<Line<'_>>], assistant: bool) -> Result<Tally> {
+fn in_session(
+    router: &Router,
+    config: &SessionsConfig,
+    conversations: &[Vec<Line<'_>>],
+    assistant: bool,
+) -> Result<Tally> {
     let longest = conversations.iter().map(Vec::len).max().unwrap_or(0);
-    let config = &router.config().sessions;
     let mut turns: Vec<Vec<Turn>> = vec![Vec::new(); conversations.len()];
     let mut tally = Tally::default();
     for wave in 0..longest {
@@ -169,8 +179,16 @@ fn in_session(router: &Router, conversations: &[Vec<Line<'_>>], assistant: bool)
             let said = said
                 .as_ref()
                 .map(|(alone, with_turn)| AssistantTurn { alone, with_turn });
-            let contextualized =
-                contextualize(router, own, joint.as_ref(), said, &turns[c], None, now);
+            let contextualized = contextualize(
+                router,
+                config,
+                own,
+                joint.as_ref(),
+                said,
+                &turns[c],
+                None,
+                now,
+            );
             let routing = &contextualized.routing;
             tally.add(line, routing);
             let turn = turn_of(

@@ -16,8 +16,8 @@ use std::time::Instant;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use switchyard_catalog::config::{Config, Fusion};
 use switchyard_catalog::error::Result;
+use switchyard_core::config::{Fusion, RouterConfig};
 use switchyard_routing::router::{Access, Outcome, Router};
 
 pub use error::EvalError;
@@ -243,7 +243,7 @@ pub fn stage_table(
     ];
     let mut rows = Vec::new();
     for (name, learned, keywords, strings, fusion) in variants {
-        let mut config: Config = router.config().clone();
+        let mut config: RouterConfig = router.config().clone();
         let retrieval = &mut config.composite_retrieval;
         retrieval.learned_scoring.enabled = learned;
         retrieval.keywords.enabled = keywords;

@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use super::{percentiles, ratio, Embedded, LabeledQuery, Percentiles};
 use switchyard_catalog::error::Result;
+use switchyard_core::config::OrchestrationConfig;
 use switchyard_core::orchestration::{decompose, Decomposer};
 use switchyard_routing::router::{Access, Router};
 
@@ -40,10 +41,11 @@ pub struct MultiIntentReport {
 
 pub fn multi_intent(
     router: &Router,
+    orchestration: &OrchestrationConfig,
     queries: &[LabeledQuery],
     embedded: &Embedded,
 ) -> Result<MultiIntentReport> {
-    let decomposer = Decomposer::for_router(router);
+    let decomposer = Decomposer::new(&router.index().catalog, orchestration);
     let mut by_count: BTreeMap<usize, (usize, usize, usize)> = BTreeMap::new();
     let (mut correct, mut scored, mut considered) = (0, 0, 0);
     let (mut single, mut single_split) = (0, 0);

@@ -15,8 +15,8 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::LabeledQuery;
-use switchyard_catalog::config::{Config, Threshold};
 use switchyard_catalog::error::Result;
+use switchyard_core::config::{RouterConfig, Threshold};
 use switchyard_core::feedback::FeedbackRecord;
 use switchyard_routing::router::{Access, Match, Outcome, Router};
 
@@ -211,7 +211,7 @@ fn round(x: f32) -> f64 {
 }
 
 /// `config` with the fitted values in place.
-pub fn apply(config: &Config, tuned: &Tuned) -> Config {
+pub fn apply(config: &RouterConfig, tuned: &Tuned) -> RouterConfig {
     let mut patched = config.clone();
     let retrieval = &mut patched.composite_retrieval;
     retrieval.confidence_threshold = Threshold::Fixed(round(tuned.threshold) as f32);

@@ -44,7 +44,7 @@ pub type Shared = Arc<Service>;
 /// `GET /v1/openapi.json`, the OpenAI-compatible `POST /v1/chat/completions` and
 /// `GET /v1/models` ([`chat`]), and the MCP server at `/mcp` ([`mcp`]).
 pub fn app(service: Shared) -> axum::Router {
-    let admission = admission::Admission::new(&service.router().config().server);
+    let admission = admission::Admission::new(&service.config().server);
     // MCP at /mcp: the caller is authorized before the protocol runs.
     let mcp = axum::Router::new()
         .nest_service("/mcp", mcp::service(service.clone()))
@@ -89,7 +89,7 @@ impl FromRequestParts<Shared> for Authorized {
         let Caller(identity) = Caller::from_request_parts(parts, service)
             .await
             .unwrap_or_else(|never| match never {});
-        let config = &service.router().config().auth;
+        let config = &service.config().auth;
         Ok(Authorized {
             access: authorize(config, &identity)?,
             owner: owner(config, &identity),

@@ -72,16 +72,21 @@ fn api() -> &'static (Api, tokio::runtime::Runtime) {
         let config = Config::default();
         let catalog = Catalog::load(dir.path()).unwrap_or_else(|e| panic!("{e}"));
         let embedder: Arc<dyn Embedder> = Arc::new(HashingEmbedder::new(64));
-        let index = Index::build(catalog, embedder.as_ref(), &config, &|_, _| {}).unwrap();
+        let index = Index::build(catalog, embedder.as_ref(), &config.router(), &|_, _| {}).unwrap();
         let sessions = MemorySessionStore::new(config.sessions.clone());
-        let router = Router::new(index, config, embedder, "fuzz").unwrap();
+        let router = Router::new(index, config.router(), embedder, "fuzz").unwrap();
         let invoker = IntentInvoker::new(router.index().catalog.clone());
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .unwrap();
         (
-            Arc::new(Service::new(router, Arc::new(invoker), Arc::new(sessions))),
+            Arc::new(Service::new(
+                config,
+                router,
+                Arc::new(invoker),
+                Arc::new(sessions),
+            )),
             runtime,
         )
     })

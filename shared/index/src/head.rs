@@ -18,8 +18,8 @@
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
+use crate::config::LearnedHeadConfig;
 use crate::embed::dot;
-use switchyard_catalog::config::LearnedHeadConfig;
 
 /// Logits `weights · q + bias`, one row per template in catalog order (datasource by
 /// datasource), and the softmax temperature that calibrates them.

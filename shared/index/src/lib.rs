@@ -2,6 +2,7 @@
 //! cache, the sealed index artifact (build, calibration, drift, partitions), the learned
 //! head, the composite score's weights, and synthetic catalogs for benchmarks.
 
+pub mod config;
 pub mod embed;
 pub mod error;
 pub mod head;

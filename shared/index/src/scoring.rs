@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use switchyard_catalog::config::CompositeRetrieval;
+use crate::config::CompositeRetrieval;
 
 /// Weights of the confidence's stages that ran, renormalised to sum to 1.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -72,10 +72,9 @@ pub fn rank_score(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use switchyard_catalog::config::Config;
 
     fn retrieval() -> CompositeRetrieval {
-        Config::default().composite_retrieval
+        CompositeRetrieval::default()
     }
 
     #[test]

@@ -2,9 +2,9 @@
 //! real example vectors, so they cluster like real embeddings. (Uniformly random unit
 //! vectors are a pathological case for HNSW and say nothing about real catalogs.)
 
+use crate::config::RouterConfig;
 use crate::embed::normalize;
 use crate::index::{DatasourceVectors, Index};
-use switchyard_catalog::config::Config;
 use switchyard_catalog::template::{
     Catalog, Datasource, DatasourceKind, DatasourceSpec, Limits, Template,
 };
@@ -53,7 +53,7 @@ pub fn synthetic_index(
     templates: usize,
     datasources: usize,
     rows: usize,
-    config: &Config,
+    config: &RouterConfig,
     seed: u64,
 ) -> Index {
     let mut rng = Rng::new(seed);

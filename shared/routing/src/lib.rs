@@ -3,6 +3,7 @@
 //! `RoutingError` is what the router refuses before any stage runs. `topics` is the
 //! caller's memory across sessions, a weak prior beside the session's turns.
 
+pub mod config;
 pub mod error;
 pub mod router;
 pub mod session;

@@ -7,7 +7,7 @@ use switchyard_catalog::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use switchyard_catalog::config::SessionsConfig;
+use crate::config::SessionsConfig;
 use switchyard_catalog::error::Result;
 use switchyard_catalog::expiring::ExpiringMap;
 
@@ -258,7 +258,7 @@ mod tests {
         let store = MemorySessionStore::new(SessionsConfig {
             max_turns: 2,
             ttl_seconds: 100,
-            ..switchyard_catalog::config::Config::default().sessions
+            ..SessionsConfig::default()
         });
         for at in 1..=3 {
             store.append("s", turn(at, json!({}))).await.unwrap();
@@ -282,7 +282,7 @@ mod tests {
         let store = MemorySessionStore::new(SessionsConfig {
             memory_capacity: 2,
             ttl_seconds: 100,
-            ..switchyard_catalog::config::Config::default().sessions
+            ..SessionsConfig::default()
         });
         store.append("a", turn(1, json!({}))).await.unwrap();
         store.append("b", turn(2, json!({}))).await.unwrap();

@@ -9,7 +9,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use serde::{Deserialize, Serialize};
 
-use switchyard_catalog::config::TopicsConfig;
+use crate::config::TopicsConfig;
 use switchyard_catalog::error::Result;
 use switchyard_catalog::expiring::ExpiringMap;
 use switchyard_catalog::template::Template;
@@ -185,10 +185,9 @@ impl TopicStore for MemoryTopicStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use switchyard_catalog::config::Config;
 
     fn config() -> TopicsConfig {
-        Config::default().sessions.topics
+        TopicsConfig::default()
     }
 
     #[test]

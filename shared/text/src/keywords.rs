@@ -4,8 +4,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use crate::config::Keywords;
 use crate::similarity::normalize_text;
-use switchyard_catalog::config::Keywords;
 use switchyard_catalog::template::Template;
 
 /// Expands configured terms: wherever a key occurs as whole words, its expansion is added.
@@ -163,7 +163,7 @@ pub struct Openings {
 impl Openings {
     pub fn new<'a>(
         templates: impl Iterator<Item = &'a Template>,
-        settings: &switchyard_catalog::config::Openings,
+        settings: &crate::config::Openings,
     ) -> Openings {
         let mut openings = Openings {
             skip: settings
@@ -275,15 +275,13 @@ mod tests {
     }
 
     fn settings(expansion: &[(&str, &str)]) -> Keywords {
-        let mut keywords = switchyard_catalog::config::Config::default()
-            .composite_retrieval
-            .keywords
-            .clone();
-        keywords.term_expansion = expansion
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        keywords
+        Keywords {
+            term_expansion: expansion
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            ..Keywords::default()
+        }
     }
 
     #[test]
@@ -328,10 +326,10 @@ mod tests {
             template("rate", "", &["rate this book", "give it 5 stars"]),
             template("add", "", &["add it to my playlist", "play list additions"]),
         ];
-        let mut settings = switchyard_catalog::config::Config::default()
-            .composite_retrieval
-            .openings;
-        settings.skip_words = vec!["please".into(), "can".into(), "you".into()];
+        let settings = crate::config::Openings {
+            skip_words: vec!["please".into(), "can".into(), "you".into()],
+            ..Default::default()
+        };
         let openings = Openings::new(templates.iter(), &settings);
         // "play" opens 2 examples of `play` and 1 of `add`.
         let scores = openings.scores("Can you play the album Wolves Within?");

@@ -2,6 +2,7 @@
 //! BM25 keywords with term expansion, and parameter extraction from a question. Only a
 //! parameter's value can be refused (`ParamError`); nothing else here fails.
 
+pub mod config;
 pub mod error;
 pub mod keywords;
 pub mod params;

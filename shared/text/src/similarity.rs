@@ -1,6 +1,6 @@
 //! Stage 2: string similarity between the query and a template's texts (strsim).
 
-use switchyard_catalog::config::{Aggregation, CompareField, StringAlgorithm, StringSimilarity};
+use crate::config::{Aggregation, CompareField, StringAlgorithm, StringSimilarity};
 use switchyard_catalog::template::{Catalog, Template};
 
 /// Lower-case, keep letters, digits and spaces, collapse runs of spaces.

@@ -56,7 +56,7 @@ fn adapted_demo() -> (Vec<u8>, Vec<u8>, EncoderManifest) {
         catalog,
         &embedder,
         Some(manifest.clone()),
-        &config,
+        &config.router(),
         &|_, _| {},
     )
     .unwrap();

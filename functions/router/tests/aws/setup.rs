@@ -62,10 +62,15 @@ pub fn demo_index_bytes() -> &'static [u8] {
     static BYTES: OnceLock<Vec<u8>> = OnceLock::new();
     BYTES.get_or_init(|| {
         let catalog = Catalog::load(&root().join("templates/demo")).unwrap();
-        Index::build(catalog, embedder().as_ref(), &Config::default(), &|_, _| {})
-            .unwrap()
-            .to_bytes()
-            .unwrap()
+        Index::build(
+            catalog,
+            embedder().as_ref(),
+            &Config::default().router(),
+            &|_, _| {},
+        )
+        .unwrap()
+        .to_bytes()
+        .unwrap()
     })
 }
 

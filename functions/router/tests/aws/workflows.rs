@@ -87,8 +87,8 @@ async fn flaky_service(
         calls,
     };
     let sessions = MemorySessionStore::new(config.sessions.clone());
-    let router = Router::new(index, config, embedder(), "demo index").unwrap();
-    Service::new(router, Arc::new(invoker), Arc::new(sessions))
+    let router = Router::new(index, config.router(), embedder(), "demo index").unwrap();
+    Service::new(config, router, Arc::new(invoker), Arc::new(sessions))
         .with_workflows(store as Arc<dyn WorkflowStore>)
 }
 

@@ -44,10 +44,15 @@ fn embedder() -> Arc<MiniLmEmbedder> {
 }
 
 pub fn index_bytes(catalog: Catalog) -> Vec<u8> {
-    Index::build(catalog, embedder().as_ref(), &Config::default(), &|_, _| {})
-        .unwrap()
-        .to_bytes()
-        .unwrap()
+    Index::build(
+        catalog,
+        embedder().as_ref(),
+        &Config::default().router(),
+        &|_, _| {},
+    )
+    .unwrap()
+    .to_bytes()
+    .unwrap()
 }
 
 pub fn demo_catalog() -> Catalog {

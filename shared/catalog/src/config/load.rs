@@ -7,62 +7,64 @@ use std::path::{Path, PathBuf};
 
 use figment::value::{Dict, Map, Value};
 use figment::{Figment, Metadata, Profile, Provider};
+use serde::de::DeserializeOwned;
+use validator::Validate;
 
-use super::{Config, EmbeddingConfig};
+use super::rules::refused;
 use crate::error::{Error, Result};
 
 const EMBEDDED_DEFAULTS: &str = include_str!("../config.yaml");
 pub const ENV_PREFIX: &str = "SWITCHYARD__";
 const DEFAULTS_ORIGIN: &str = "embedded defaults";
 
-impl Default for Config {
-    fn default() -> Self {
-        Config::load(None, std::iter::empty::<(String, String)>())
-            .expect("the embedded defaults are valid")
+/// Embedded defaults, then `file` (if any), then the `SWITCHYARD__…` variables among
+/// `env` (in name order; `A__B` sets field `a.b`, its value read as YAML), extracted as
+/// `T` (the whole tree of sections) and checked by its rules.
+pub fn load<T, I, K, V>(file: Option<&Path>, env: I) -> Result<T>
+where
+    T: DeserializeOwned + Validate,
+    I: IntoIterator<Item = (K, V)>,
+    K: AsRef<str>,
+    V: AsRef<str>,
+{
+    let mut figment = Figment::new().merge(Layer::yaml(DEFAULTS_ORIGIN, EMBEDDED_DEFAULTS)?);
+    if let Some(path) = file {
+        let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+        figment = figment.merge(Layer::yaml(&path.display().to_string(), &text)?);
     }
+    let mut variables: Vec<(String, String)> = env
+        .into_iter()
+        .filter(|(k, _)| k.as_ref().starts_with(ENV_PREFIX))
+        .map(|(k, v)| (k.as_ref().to_owned(), v.as_ref().to_owned()))
+        .collect();
+    variables.sort();
+    for (name, raw) in variables {
+        figment = figment.merge(Layer::variable(&name, &raw)?);
+    }
+    let config: T = figment
+        .extract()
+        .map_err(|e| extraction_error(&figment, e))?;
+    refused(&config).map_err(|(field, message)| Error::Config {
+        origin: origin_of(&figment, &field),
+        field,
+        message,
+    })?;
+    Ok(config)
 }
 
-impl Config {
-    /// Embedded defaults, then `file` (if any), then the `SWITCHYARD__…` variables among
-    /// `env` (in name order; `A__B` sets field `a.b`, its value read as YAML).
-    pub fn load<I, K, V>(file: Option<&Path>, env: I) -> Result<Config>
-    where
-        I: IntoIterator<Item = (K, V)>,
-        K: AsRef<str>,
-        V: AsRef<str>,
-    {
-        let mut figment = Figment::new().merge(Layer::yaml(DEFAULTS_ORIGIN, EMBEDDED_DEFAULTS)?);
-        if let Some(path) = file {
-            let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-            figment = figment.merge(Layer::yaml(&path.display().to_string(), &text)?);
-        }
-        let mut variables: Vec<(String, String)> = env
-            .into_iter()
-            .filter(|(k, _)| k.as_ref().starts_with(ENV_PREFIX))
-            .map(|(k, v)| (k.as_ref().to_owned(), v.as_ref().to_owned()))
-            .collect();
-        variables.sort();
-        for (name, raw) in variables {
-            figment = figment.merge(Layer::variable(&name, &raw)?);
-        }
-        let config: Config = figment
-            .extract()
-            .map_err(|e| extraction_error(&figment, e))?;
-        config
-            .validate()
-            .map_err(|(field, message)| Error::Config {
-                origin: origin_of(&figment, &field),
-                field,
-                message,
-            })?;
-        Ok(config)
+/// The section at `path` (`composite_retrieval.keywords`) of the embedded defaults: each
+/// section's `Default`, so a crate's tests and tools get the shipped values without the
+/// whole configuration.
+pub fn embedded<T: DeserializeOwned + Validate>(path: &str) -> T {
+    let figment = Figment::new()
+        .merge(Layer::yaml(DEFAULTS_ORIGIN, EMBEDDED_DEFAULTS).expect("config.yaml parses"));
+    let section: T = figment
+        .extract_inner(path)
+        .unwrap_or_else(|e| panic!("config.yaml: section `{path}`: {e}"));
+    if let Err((field, message)) = refused(&section) {
+        panic!("config.yaml: section `{path}`: {field}: {message}");
     }
-
-    /// Load from `SWITCHYARD_CONFIG` (if set) and the process environment.
-    pub fn from_env(file: Option<&Path>) -> Result<Config> {
-        let from_var = std::env::var_os("SWITCHYARD_CONFIG").map(PathBuf::from);
-        Config::load(file.or(from_var.as_deref()), std::env::vars())
-    }
+    section
 }
 
 /// One layer of configuration: a YAML document (the defaults, a file) or one variable,
@@ -189,33 +191,4 @@ pub fn cache_dir() -> PathBuf {
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
         .unwrap_or_else(|| PathBuf::from(".cache"));
     base.join("switchyard")
-}
-
-impl EmbeddingConfig {
-    /// Size rayon's global pool from `threads` (0 leaves rayon's own choice: the cores, or
-    /// RAYON_NUM_THREADS), unless RAYON_NUM_THREADS is set, which wins. Call at process
-    /// start, before any parallel work builds the pool; the process environment is not
-    /// touched.
-    pub fn apply_threads(&self) {
-        if self.threads == 0 || std::env::var_os("RAYON_NUM_THREADS").is_some() {
-            return;
-        }
-        if let Err(e) = rayon::ThreadPoolBuilder::new()
-            .num_threads(self.threads)
-            .build_global()
-        {
-            tracing::warn!(error = %e, threads = self.threads, "embedding.threads not applied: rayon's pool already exists");
-        }
-    }
-
-    /// The model folder: configuration, then `$SWITCHYARD_MODEL_DIR`, then the cache.
-    pub fn resolved_model_dir(&self) -> PathBuf {
-        if let Some(dir) = &self.model_dir {
-            return dir.clone();
-        }
-        if let Some(dir) = std::env::var_os("SWITCHYARD_MODEL_DIR") {
-            return PathBuf::from(dir);
-        }
-        cache_dir().join("models").join("all-MiniLM-L6-v2")
-    }
 }

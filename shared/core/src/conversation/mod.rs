@@ -66,9 +66,12 @@ pub struct Contextualized {
 /// the previous question with it, `assistant` the routings of what the assistant said
 /// before it, `turns` the session's turns within the window, oldest first. The routing is
 /// `own`, possibly re-decided; a picked clarify choice also gets the question it clarifies
-/// prepended to `query`, the text the adapter reads its parameters from.
+/// prepended to `query`, the text the adapter reads its parameters from. `sessions` is
+/// the configuration's section (its `context` and `topics`).
+#[allow(clippy::too_many_arguments)]
 pub fn contextualize(
     router: &Router,
+    sessions: &SessionsConfig,
     mut own: Routing,
     joint: Option<&Routing>,
     assistant: Option<AssistantTurn<'_>>,
@@ -76,7 +79,7 @@ pub fn contextualize(
     topics: Option<&Topics>,
     now: i64,
 ) -> Contextualized {
-    let config = &router.config().sessions.context;
+    let config = &sessions.context;
     let evidence = evidence(router, &own, joint, assistant, config);
     let others: Vec<&Routing> = joint
         .into_iter()
@@ -100,9 +103,7 @@ pub fn contextualize(
                     .catalog
                     .datasource(&e.template.datasource)
                     .and_then(|d| d.templates.iter().find(|x| x.id == e.template.template_id))
-                    .map_or(1.0, |template| {
-                        t.factor(template, &router.config().sessions.topics)
-                    })
+                    .map_or(1.0, |template| t.factor(template, &sessions.topics))
             })
         })
         .collect();

@@ -37,18 +37,15 @@ use crate::template::Catalog;
 pub struct Decomposer {
     cues: Cues,
     vocabulary: Vocabulary,
+    config: OrchestrationConfig,
 }
 
 impl Decomposer {
-    /// The decomposer of `router`'s catalog under its configuration.
-    pub fn for_router(router: &Router) -> Decomposer {
-        Decomposer::new(&router.index().catalog, &router.config().orchestration)
-    }
-
     pub fn new(catalog: &Catalog, config: &OrchestrationConfig) -> Decomposer {
         Decomposer {
             cues: Cues::new(&config.parallel_cues, &config.sequential_cues),
             vocabulary: Vocabulary::new(catalog, config),
+            config: config.clone(),
         }
     }
 
@@ -110,7 +107,7 @@ pub fn decompose(
     access: &Access,
 ) -> Result<Decomposition> {
     let started = Instant::now();
-    let config = &router.config().orchestration;
+    let config = &decomposer.config;
     let question = whole.query.as_str();
     let whole_span = SpanRouting::of(whole);
     let signals = decomposer.detect(question, whole_span.confidence, config);

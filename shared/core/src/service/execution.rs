@@ -77,7 +77,7 @@ impl Service {
     /// model for one query over the nearest tables and checks and runs it like a template.
     async fn generated_sql(&self, routed: &Routed, request_id: &str) -> Option<Execution> {
         let schema = routed.schema.as_ref()?;
-        if !self.router.config().llm.text_to_sql {
+        if !self.config.llm.text_to_sql {
             return None;
         }
         let datasource = &schema.suggested_datasource;

@@ -20,6 +20,7 @@ use serde_json::Map;
 
 use crate::auth::Access;
 use crate::blocking::run_blocking;
+use crate::config::Config;
 use crate::conversation::{
     contextualize, AssistantTurn, ContextTexts, Contextualized, MAX_ASSISTANT_CHARS,
 };
@@ -142,6 +143,8 @@ pub enum SessionUse {
 }
 
 pub struct Service {
+    /// The whole configuration; the router holds its own sections of it.
+    config: Config,
     router: Router,
     /// What splitting a question needs from the catalog, built once.
     decomposer: Decomposer,
@@ -157,16 +160,23 @@ pub struct Service {
 }
 
 impl Service {
-    /// Decisions for feedback are kept in memory until [`Service::with_feedback`].
+    /// `router` must be built with `config`'s sections (`Config::router`). Decisions for
+    /// feedback are kept in memory until [`Service::with_feedback`].
     pub fn new(
+        config: Config,
         router: Router,
         invoker: Arc<dyn AdapterInvoker>,
         sessions: Arc<dyn SessionStore>,
     ) -> Self {
-        let capacity = router.config().feedback.memory_capacity;
-        let topics = MemoryTopicStore::new(&router.config().sessions.topics, capacity);
+        debug_assert!(
+            router.config() == &config.router(),
+            "the router is built with other sections than the service's configuration"
+        );
+        let capacity = config.feedback.memory_capacity;
+        let topics = MemoryTopicStore::new(&config.sessions.topics, capacity);
         Service {
-            decomposer: Decomposer::for_router(&router),
+            decomposer: Decomposer::new(&router.index().catalog, &config.orchestration),
+            config,
             router,
             invoker,
             sessions,
@@ -197,7 +207,7 @@ impl Service {
             Access::All => None,
             Access::Only(names) => Some(names.iter().cloned().collect()),
         };
-        let config = self.router.config();
+        let config = &self.config;
         schema_context(
             schema,
             query,
@@ -234,6 +244,11 @@ impl Service {
 
     pub fn router(&self) -> &Router {
         &self.router
+    }
+
+    /// The configuration the service and its router run with.
+    pub fn config(&self) -> &Config {
+        &self.config
     }
 
     /// Route `question` for a caller with `access`: retrieve → string similarity →
@@ -313,7 +328,7 @@ impl Service {
         request_id: &str,
         now: i64,
     ) {
-        if !self.router.config().feedback.enabled {
+        if !self.config.feedback.enabled {
             return;
         }
         let adapter_ms = match (&executed.execution, &executed.orchestration) {
@@ -389,7 +404,7 @@ impl Service {
             .context
             .as_ref()
             .is_none_or(|c| c.used == ContextUsed::Turn);
-        if may_split && own_turn && self.router.config().orchestration.enabled {
+        if may_split && own_turn && self.config.orchestration.enabled {
             let (decomposition, plan) = self.split(&routed.routing, &access).await?;
             routed.decomposition = Some(decomposition);
             routed.plan = plan;
@@ -417,7 +432,7 @@ impl Service {
             turns.unwrap_or_default(),
             &question.query,
             said,
-            &self.router.config().sessions,
+            &self.config.sessions,
         );
         // Embedding and scoring: the CPU-bound part of a request.
         let (candidates, others) = run_blocking(|| {
@@ -449,6 +464,7 @@ impl Service {
             belief,
         } = contextualize(
             &self.router,
+            &self.config.sessions,
             own,
             joint.as_ref(),
             assistant,

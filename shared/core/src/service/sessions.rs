@@ -58,7 +58,7 @@ impl Service {
         let routing = &routed.routing;
         let (outcome, parameters) =
             turn_result(routing, &executed.execution, &executed.orchestration);
-        let sessions = &self.router.config().sessions;
+        let sessions = &self.config.sessions;
         let mut turn = turn_of(routing, &routed.belief, outcome, parameters, sessions, now);
         turn.answer = executed
             .execution
@@ -91,7 +91,7 @@ impl Service {
             return Ok(None);
         };
         let id = question.session_id.as_deref().unwrap_or_default();
-        let window = self.router.config().sessions.window_seconds;
+        let window = self.config.sessions.window_seconds;
         match self.sessions.recent(&key, now).await {
             Ok(turns) => Ok(Some(within_window(&turns, now, window).to_vec())),
             Err(e) => {
@@ -105,7 +105,7 @@ impl Service {
     /// The caller's topics, for a question in a session with topics and texts kept; a
     /// failing store leaves them out (they are a weak prior, never a precondition).
     async fn read_topics(&self, question: &Question, now: i64) -> Option<Topics> {
-        let sessions = &self.router.config().sessions;
+        let sessions = &self.config.sessions;
         if question.session_id.is_none() || !sessions.topics.enabled || !sessions.store_text {
             return None;
         }
@@ -121,7 +121,7 @@ impl Service {
 
     /// Count an executed question's words into its caller's topics.
     async fn remember_topics(&self, question: &Question, mut topics: Topics, now: i64) {
-        topics.add(&question.query, now, &self.router.config().sessions.topics);
+        topics.add(&question.query, now, &self.config.sessions.topics);
         if let Err(e) = self.topics.save(&question.owner, &topics, now).await {
             metrics::counter!("TopicStoreErrors").increment(1);
             tracing::warn!(error = %e, "topics not saved");

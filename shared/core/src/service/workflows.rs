@@ -47,7 +47,7 @@ impl Service {
         routing: &Routing,
         access: &Access,
     ) -> Result<(Decomposition, Option<Plan>)> {
-        let config = &self.router.config().orchestration;
+        let config = &self.config.orchestration;
         // Every run of segments is routed (embedded and scored): CPU-bound.
         let mut decomposition =
             run_blocking(|| decompose(&self.router, &self.decomposer, routing, access))?;
@@ -93,7 +93,7 @@ impl Service {
         let Some(id) = &question.workflow_id else {
             return Ok(None);
         };
-        let seconds = self.router.config().orchestration.workflow_lease_seconds;
+        let seconds = self.config.orchestration.workflow_lease_seconds;
         let lease = Lease {
             key: format!("{}#lease", scoped(&question.owner, id)),
             token: new_request_id(),
@@ -188,7 +188,7 @@ impl Service {
         plan: Plan,
         now: i64,
     ) -> Checkpoint {
-        let ttl = self.router.config().orchestration.checkpoint_ttl_seconds as i64;
+        let ttl = self.config.orchestration.checkpoint_ttl_seconds as i64;
         let mut checkpoint = Checkpoint::new(
             question
                 .workflow_id
@@ -201,7 +201,7 @@ impl Service {
             now + ttl,
         );
         checkpoint.owner = question.owner.clone();
-        checkpoint.text_kept = self.router.config().sessions.store_text;
+        checkpoint.text_kept = self.config.sessions.store_text;
         checkpoint
     }
 
@@ -215,7 +215,7 @@ impl Service {
         request_id: &str,
         now: i64,
     ) -> Orchestrated {
-        let config = &self.router.config().orchestration;
+        let config = &self.config.orchestration;
         let catalog = &self.router.index().catalog;
         let deadline_ms = |datasource: &str| {
             catalog

@@ -4,7 +4,7 @@
 use proptest::prelude::*;
 use proptest::sample::Index as Position;
 use sha2::{Digest, Sha256};
-use switchyard_core::config::Config;
+use switchyard_core::config::{DocumentsConfig, RouterConfig};
 use switchyard_core::documents::{ChunkIndex, Query, Signals};
 use switchyard_core::embed::{Embedder, HashingEmbedder};
 use switchyard_core::index::Index;
@@ -116,7 +116,7 @@ pub(crate) fn load_any(bytes: &[u8]) -> (Option<String>, Option<String>) {
 
 /// A loaded index must route without panicking.
 pub(crate) fn use_index(index: Index) {
-    let Ok(router) = Router::new(index, Config::default(), embedder(), ORIGIN) else {
+    let Ok(router) = Router::new(index, RouterConfig::default(), embedder(), ORIGIN) else {
         return;
     };
     for query in [
@@ -131,7 +131,7 @@ pub(crate) fn use_index(index: Index) {
 
 /// A loaded chunk artifact must search without panicking.
 pub(crate) fn use_chunks(chunks: ChunkIndex) {
-    let settings = Config::default().documents;
+    let settings = DocumentsConfig::default();
     let vector = HashingEmbedder::new(chunks.manifest.dimension.min(4096))
         .embed_one("what is the excess")
         .unwrap();

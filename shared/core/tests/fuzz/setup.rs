@@ -72,7 +72,8 @@ pub(crate) fn artifacts() -> &'static [Vec<u8>; 2] {
             )
             .unwrap();
             let catalog = Catalog::load(dir.path()).unwrap();
-            let index = Index::build(catalog, embedder().as_ref(), &config, &|_, _| {}).unwrap();
+            let index =
+                Index::build(catalog, embedder().as_ref(), &config.router(), &|_, _| {}).unwrap();
             index.to_bytes().unwrap()
         };
         [

@@ -169,7 +169,13 @@ fn negative_examples_decline_their_datasource() {
     let built = router_for(with_negatives.path(), Config::default());
     let bytes = built.index().to_bytes().unwrap();
     let index = Index::from_bytes(&bytes, "test").unwrap();
-    let router = Router::new(index, Config::default(), common::embedder(), "test").unwrap();
+    let router = Router::new(
+        index,
+        Config::default().router(),
+        common::embedder(),
+        "test",
+    )
+    .unwrap();
     let routing = router.route(question, &Access::All).unwrap();
     let hr: Vec<_> = routing
         .matches
@@ -212,7 +218,12 @@ fn negative_examples_decline_their_datasource() {
     // The route report shows why.
     let sessions = MemorySessionStore::new(Config::default().sessions.clone());
     let invoker = IntentInvoker::new(router.index().catalog.clone());
-    let api = Arc::new(Service::new(router, Arc::new(invoker), Arc::new(sessions)));
+    let api = Arc::new(Service::new(
+        Config::default(),
+        router,
+        Arc::new(invoker),
+        Arc::new(sessions),
+    ));
     let report = call(
         &api,
         "POST",

@@ -125,6 +125,7 @@ fn a_failing_session_store_still_answers_and_says_so() {
     let router = small_router(Config::default());
     let invoker = IntentInvoker::new(router.index().catalog.clone());
     let api = Arc::new(Service::new(
+        Config::default(),
         router,
         Arc::new(invoker),
         Arc::new(UnreachableSessions),

@@ -27,8 +27,8 @@ pub fn config_with(pairs: &[(&str, &str)]) -> Config {
 pub fn router_for(dir: &std::path::Path, config: Config) -> Router {
     let catalog = Catalog::load(dir).unwrap();
     let embedder = common::embedder();
-    let index = Index::build(catalog, embedder.as_ref(), &config, &|_, _| {}).unwrap();
-    Router::new(index, config, embedder, "test").unwrap()
+    let index = Index::build(catalog, embedder.as_ref(), &config.router(), &|_, _| {}).unwrap();
+    Router::new(index, config.router(), embedder, "test").unwrap()
 }
 
 pub fn small_router(config: Config) -> Router {
@@ -40,9 +40,9 @@ pub type TestApi = Arc<TestService>;
 
 pub fn service(config: Config) -> TestService {
     let sessions = MemorySessionStore::new(config.sessions.clone());
-    let router = small_router(config);
+    let router = small_router(config.clone());
     let invoker = IntentInvoker::new(router.index().catalog.clone());
-    Service::new(router, Arc::new(invoker), Arc::new(sessions))
+    Service::new(config, router, Arc::new(invoker), Arc::new(sessions))
 }
 
 pub fn api(config: Config) -> TestApi {

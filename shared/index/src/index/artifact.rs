@@ -9,9 +9,9 @@ use sha2::{Digest, Sha256};
 
 use super::partition::Coarse;
 use super::{Calibration, Index, Partition, Probe};
+use crate::config::IndexConfig;
 use crate::head::Head;
 use crate::IndexError;
-use switchyard_catalog::config::IndexConfig;
 use switchyard_catalog::error::{Error, Result};
 use switchyard_catalog::template::{Catalog, DatasourceKind};
 

@@ -8,9 +8,9 @@ use super::{
     is_held_out, template_texts, DatasourceVectors, EncoderManifest, HeadSummary, Index, Manifest,
     ManifestDatasource, Partition, Progress, FORMAT_VERSION,
 };
+use crate::config::RouterConfig;
 use crate::embed::Embedder;
 use crate::head::{Head, TrainingSet};
-use switchyard_catalog::config::Config;
 use switchyard_catalog::error::Result;
 use switchyard_catalog::template::Catalog;
 
@@ -19,7 +19,7 @@ impl Index {
     pub fn build(
         catalog: Catalog,
         embedder: &dyn Embedder,
-        config: &Config,
+        config: &RouterConfig,
         progress: Progress<'_>,
     ) -> Result<Index> {
         Self::build_with_encoder(catalog, embedder, None, config, progress)
@@ -32,7 +32,7 @@ impl Index {
         catalog: Catalog,
         embedder: &dyn Embedder,
         encoder: Option<EncoderManifest>,
-        config: &Config,
+        config: &RouterConfig,
         progress: Progress<'_>,
     ) -> Result<Index> {
         let total: usize = catalog
@@ -89,7 +89,7 @@ impl Index {
         vectors: Vec<DatasourceVectors>,
         model_id: &str,
         dimension: usize,
-        full_config: &Config,
+        full_config: &RouterConfig,
     ) -> Index {
         Self::from_vectors_with_encoder(catalog, vectors, model_id, dimension, None, full_config)
     }
@@ -100,7 +100,7 @@ impl Index {
         model_id: &str,
         dimension: usize,
         encoder: Option<EncoderManifest>,
-        full_config: &Config,
+        full_config: &RouterConfig,
     ) -> Index {
         let config = &full_config.index;
         let partitions: Vec<Partition> = catalog
@@ -162,7 +162,7 @@ impl Index {
 
     /// Train the head on every template text; the temperature is fitted on every fifth
     /// `nl_example` of templates with at least three, held out of a first training.
-    fn train_head(&self, settings: &switchyard_catalog::config::LearnedHeadConfig) -> Head {
+    fn train_head(&self, settings: &crate::config::LearnedHeadConfig) -> Head {
         let dimension = self.manifest.dimension;
         let mut rows = Vec::new();
         let mut labels = Vec::new();

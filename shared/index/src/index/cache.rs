@@ -6,8 +6,8 @@ use std::path::Path;
 use sha2::{Digest, Sha256};
 
 use super::{EncoderManifest, Index, Progress, FORMAT_VERSION};
+use crate::config::RouterConfig;
 use crate::embed::Embedder;
-use switchyard_catalog::config::Config;
 use switchyard_catalog::error::Result;
 use switchyard_catalog::template::Catalog;
 
@@ -18,7 +18,7 @@ pub fn cache_path(
     templates_dir: &Path,
     catalog: &Catalog,
     model_id: &str,
-    config: &Config,
+    config: &RouterConfig,
 ) -> std::path::PathBuf {
     let mut hasher = Sha256::new();
     hasher.update(catalog.content_hash());
@@ -43,7 +43,7 @@ pub fn load_or_build(
     cache_dir: &Path,
     embedder: &dyn Embedder,
     encoder: Option<EncoderManifest>,
-    config: &Config,
+    config: &RouterConfig,
     progress: Progress<'_>,
 ) -> Result<(Index, bool)> {
     let catalog = Catalog::load(templates_dir)?;

@@ -6,9 +6,10 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use super::{is_held_out, Index};
+use crate::config::CompositeRetrieval;
 use crate::embed::dot;
 use crate::scoring::{confidence, Weights};
-use switchyard_catalog::config::{CompositeRetrieval, StringSimilarity};
+use switchyard_text::config::StringSimilarity;
 use switchyard_text::similarity::{template_similarity, PreparedQuery, TemplateTexts};
 
 /// The automatic threshold and the confidence settings it holds for.

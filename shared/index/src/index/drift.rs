@@ -9,9 +9,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::config::DriftConfig;
 use crate::embed::{dot, Embedder};
 use crate::IndexError;
-use switchyard_catalog::config::DriftConfig;
 use switchyard_catalog::error::Result;
 
 /// Short and long, questions and statements, digits and punctuation: sentences that

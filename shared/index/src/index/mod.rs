@@ -39,10 +39,10 @@ pub use calibration::Calibration;
 pub use drift::{embed_probes, Drift, DriftStatus, Probe, PROBE_TEXTS};
 pub use partition::{Centroid, Partition};
 
+use crate::config::DriftConfig;
 use crate::embed::Embedder;
 use crate::head::Head;
 pub use crate::IndexError;
-use switchyard_catalog::config::DriftConfig;
 use switchyard_catalog::error::Result;
 use switchyard_catalog::template::Catalog;
 use switchyard_text::keywords::id_words;

@@ -6,8 +6,8 @@ use instant_distance::{Builder, HnswMap, Search};
 use serde::{Deserialize, Serialize};
 
 use super::DatasourceVectors;
+use crate::config::{IndexConfig, TemplateScoring, TemplateScoringMethod};
 use crate::embed::{dot, normalize};
-use switchyard_catalog::config::{IndexConfig, TemplateScoring, TemplateScoringMethod};
 
 /// A point in the HNSW graph: a template centroid. Distance is 1 − cosine.
 #[derive(Debug, Clone, Serialize, Deserialize)]

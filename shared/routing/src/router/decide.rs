@@ -2,7 +2,7 @@
 //! scores, the order, and the outcome (execute, clarify, no_match). Pure: no model, no
 //! index, so every rule here has a unit test of its own.
 
-use switchyard_catalog::config::CompositeRetrieval;
+use switchyard_index::config::CompositeRetrieval;
 use switchyard_index::scoring::{confidence, rank_score, Weights};
 
 use super::routing::{Candidates, Match, Outcome, Ranking, RerankStatus, Reranked, Routing};
@@ -106,7 +106,6 @@ pub fn decide(
 mod tests {
     use super::*;
     use crate::router::routing::{Declined, StageTimings};
-    use switchyard_catalog::config::Config;
 
     fn candidate(template: usize, retrieval_score: f32, embedding: f32) -> Match {
         Match {
@@ -149,7 +148,7 @@ mod tests {
     }
 
     fn retrieval() -> CompositeRetrieval {
-        let mut r = Config::default().composite_retrieval;
+        let mut r = CompositeRetrieval::default();
         r.string_similarity.enabled = false;
         r
     }

@@ -30,9 +30,9 @@ pub use switchyard_index::scoring::Weights;
 pub use threshold::{ThresholdSource, FALLBACK_THRESHOLD};
 
 use crate::error::RoutingError;
-use switchyard_catalog::config::Config;
 use switchyard_catalog::error::Result;
 use switchyard_catalog::template::{Datasource, Template};
+use switchyard_index::config::RouterConfig;
 use switchyard_index::embed::Embedder;
 use switchyard_index::index::{Drift, DriftStatus, Index};
 use switchyard_index::scoring::rank_score;
@@ -51,7 +51,7 @@ pub struct Router {
     starts: Vec<usize>,
     threshold: f32,
     threshold_source: ThresholdSource,
-    config: Config,
+    config: RouterConfig,
     embedder: Arc<dyn Embedder>,
     /// The model documents and SQL schemas are searched with, when it is not `embedder`:
     /// the base model beside an encoder adapted to the templates (adapting to templates
@@ -71,7 +71,7 @@ impl Router {
     /// counted (`EmbeddingDrift`), beyond it refused.
     pub fn new(
         index: Index,
-        config: Config,
+        config: RouterConfig,
         embedder: Arc<dyn Embedder>,
         origin: &str,
     ) -> Result<Router> {
@@ -92,7 +92,7 @@ impl Router {
     }
 
     /// The same index and encoder under other settings (evaluation compares stages so).
-    pub fn reconfigured(&self, config: Config) -> Router {
+    pub fn reconfigured(&self, config: RouterConfig) -> Router {
         let mut router = Router::assemble(
             self.index.clone(),
             config,
@@ -112,7 +112,7 @@ impl Router {
 
     fn assemble(
         index: Arc<Index>,
-        config: Config,
+        config: RouterConfig,
         embedder: Arc<dyn Embedder>,
         drift: Drift,
     ) -> Router {
@@ -159,7 +159,8 @@ impl Router {
         &self.index
     }
 
-    pub fn config(&self) -> &Config {
+    /// The sections it routes with (the service holds the rest of the configuration).
+    pub fn config(&self) -> &RouterConfig {
         &self.config
     }
 

@@ -6,8 +6,9 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 
-use switchyard_catalog::config::{CompositeRetrieval, Fusion};
+use switchyard_index::config::CompositeRetrieval;
 use switchyard_index::head::softmax;
+use switchyard_text::config::Fusion;
 
 use super::routing::{Candidates, Declined, Match, Ranking, StageTimings};
 use super::{ms_since, Access, Router};
@@ -328,7 +329,6 @@ fn fuse(found: &[Candidate], retrieval: &CompositeRetrieval, fusion: Fusion) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use switchyard_catalog::config::Config;
 
     fn candidate(learned: Option<f32>, embedding: f32, keyword: Option<f32>) -> Candidate {
         Candidate {
@@ -344,7 +344,7 @@ mod tests {
 
     #[test]
     fn weighted_fusion_adds_keywords_to_the_head_or_the_cosine() {
-        let mut r = Config::default().composite_retrieval;
+        let mut r = CompositeRetrieval::default();
         r.keywords.enabled = true;
         r.keywords.weight = 0.5;
         r.learned_scoring.weight = 2.0;
@@ -367,7 +367,7 @@ mod tests {
 
     #[test]
     fn rrf_scores_first_in_both_rankings_one() {
-        let mut r = Config::default().composite_retrieval;
+        let mut r = CompositeRetrieval::default();
         r.keywords.enabled = true;
         let found = [
             candidate(None, 0.9, Some(1.0)),

@@ -4,7 +4,7 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use switchyard_catalog::config::{CompositeRetrieval, Threshold};
+use switchyard_index::config::{CompositeRetrieval, Threshold};
 use switchyard_index::index::Index;
 
 /// The threshold used when `auto` has nothing to go on (a single datasource).

@@ -1,10 +1,11 @@
-//! The routing stages' section of the configuration (`composite_retrieval`): the
-//! threshold, and the weights and switches of each stage.
+//! The routing stages' section (`composite_retrieval`): the threshold, and the weights
+//! and switches of each stage. The index reads it when it calibrates the threshold;
+//! the router for every question.
 
 use serde::{Deserialize, Serialize};
-use validator::Validate;
-
-use super::validate::*;
+use switchyard_catalog::config::rules::*;
+use switchyard_text::config::{Keywords, Openings, StringSimilarity};
+use validator::{Validate, ValidationError};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Validate)]
 #[serde(deny_unknown_fields)]
@@ -60,60 +61,6 @@ pub struct LearnedScoring {
     /// Weight of the head's probability in the ranking score.
     #[validate(custom(function = "non_negative"))]
     pub weight: f32,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Validate)]
-#[serde(deny_unknown_fields)]
-pub struct Keywords {
-    pub enabled: bool,
-    /// `weighted`: add `weight ·` BM25 (divided by the best template's) to the vector
-    /// score; `rrf`: reciprocal-rank fusion of the two rankings.
-    pub fusion: Fusion,
-    #[validate(custom(function = "non_negative"))]
-    pub weight: f32,
-    #[validate(custom(function = "non_negative"))]
-    pub rrf_k: f32,
-    #[validate(custom(function = "non_negative"))]
-    pub k1: f32,
-    #[validate(custom(function = "unit"))]
-    pub b: f32,
-    /// Abbreviations and synonyms of this deployment: "ncd" → "no claim discount".
-    pub term_expansion: std::collections::BTreeMap<String, String>,
-}
-
-/// The question's opening word: an intent is often asked with the word its examples open
-/// with ("play …", "rate …", "book …"), whatever else the question names.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Validate)]
-#[serde(deny_unknown_fields)]
-pub struct Openings {
-    pub enabled: bool,
-    /// Added to the ranking score: `weight ·` the template's share of the catalog's
-    /// examples that open with the question's opening word.
-    #[validate(custom(function = "non_negative"))]
-    pub weight: f32,
-    /// Words passed over before the opening word ("please", "can you").
-    pub skip_words: Vec<String>,
-}
-
-/// How a split question's answers are fused into one (`switchyard_core::orchestration::fuse`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FusionStrategy {
-    #[default]
-    Auto,
-    Simple,
-    Score,
-    Hierarchical,
-    Temporal,
-    Semantic,
-}
-
-/// How vector and keyword scores are combined: a weighted sum, or reciprocal-rank fusion.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Fusion {
-    Weighted,
-    Rrf,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Validate)]
@@ -183,45 +130,6 @@ pub enum RerankProvider {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Validate)]
-#[validate(schema(function = "fields_to_compare"))]
-#[serde(deny_unknown_fields)]
-pub struct StringSimilarity {
-    pub enabled: bool,
-    pub algorithm: StringAlgorithm,
-    /// Weight in the confidence (with `scoring.embedding_weight`).
-    #[validate(custom(function = "non_negative"))]
-    pub weight: f32,
-    /// Weight in the ranking score.
-    #[validate(custom(function = "non_negative"))]
-    pub rank_weight: f32,
-    pub compare_fields: Vec<CompareField>,
-    pub min_threshold: f32,
-    pub aggregation: Aggregation,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum StringAlgorithm {
-    JaroWinkler,
-    Levenshtein,
-    Ratio,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CompareField {
-    Description,
-    NlExamples,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Aggregation {
-    Max,
-    Mean,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Validate)]
 #[serde(deny_unknown_fields)]
 pub struct Scoring {
     #[validate(custom(function = "stage_one_weight"))]
@@ -234,4 +142,31 @@ pub struct Scoring {
 pub enum TieBreaker {
     /// Equal combined scores: higher embedding score, then earlier datasource.
     Embedding,
+}
+
+switchyard_catalog::default_from_embedded! {
+    CompositeRetrieval => "composite_retrieval",
+}
+
+fn threshold(t: &Threshold) -> Result<(), ValidationError> {
+    match t {
+        Threshold::Fixed(t) if !(0.0..=1.0).contains(t) => refuse_value(format!(
+            "must be `auto` or a number between 0 and 1, not {t}"
+        )),
+        _ => Ok(()),
+    }
+}
+
+fn provider_has_endpoint_and_model(r: &Reranking) -> Result<(), ValidationError> {
+    if r.enabled && r.provider.is_some() && (r.endpoint.is_none() || r.model.is_none()) {
+        return Err(refuse(
+            if r.endpoint.is_none() {
+                "endpoint"
+            } else {
+                "model"
+            },
+            "endpoint and model are needed when a provider is set",
+        ));
+    }
+    Ok(())
 }

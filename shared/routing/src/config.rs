@@ -1,0 +1,131 @@
+//! The `sessions` section: how long turns are kept, how the turns before a question
+//! weigh on its routing (`context`), and a caller's topic words (`topics`).
+
+use serde::{Deserialize, Serialize};
+use switchyard_catalog::config::rules::*;
+use validator::{Validate, ValidationError};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Validate)]
+#[serde(deny_unknown_fields)]
+pub struct SessionsConfig {
+    #[validate(range(min = 1, message = "must be at least 1"))]
+    pub max_turns: usize,
+    /// Sessions kept in memory when there is no table (local `serve`): at capacity the
+    /// expired go first, then those expiring soonest.
+    #[validate(range(min = 1, message = "must be at least 1"))]
+    pub memory_capacity: usize,
+    #[validate(range(min = 1, message = "must be at least 1"))]
+    pub ttl_seconds: u64,
+    /// Turns older than this (seconds) are not context any more.
+    #[validate(range(min = 1, message = "must be at least 1"))]
+    pub window_seconds: u64,
+    /// Keep the question's text with its turn (the context hypothesis reads the previous
+    /// question); off, only the routing decision and parameters are kept.
+    pub store_text: bool,
+    #[validate(nested)]
+    pub context: ContextConfig,
+    #[validate(nested)]
+    pub topics: TopicsConfig,
+}
+
+/// A caller's topic words across its sessions, a weak prior (`switchyard_core::topics`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Validate)]
+#[serde(deny_unknown_fields)]
+pub struct TopicsConfig {
+    /// Needs `store_text` as well: topics are the questions' words.
+    pub enabled: bool,
+    /// A word unused this long is forgotten (the DynamoDB item's `expires_at` too).
+    #[validate(range(min = 1, message = "must be at least 1"))]
+    pub ttl_seconds: u64,
+    /// A word's weight halves every this many seconds.
+    #[validate(range(min = 1, message = "must be at least 1"))]
+    pub half_life_seconds: u64,
+    /// The heaviest words kept per caller.
+    #[validate(range(min = 1, message = "must be at least 1"))]
+    pub max_words: usize,
+    /// A template's prior is multiplied by `1 + weight × share` (the share of the caller's
+    /// topic weight on the template's words).
+    #[validate(custom(function = "non_negative"))]
+    pub weight: f32,
+}
+
+/// How the turns before a question weigh on its routing (`switchyard_core::conversation`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Validate)]
+#[validate(schema(function = "informative_above_uninformative"))]
+#[serde(deny_unknown_fields)]
+pub struct ContextConfig {
+    pub enabled: bool,
+    /// Weight of a turn continuing the previous turn's template (the transitions are
+    /// relative weights; the belief is normalised after each turn).
+    #[validate(custom(function = "unit"))]
+    pub stay: f32,
+    /// ... of moving from a lookup template to an action template of the same datasource.
+    #[validate(custom(function = "unit"))]
+    pub lookup_to_action: f32,
+    /// ... of moving to another template of the same datasource otherwise.
+    #[validate(custom(function = "unit"))]
+    pub same_datasource: f32,
+    /// ... of moving to a template of another datasource.
+    #[validate(custom(function = "unit"))]
+    pub other_datasource: f32,
+    /// A template is an action when its description starts with one of these verbs.
+    pub action_verbs: Vec<String>,
+    /// The turn's own probabilities are raised to this power (below 1 trusts them less)...
+    #[validate(custom(function = "positive"))]
+    pub evidence_power: f32,
+    /// ... scaled down linearly between these confidences of the turn's best template:
+    /// "Sure, that is great." matches nothing well and says little about the template.
+    #[validate(custom(function = "unit"))]
+    pub uninformative_below: f32,
+    #[validate(custom(function = "unit"))]
+    pub informative_above: f32,
+    /// Added to every probability, so no template is ever ruled out by one turn.
+    #[validate(custom(function = "positive"))]
+    pub evidence_floor: f32,
+    /// Weight of the routing of "previous question + this one" in the evidence (needs
+    /// `store_text`).
+    #[validate(custom(function = "unit"))]
+    pub previous_question_weight: f32,
+    /// The routing of "what the assistant said + this turn" is evidence raised to this
+    /// power ("Would you like to book a table? Yes, please." is sure of the reservation).
+    #[validate(custom(function = "non_negative"))]
+    pub assistant_power: f32,
+    /// Share of the prior given to what the assistant's turn alone routes to (what it
+    /// offered), when it makes an offer ("Would you like to ...?") ...
+    #[validate(custom(function = "unit"))]
+    pub offer_weight: f32,
+    /// ... which it does when its text holds one of these (lower case), and the turn
+    /// accepts it: it opens with one of these.
+    pub offer_cues: Vec<String>,
+    pub acceptance_cues: Vec<String>,
+    /// The previous turn's pull halves every this many seconds.
+    #[validate(range(min = 1, message = "must be at least 1"))]
+    pub half_life_seconds: u64,
+    /// A datasource chosen at least this many times in the window is preferred...
+    pub preference_uses: usize,
+    /// ... by this factor on its templates' prior.
+    #[validate(custom(function = "positive"))]
+    pub preference_weight: f32,
+    /// The context's winner is executed only with at least this probability.
+    #[validate(custom(function = "unit"))]
+    pub min_probability: f32,
+    /// Templates of the belief kept with a turn.
+    #[validate(range(min = 1, message = "must be at least 1"))]
+    pub belief_size: usize,
+}
+
+switchyard_catalog::default_from_embedded! {
+    SessionsConfig => "sessions",
+    TopicsConfig => "sessions.topics",
+    ContextConfig => "sessions.context",
+}
+
+fn informative_above_uninformative(c: &ContextConfig) -> Result<(), ValidationError> {
+    if c.uninformative_below >= c.informative_above {
+        return Err(refuse(
+            "informative_above",
+            "must be above uninformative_below",
+        ));
+    }
+    Ok(())
+}
