@@ -93,6 +93,3 @@ fn chat_decomposer_has_a_model(c: &Config) -> Result<(), ValidationError> {
     }
     Ok(())
 }
-
-#[cfg(test)]
-mod tests;

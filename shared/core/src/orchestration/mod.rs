@@ -161,6 +161,3 @@ pub fn decompose(
 fn ms_since(start: Instant) -> f64 {
     start.elapsed().as_secs_f64() * 1000.0
 }
-
-#[cfg(test)]
-mod tests;

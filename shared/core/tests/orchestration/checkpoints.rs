@@ -3,8 +3,8 @@
 
 use serde_json::{json, Value};
 
-use super::helpers::{checkpoint, done, response, task};
-use crate::orchestration::*;
+use crate::helpers::{checkpoint, done, response, task};
+use switchyard_core::orchestration::*;
 
 #[test]
 fn a_checkpoint_too_large_to_store_drops_its_largest_data_first() {

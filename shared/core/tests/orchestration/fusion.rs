@@ -2,8 +2,8 @@
 
 use serde_json::{json, Value};
 
-use super::helpers::{done, response, task};
-use crate::orchestration::*;
+use crate::helpers::{done, response, task};
+use switchyard_core::orchestration::*;
 
 #[test]
 fn each_fusion_strategy_shapes_the_answer() {

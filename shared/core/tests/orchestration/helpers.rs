@@ -3,20 +3,20 @@
 
 use serde_json::Value;
 
-use crate::config::{Config, OrchestrationConfig};
-use crate::invoker::{AdapterOutcome, AdapterResponse};
-use crate::orchestration::{phases, Checkpoint, Cues, Task, TaskState, TaskStatus};
+use switchyard_core::config::{Config, OrchestrationConfig};
+use switchyard_core::invoker::{AdapterOutcome, AdapterResponse};
+use switchyard_core::orchestration::{phases, Checkpoint, Cues, Task, TaskState, TaskStatus};
 
-pub(super) fn config() -> OrchestrationConfig {
+pub(crate) fn config() -> OrchestrationConfig {
     Config::default().orchestration
 }
 
-pub(super) fn cues() -> Cues {
+pub(crate) fn cues() -> Cues {
     let c = config();
     Cues::new(&c.parallel_cues, &c.sequential_cues)
 }
 
-pub(super) fn response(content: &str, parameters: Value, data: Value) -> AdapterResponse {
+pub(crate) fn response(content: &str, parameters: Value, data: Value) -> AdapterResponse {
     AdapterResponse {
         outcome: AdapterOutcome::Ok,
         content: content.into(),
@@ -27,7 +27,7 @@ pub(super) fn response(content: &str, parameters: Value, data: Value) -> Adapter
     }
 }
 
-pub(super) fn task(id: &str, template: &str, confidence: f32, depends_on: &[&str]) -> Task {
+pub(crate) fn task(id: &str, template: &str, confidence: f32, depends_on: &[&str]) -> Task {
     Task {
         id: id.into(),
         question: format!("question {id}"),
@@ -38,7 +38,7 @@ pub(super) fn task(id: &str, template: &str, confidence: f32, depends_on: &[&str
     }
 }
 
-pub(super) fn done(task: Task, response: AdapterResponse) -> TaskState {
+pub(crate) fn done(task: Task, response: AdapterResponse) -> TaskState {
     TaskState {
         task,
         status: TaskStatus::of(&response),
@@ -49,7 +49,7 @@ pub(super) fn done(task: Task, response: AdapterResponse) -> TaskState {
     }
 }
 
-pub(super) fn checkpoint(tasks: Vec<Task>) -> Checkpoint {
+pub(crate) fn checkpoint(tasks: Vec<Task>) -> Checkpoint {
     let phases = phases(&tasks).unwrap();
     Checkpoint::new("wf-1".into(), "q".into(), tasks, phases, 0, 100)
 }

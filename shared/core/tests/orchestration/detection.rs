@@ -1,11 +1,11 @@
 //! The signals that a question may hold more than one request.
 
-use super::helpers::{config, cues};
-use crate::orchestration::*;
+use crate::helpers::{config, cues};
+use switchyard_core::orchestration::*;
 
-fn catalog() -> crate::template::Catalog {
+fn catalog() -> switchyard_core::template::Catalog {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../templates/demo");
-    crate::template::Catalog::load(&dir).expect("demo catalog")
+    switchyard_core::template::Catalog::load(&dir).expect("demo catalog")
 }
 
 #[test]

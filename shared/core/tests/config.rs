@@ -1,6 +1,6 @@
-//! Loading and validation of the layered configuration.
+//! Loading and validation of the layered configuration, every section gathered.
 
-use super::*;
+use switchyard_core::config::*;
 
 fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
     pairs
@@ -227,7 +227,7 @@ fn adaptation_values_are_checked_and_named() {
     assert_eq!(config.embedding.adaptation.layers, Some(3));
     assert_eq!(
         config.embedding.adaptation.batching,
-        crate::config::AdaptationBatching::Nearest
+        AdaptationBatching::Nearest
     );
     // Training must reach some layer of the cut model.
     let message = Config::load(

@@ -1,5 +1,6 @@
-//! Unit tests of the pure parts: cutting, signals, choosing a split, running phases and
-//! fusing. The real model's splits are tested end to end in `tests/e2e/orchestration.rs`.
+//! Orchestration's pure parts, through its public API: cutting, signals, choosing a split,
+//! running phases and fusing. The real model's splits are tested end to end in
+//! `tests/e2e/orchestration.rs`.
 //!
 //! The modules: `helpers` (the default configuration, tasks, answers and checkpoints),
 //! `cutting` (segments at cues), `choosing` (spans and the split chosen), `detection` (the

@@ -2,9 +2,9 @@
 
 use std::collections::HashMap;
 
-use super::helpers::config;
-use crate::orchestration::*;
-use crate::session::TemplateRef;
+use crate::helpers::config;
+use switchyard_core::orchestration::*;
+use switchyard_core::session::TemplateRef;
 
 #[test]
 fn spans_cover_every_split_into_at_most_max_parts() {

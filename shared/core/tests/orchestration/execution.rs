@@ -7,11 +7,11 @@ use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 
-use super::helpers::{checkpoint, response, task};
-use crate::error::Error;
-use crate::invoker::{AdapterInvoker, AdapterRequest, AdapterResponse};
-use crate::orchestration::*;
-use crate::BoxFuture;
+use crate::helpers::{checkpoint, response, task};
+use switchyard_core::error::Error;
+use switchyard_core::invoker::{AdapterInvoker, AdapterRequest, AdapterResponse};
+use switchyard_core::orchestration::*;
+use switchyard_core::BoxFuture;
 
 /// Answers after a pause, counting how many calls are in flight at once.
 #[derive(Default)]
@@ -26,7 +26,7 @@ impl AdapterInvoker for SlowInvoker {
     fn invoke<'a>(
         &'a self,
         request: AdapterRequest,
-    ) -> BoxFuture<'a, crate::error::Result<AdapterResponse>> {
+    ) -> BoxFuture<'a, switchyard_core::error::Result<AdapterResponse>> {
         Box::pin(async move {
             let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
             self.most_in_flight.fetch_max(now, Ordering::SeqCst);

@@ -1,7 +1,7 @@
 //! Cutting a question into segments at its cues.
 
-use super::helpers::cues;
-use crate::orchestration::*;
+use crate::helpers::cues;
+use switchyard_core::orchestration::*;
 
 fn texts<'a>(question: &'a str, segments: &[Segment]) -> Vec<&'a str> {
     segments.iter().map(|s| &question[s.start..s.end]).collect()
