@@ -4,7 +4,9 @@
 #   aws-local.sh stop     stop both (idempotent)
 #   aws-local.sh status   say what runs
 #   aws-local.sh env      print the export lines that point SDKs and tests at them
-# moto_server (S3, DynamoDB, ...) listens on $SWITCHYARD_MOTO_PORT (default 55500);
+# moto_server (S3, DynamoDB, ...) listens on $SWITCHYARD_MOTO_PORT (default 55500); a second
+# one on $SWITCHYARD_MOTO_IAM_PORT (default 55502) enforces IAM, for the tests that run the
+# stores under the template's policies (functions/router/tests/iam.rs);
 # `cargo lambda watch` emulates the Lambda Invoke API on $SWITCHYARD_LAMBDA_PORT (default
 # 55501) and serves the workspace's binaries by name: POST
 # /2015-03-31/functions/switchyard-adapter/invocations runs `switchyard-adapter` with
@@ -20,14 +22,16 @@ cd "$(dirname "$0")/../.."
 ROOT="$PWD"
 MOTO_PORT="${SWITCHYARD_MOTO_PORT:-55500}"
 LAMBDA_PORT="${SWITCHYARD_LAMBDA_PORT:-55501}"
+MOTO_IAM_PORT="${SWITCHYARD_MOTO_IAM_PORT:-55502}"
 STATE="/tmp/switchyard-aws-local"
 TIMEOUT="${SWITCHYARD_AWS_LOCAL_TIMEOUT:-60}"
-for port in "$MOTO_PORT" "$LAMBDA_PORT"; do
+for port in "$MOTO_PORT" "$LAMBDA_PORT" "$MOTO_IAM_PORT"; do
   case "$port" in ''|*[!0-9]*) echo "aws-local: bad port '$port'" >&2; exit 2 ;; esac
   [ "$port" -ge 1 ] && [ "$port" -le 65535 ] || { echo "aws-local: bad port '$port'" >&2; exit 2; }
 done
 MOTO_URL="http://127.0.0.1:$MOTO_PORT"
 LAMBDA_URL="http://127.0.0.1:$LAMBDA_PORT"
+MOTO_IAM_URL="http://127.0.0.1:$MOTO_IAM_PORT"
 
 # The process group a pid file names, if it still runs the command we started there.
 running() { # name pattern
@@ -42,6 +46,7 @@ running() { # name pattern
 alive() { kill -0 "$(cat "$STATE/$1.pid" 2>/dev/null)" 2>/dev/null; }
 
 moto_up() { curl -fs -o /dev/null --max-time 2 "$MOTO_URL/moto-api/"; }
+moto_iam_up() { curl -fs -o /dev/null --max-time 2 "$MOTO_IAM_URL/moto-api/"; }
 port_taken() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 # cargo lambda watch accepts connections (a TCP connect: an HTTP probe would log an error).
 lambda_up() { port_taken "$LAMBDA_PORT"; }
@@ -69,7 +74,7 @@ refuse() { # message: nothing to show in the logs
 
 fail_start() { # message
   echo "aws-local: $1" >&2
-  for log in "$STATE/moto.log" "$STATE/lambda.log"; do
+  for log in "$STATE/moto.log" "$STATE/moto-iam.log" "$STATE/lambda.log"; do
     [ -s "$log" ] || continue
     echo "--- last lines of $log" >&2
     tail -n 20 "$log" >&2
@@ -97,6 +102,17 @@ start() {
     echo $! >"$STATE/moto.pid"
   fi
 
+  if running moto-iam moto_server >/dev/null; then
+    echo "aws-local: moto (IAM enforced) already running"
+  else
+    port_taken "$MOTO_IAM_PORT" && refuse "port $MOTO_IAM_PORT is taken by another process (SWITCHYARD_MOTO_IAM_PORT)"
+    # Authentication starts after this many requests; the tests switch it off for their
+    # set-up and on for their calls (/moto-api/reset-auth).
+    INITIAL_NO_AUTH_ACTION_COUNT=0 setsid moto_server -H 127.0.0.1 -p "$MOTO_IAM_PORT" \
+      >"$STATE/moto-iam.log" 2>&1 </dev/null &
+    echo $! >"$STATE/moto-iam.pid"
+  fi
+
   if running lambda "lambda watch" >/dev/null; then
     echo "aws-local: cargo lambda watch already running"
   else
@@ -114,25 +130,28 @@ start() {
   fi
 
   local deadline=$((SECONDS + TIMEOUT))
-  until moto_up && lambda_up; do
+  until moto_up && moto_iam_up && lambda_up; do
     alive moto || fail_start "moto_server exited"
+    alive moto-iam || fail_start "moto_server (IAM enforced) exited"
     alive lambda || fail_start "cargo lambda watch exited"
     [ "$SECONDS" -lt "$deadline" ] || fail_start "not answering after ${TIMEOUT}s (SWITCHYARD_AWS_LOCAL_TIMEOUT)"
     sleep 0.5
   done
-  echo "aws-local: moto on $MOTO_URL, cargo lambda watch on $LAMBDA_URL (logs in $STATE)"
+  echo "aws-local: moto on $MOTO_URL, moto enforcing IAM on $MOTO_IAM_URL, cargo lambda watch on $LAMBDA_URL (logs in $STATE)"
 }
 
 case "${1:-}" in
   start) start ;;
   stop)
     stop_one lambda "lambda watch"
+    stop_one moto-iam moto_server
     stop_one moto moto_server
     echo "aws-local: stopped"
     ;;
   status)
     up=0
     if running moto moto_server >/dev/null && moto_up; then echo "moto: $MOTO_URL"; else echo "moto: down"; up=1; fi
+    if running moto-iam moto_server >/dev/null && moto_iam_up; then echo "moto (IAM enforced): $MOTO_IAM_URL"; else echo "moto (IAM enforced): down"; up=1; fi
     if running lambda "lambda watch" >/dev/null && lambda_up; then echo "lambda: $LAMBDA_URL"; else echo "lambda: down"; up=1; fi
     exit "$up"
     ;;
@@ -146,6 +165,7 @@ export AWS_REGION=us-east-1
 export AWS_DEFAULT_REGION=us-east-1
 export SWITCHYARD_TEST_MOTO_URL=$MOTO_URL
 export SWITCHYARD_TEST_LAMBDA_URL=$LAMBDA_URL
+export SWITCHYARD_TEST_MOTO_IAM_URL=$MOTO_IAM_URL
 EOF
     ;;
   *)

@@ -1,5 +1,6 @@
 //! Where a split question's workflow resumes from on AWS: its last checkpoint in DynamoDB,
-//! one item per `workflow_id` holding the checkpoint (JSON), `updated_at` and the
+//! one item per workflow under its caller-scoped key (`Checkpoint::key`, in the
+//! `workflow_id` attribute) holding the checkpoint (JSON), `updated_at` and the
 //! `expires_at` TTL attribute; reads ignore expired items themselves (DynamoDB deletes
 //! them late). A run's lease is an item of its own, keyed by the caller-scoped lease key
 //! (which no `workflow_id` can equal: ids have no `/` or `#`), written on the condition
@@ -32,7 +33,7 @@ impl DynamoWorkflowStore {
         HashMap::from([
             (
                 "workflow_id".to_owned(),
-                AttributeValue::S(checkpoint.workflow_id.clone()),
+                AttributeValue::S(checkpoint.key()),
             ),
             (
                 "checkpoint".to_owned(),
@@ -79,10 +80,10 @@ impl DynamoWorkflowStore {
                 "`checkpoint` of workflow `{workflow_id}` does not parse: {e}"
             ))
         })?;
-        if checkpoint.workflow_id != workflow_id {
+        if checkpoint.key() != workflow_id {
             return Err(self.fail(format!(
                 "the item of workflow `{workflow_id}` holds the checkpoint of workflow `{}`",
-                checkpoint.workflow_id
+                checkpoint.key()
             )));
         }
         Ok(Some(checkpoint))

@@ -121,6 +121,17 @@ pub fn authorize(config: &AuthConfig, identity: &Identity) -> Result<Access> {
     ))
 }
 
+/// A caller's session or workflow id as stored: prefixed by a digest of its owner
+/// ([`owner`]; fixed length, so two owners' keys never meet), or unchanged when there is
+/// one tenant.
+pub fn scoped(owner: &str, id: &str) -> String {
+    if owner.is_empty() {
+        return id.to_owned();
+    }
+    let digest = hex::encode(Sha256::digest(owner.as_bytes()));
+    format!("{}/{id}", &digest[..16])
+}
+
 /// Whose session and workflow ids these are: the token's subject (else its principal
 /// claim), or the API key's principal; empty when `auth.required` is off (one tenant).
 /// Ids are scoped by it, so one caller can neither read nor forget another's session.

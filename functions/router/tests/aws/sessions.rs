@@ -255,3 +255,73 @@ fn executed(n: usize, at: i64) -> Turn {
         at,
     }
 }
+
+/// DynamoDB refuses an item over 400 KB: a session of 50 long turns in a 4-byte script
+/// (800 KB of text) keeps being saved, its oldest turns giving way.
+#[tokio::test]
+async fn a_long_session_in_a_four_byte_script_keeps_being_saved() {
+    let moto = endpoint("SWITCHYARD_TEST_MOTO_URL");
+    let client = aws_sdk_dynamodb::Client::new(&sdk(&moto).await);
+    let table = create_table(&client, "session_id").await;
+    let config = Config::default().sessions;
+    let max_turns = config.max_turns;
+    assert_eq!(max_turns, 50, "the default this test is about");
+    let store = DynamoSessionStore::new(client.clone(), &table, config);
+    let now = unix_now();
+    // The longest turn a request can leave: 2,000 characters asked and 2,000 answered,
+    // each character 4 bytes in UTF-8.
+    let long = |n: usize| Turn {
+        query: Some(format!("{n} {}", "𝄞".repeat(1_990))),
+        answer: Some("𓀀".repeat(2_000)),
+        ..executed(n, now)
+    };
+    for n in 0..max_turns {
+        store
+            .append("long", long(n))
+            .await
+            .unwrap_or_else(|e| panic!("turn {n} was not saved: {e}"));
+    }
+    let turns = store.recent("long", now).await.unwrap();
+    let newest = turns
+        .last()
+        .and_then(|t| t.query.clone())
+        .unwrap_or_default();
+    assert!(
+        newest.starts_with(&format!("{} ", max_turns - 1)),
+        "the newest turn is kept"
+    );
+    assert!(
+        turns.len() >= 10 && turns.len() < max_turns,
+        "the oldest turns gave way, the recent ones stayed: {} kept",
+        turns.len()
+    );
+    // Well under the limit, whatever the script: the whole item, as DynamoDB counts it
+    // (names and values in UTF-8), is under 300 KB.
+    let item = client
+        .get_item()
+        .table_name(&table)
+        .key(
+            "session_id",
+            aws_sdk_dynamodb::types::AttributeValue::S("long".into()),
+        )
+        .send()
+        .await
+        .unwrap()
+        .item
+        .unwrap();
+    let bytes: usize = item
+        .iter()
+        .map(|(name, value)| {
+            name.len()
+                + match value {
+                    aws_sdk_dynamodb::types::AttributeValue::S(s) => s.len(),
+                    aws_sdk_dynamodb::types::AttributeValue::N(n) => n.len(),
+                    aws_sdk_dynamodb::types::AttributeValue::L(l) => {
+                        l.iter().map(|v| v.as_s().map_or(8, String::len)).sum()
+                    }
+                    _ => 0,
+                }
+        })
+        .sum();
+    assert!(bytes < 300_000, "the item holds {bytes} bytes");
+}

@@ -330,23 +330,32 @@ async fn a_failed_phase_resumes_from_its_checkpoint_without_rerunning_phase_one(
         0,
         "nothing ran for the refused question"
     );
-    // ... and to its caller: the same question from someone else is refused the same way
-    // (neither its results nor whether it exists are told).
+    // Workflow ids are the caller's, like session ids: someone else asking the same
+    // question under the same id runs a workflow of their own, and neither sees the
+    // other's results.
     let stranger = Question {
         owner: "sub:someone-else".into(),
         ..question.clone()
     };
-    let refused = service.query(&stranger, &Access::All).await;
-    assert!(
-        matches!(&refused, Err(ServiceError::Domain(Error::InvalidRequest { field, .. })) if field == "workflow_id"),
-        "{:?}",
-        refused.map(|a| a.request_id)
+    let theirs = match service.query(&stranger, &Access::All).await {
+        Ok(answer) => answer,
+        Err(e) => panic!("another caller's workflow of the same id must run as its own: {e}"),
+    };
+    let theirs = theirs.orchestration.expect("their question is split too");
+    assert_eq!(
+        theirs.run.started_at_phase, 0,
+        "nothing of ours was resumed"
     );
     assert_eq!(
         calls_of("employees_top_paid_in_department"),
-        1,
-        "nothing re-ran"
+        2,
+        "their workflow ran its own phases"
     );
+    let ours = store.load(&workflow_id, unix_now()).await.unwrap().unwrap();
+    assert_eq!(ours, stored, "our checkpoint is untouched");
+    let scoped = switchyard_core::auth::scoped("sub:someone-else", &workflow_id);
+    let kept = store.load(&scoped, unix_now()).await.unwrap().unwrap();
+    assert_eq!(kept.owner, "sub:someone-else");
 }
 
 fn checkpoint(workflow_id: &str, updated_at: i64, expires_at: i64) -> Checkpoint {

@@ -120,6 +120,12 @@ impl Checkpoint {
         }
     }
 
+    /// Where it is stored: its id scoped by its owner (`auth::scoped`), so two callers'
+    /// workflows of one id never meet.
+    pub fn key(&self) -> String {
+        crate::auth::scoped(&self.owner, &self.workflow_id)
+    }
+
     /// The checkpoint as stored: without question texts unless `text_kept`; whole while
     /// its JSON is under [`MAX_CHECKPOINT_BYTES`]; beyond, answers keep their text and
     /// parameters (what resuming and fusing need) but drop their `data`, largest first,
@@ -202,6 +208,7 @@ fn question_digest(question: &str) -> String {
 }
 
 pub trait WorkflowStore: Send + Sync {
+    /// Keep `checkpoint` under its [`Checkpoint::key`].
     fn save<'a>(&'a self, checkpoint: &'a Checkpoint) -> BoxFuture<'a, Result<()>>;
 
     /// Hold `lease` (a caller-scoped workflow key) for one run, with `token`, until
@@ -219,12 +226,9 @@ pub trait WorkflowStore: Send + Sync {
     /// Give back a lease held with `token` (one held by another token is left alone).
     fn release<'a>(&'a self, lease: &'a str, token: &'a str) -> BoxFuture<'a, Result<()>>;
 
-    /// The checkpoint of `workflow_id`, unless unknown or expired at `now`.
-    fn load<'a>(
-        &'a self,
-        workflow_id: &'a str,
-        now: i64,
-    ) -> BoxFuture<'a, Result<Option<Checkpoint>>>;
+    /// The checkpoint stored under `key` ([`Checkpoint::key`]), unless unknown or expired
+    /// at `now`.
+    fn load<'a>(&'a self, key: &'a str, now: i64) -> BoxFuture<'a, Result<Option<Checkpoint>>>;
 }
 
 /// Checkpoints in this process (local `serve`, tests): the newest `capacity`.
@@ -256,11 +260,12 @@ impl WorkflowStore for MemoryWorkflowStore {
         Box::pin(async move {
             let mut guard = self.checkpoints.lock().unwrap_or_else(|e| e.into_inner());
             let (checkpoints, order) = &mut *guard;
+            let key = checkpoint.key();
             if checkpoints
-                .insert(checkpoint.workflow_id.clone(), checkpoint.clone())
+                .insert(key.clone(), checkpoint.clone())
                 .is_none()
             {
-                order.push_back(checkpoint.workflow_id.clone());
+                order.push_back(key);
             }
             while order.len() > self.capacity {
                 if let Some(oldest) = order.pop_front() {
@@ -271,18 +276,10 @@ impl WorkflowStore for MemoryWorkflowStore {
         })
     }
 
-    fn load<'a>(
-        &'a self,
-        workflow_id: &'a str,
-        now: i64,
-    ) -> BoxFuture<'a, Result<Option<Checkpoint>>> {
+    fn load<'a>(&'a self, key: &'a str, now: i64) -> BoxFuture<'a, Result<Option<Checkpoint>>> {
         Box::pin(async move {
             let guard = self.checkpoints.lock().unwrap_or_else(|e| e.into_inner());
-            Ok(guard
-                .0
-                .get(workflow_id)
-                .filter(|c| c.expires_at > now)
-                .cloned())
+            Ok(guard.0.get(key).filter(|c| c.expires_at > now).cloned())
         })
     }
 

@@ -10,7 +10,6 @@ mod workflows;
 
 use execution::Executed;
 use routed::TurnContext;
-use sessions::scoped;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -18,7 +17,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::Map;
 
-use crate::auth::Access;
+use crate::auth::{scoped, Access};
 use crate::blocking::run_blocking;
 use crate::config::Config;
 use crate::conversation::{

@@ -3,11 +3,11 @@
 //! caller (`auth::owner`).
 
 use serde_json::Map;
-use sha2::{Digest, Sha256};
 
 use super::execution::Executed;
 use super::routed::{Routed, TurnContext};
 use super::{Execution, Orchestrated, Question, Service, SessionUse};
+use crate::auth::scoped;
 use crate::conversation::{assistant_text, turn_of, unexecuted_outcome};
 use crate::error::ServiceError;
 use crate::invoker::AdapterStatus;
@@ -165,14 +165,4 @@ fn turn_result(
         },
         None => (unexecuted_outcome(routing), Map::new()),
     }
-}
-
-/// A caller's id as stored: prefixed by a digest of its owner (fixed length, so two
-/// owners' keys never meet), or unchanged when there is one tenant.
-pub(super) fn scoped(owner: &str, id: &str) -> String {
-    if owner.is_empty() {
-        return id.to_owned();
-    }
-    let digest = hex::encode(Sha256::digest(owner.as_bytes()));
-    format!("{}/{id}", &digest[..16])
 }

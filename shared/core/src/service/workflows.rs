@@ -7,8 +7,8 @@ use std::sync::Arc;
 use serde_json::Map;
 
 use super::routed::{Plan, Routed};
-use super::sessions::scoped;
 use super::{new_request_id, Question, Service};
+use crate::auth::scoped;
 use crate::blocking::run_blocking;
 use crate::error::{Error, Result, ServiceError};
 use crate::orchestration::{
@@ -140,7 +140,8 @@ impl Service {
         let Some(id) = &question.workflow_id else {
             return Ok(None);
         };
-        let checkpoint = match self.workflows.load(id, now).await {
+        // Stored under the caller's scoped key: another caller's same id is another workflow.
+        let checkpoint = match self.workflows.load(&scoped(&question.owner, id), now).await {
             Ok(Some(checkpoint)) => checkpoint,
             Ok(None) => return Ok(None),
             Err(e) => {
