@@ -259,3 +259,103 @@ fn shipped_catalogs_load() {
         assert_eq!(catalog.template_count(), templates, "{name}");
     }
 }
+
+const API_DATASOURCE: &str =
+    "name: api\nkind: http\ndescription: Bookings\nconnection: {base_url: 'http://127.0.0.1:9'}\n";
+
+/// An HTTP template file whose `book` template has `extra` (YAML lines) after its method.
+fn api_templates(method: &str, extra: &str) -> String {
+    format!(
+        "templates:\n  - id: book\n    description: Book a room\n    nl_examples: [book a room]\n    endpoint_template: /bookings\n    http_method: {method}\n{extra}"
+    )
+}
+
+#[test]
+fn a_post_or_patch_template_may_declare_itself_idempotent() {
+    for method in ["POST", "patch"] {
+        let dir = catalog(&[
+            ("api/datasource.yaml", API_DATASOURCE),
+            (
+                "api/templates.yaml",
+                &api_templates(method, "    idempotent: true\n"),
+            ),
+        ]);
+        let catalog = Catalog::load(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+        assert!(catalog.datasources[0].templates[0].idempotent, "{method}");
+    }
+    // Not said: not idempotent, and the catalog's hash is what it was before the field.
+    let dir = catalog(&[
+        ("api/datasource.yaml", API_DATASOURCE),
+        ("api/templates.yaml", &api_templates("POST", "")),
+    ]);
+    let catalog = Catalog::load(dir.path()).unwrap();
+    assert!(!catalog.datasources[0].templates[0].idempotent);
+    let json = serde_json::to_string(&catalog).unwrap();
+    assert!(!json.contains("idempotent"), "{json}");
+}
+
+#[test]
+fn an_unknown_field_beside_idempotent_is_refused() {
+    let message = load_error(&[
+        ("api/datasource.yaml", API_DATASOURCE),
+        (
+            "api/templates.yaml",
+            &api_templates("POST", "    idempotent: true\n    idempotency_key: k1\n"),
+        ),
+    ]);
+    assert_names(
+        &message,
+        &["api/templates.yaml", "template `book`", "idempotency_key"],
+    );
+    let message = load_error(&[
+        ("api/datasource.yaml", API_DATASOURCE),
+        (
+            "api/templates.yaml",
+            &api_templates("POST", "    idempotent: yes please\n"),
+        ),
+    ]);
+    assert_names(&message, &["api/templates.yaml", "book", "idempotent"]);
+}
+
+#[test]
+fn idempotent_is_refused_where_it_changes_nothing() {
+    // A GET (the default method) or a PUT is retried anyway.
+    for method in ["GET", "PUT"] {
+        let message = load_error(&[
+            ("api/datasource.yaml", API_DATASOURCE),
+            (
+                "api/templates.yaml",
+                &api_templates(method, "    idempotent: true\n"),
+            ),
+        ]);
+        assert_names(
+            &message,
+            &[
+                "api/templates.yaml",
+                "template `book`",
+                "idempotent",
+                &format!("a {method} request is retried anyway"),
+            ],
+        );
+    }
+    // Not an HTTP request at all.
+    let message = load_error(&[
+        ("hr/datasource.yaml", HR_DATASOURCE),
+        (
+            "hr/templates.yaml",
+            &HR_TEMPLATES.replace(
+                "    sql_template: SELECT name",
+                "    idempotent: true\n    sql_template: SELECT name",
+            ),
+        ),
+    ]);
+    assert_names(
+        &message,
+        &[
+            "hr/templates.yaml",
+            "template `top_earners`",
+            "idempotent",
+            "only HTTP and GraphQL",
+        ],
+    );
+}

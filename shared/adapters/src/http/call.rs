@@ -1,5 +1,10 @@
 //! Making the call: the request a template makes with its parameters, sent with bounded
 //! retries within the deadline, the body read up to the size cap.
+//!
+//! Only a request the server may receive twice is sent again: an idempotent method (RFC
+//! 9110 §9.2.2), or a POST or PATCH whose template says `idempotent: true`, which then
+//! carries one `Idempotency-Key` on every attempt. A failed connection sent nothing, so it
+//! is retried whatever the method.
 
 use std::time::Duration;
 
@@ -19,6 +24,9 @@ use crate::http::{HttpDatasource, HttpResult};
 
 /// Pauses before the retries of a 429, 5xx or connection failure (never past the deadline).
 const RETRY_BACKOFF: [Duration; 2] = [Duration::from_millis(100), Duration::from_millis(200)];
+
+/// The header a server deduplicates retried POSTs and PATCHes by (IETF httpapi draft).
+const IDEMPOTENCY_KEY: &str = "idempotency-key";
 
 impl HttpDatasource {
     /// Run an HTTP/JSON (`endpoint_template`) or GraphQL (`graphql_template`) template with
@@ -90,8 +98,9 @@ impl HttpDatasource {
         })
     }
 
-    /// Send `request`, retrying 429, 5xx and connection failures; gives the successful
-    /// response's status and body (cut at the size cap, and whether it was cut).
+    /// Send `request`, retrying 429, 5xx and connection failures when it may be sent again;
+    /// gives the successful response's status and body (cut at the size cap, and whether
+    /// it was cut).
     async fn exchange(
         &self,
         template: &Template,
@@ -110,14 +119,18 @@ impl HttpDatasource {
                 "HTTP request"
             );
             let outcome = self.build(request).send().await;
-            let retryable = match &outcome {
+            let transient = match &outcome {
                 Ok(response) => {
                     let status = response.status();
                     status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error()
                 }
                 Err(error) => error.is_connect(),
             };
-            if retryable && attempt < RETRY_BACKOFF.len() {
+            // A 5xx may come after the server acted (a gateway timing out on a booking
+            // that went through); a connection that never opened carried no request.
+            let repeatable =
+                request.repeatable || matches!(&outcome, Err(error) if error.is_connect());
+            if transient && repeatable && attempt < RETRY_BACKOFF.len() {
                 let pause = RETRY_BACKOFF[attempt];
                 if Instant::now() + pause < until {
                     let reason = match &outcome {
@@ -132,6 +145,10 @@ impl HttpDatasource {
                 }
             }
             let attempts = match attempt {
+                0 if transient && !repeatable => format!(
+                    " ({} not retried: the template does not declare `idempotent: true`)",
+                    request.method
+                ),
                 0 => String::new(),
                 n => format!(" (after {} attempts)", n + 1),
             };
@@ -221,7 +238,14 @@ impl HttpDatasource {
         };
 
         let query = query_pairs(template, parameters).map_err(|m| self.fail(template, m))?;
-        let headers = headers(template, secrets).map_err(|m| self.fail(template, m))?;
+        let mut headers = headers(template, secrets).map_err(|m| self.fail(template, m))?;
+        let by_method = idempotent_method(&method);
+        // One key per call, prepared once, so every attempt sends the same; a key the
+        // template sets itself is the caller's and is kept.
+        if !by_method && template.idempotent && !headers.contains_key(IDEMPOTENCY_KEY) {
+            let key = idempotency_key().map_err(|m| self.fail(template, m))?;
+            headers.insert(IDEMPOTENCY_KEY, key);
+        }
 
         let body = if let Some(query_text) = &template.graphql_template {
             let variables = match &template.variables {
@@ -243,6 +267,7 @@ impl HttpDatasource {
             headers,
             body,
             graphql,
+            repeatable: by_method || template.idempotent,
         })
     }
 
@@ -280,6 +305,41 @@ struct Prepared {
     headers: HeaderMap,
     body: Option<Value>,
     graphql: bool,
+    /// The server may receive it more than once: retries are allowed.
+    repeatable: bool,
+}
+
+/// Idempotent by HTTP semantics (RFC 9110 §9.2.2): sending it twice does what once does.
+fn idempotent_method(method: &Method) -> bool {
+    [
+        Method::GET,
+        Method::HEAD,
+        Method::OPTIONS,
+        Method::TRACE,
+        Method::PUT,
+        Method::DELETE,
+    ]
+    .contains(method)
+}
+
+/// A fresh random key written as a UUID (version 4), from the operating system's
+/// cryptographic source: unguessable, so one caller cannot replay another's operation.
+fn idempotency_key() -> std::result::Result<HeaderValue, String> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes)
+        .map_err(|e| format!("no random source for the Idempotency-Key: {e}"))?;
+    bytes[6] = (bytes[6] & 0x0f) | 0x40; // version 4
+    bytes[8] = (bytes[8] & 0x3f) | 0x80; // the RFC 9562 variant
+    let hex = hex::encode(bytes);
+    let text = format!(
+        "{}-{}-{}-{}-{}",
+        &hex[..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..]
+    );
+    HeaderValue::from_str(&text).map_err(|_| "the Idempotency-Key is not a header value".into())
 }
 
 pub(super) fn method(template: &Template) -> std::result::Result<Method, String> {

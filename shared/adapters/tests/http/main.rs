@@ -4,12 +4,13 @@
 //!
 //! The modules: `setup` (serving a router on 127.0.0.1, datasources and templates over
 //! defaults), `requests` (what is sent: path and query values, JSON bodies, header secrets),
-//! `limits` (retries, the deadline, the response size cap), `opening` (what opening a
-//! datasource refuses: the host allow-list, the base URL), `answers` (GraphQL answers and
-//! errors, response mapping).
+//! `limits` (retries, the deadline, the response size cap), `retries` (which methods are
+//! tried again, the `Idempotency-Key`), `opening` (what opening a datasource refuses: the
+//! host allow-list, the base URL), `answers` (GraphQL answers and errors, response mapping).
 
 mod answers;
 mod limits;
 mod opening;
 mod requests;
+mod retries;
 mod setup;

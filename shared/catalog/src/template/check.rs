@@ -24,6 +24,7 @@ pub(super) fn validate_template(
     check_texts(template)
         .and_then(|()| check_parameters(template))
         .and_then(|()| check_body(template, kind))
+        .and_then(|()| check_idempotent(template))
         .map_err(|(field, message)| Error::template(file, Some(&template.id), field, message))
 }
 
@@ -137,6 +138,37 @@ fn check_body(template: &Template, kind: DatasourceKind) -> std::result::Result<
         if template.tool_name.is_none() {
             return problem("tool_name", "required with `tool_type: function`");
         }
+    }
+    Ok(())
+}
+
+/// `idempotent: true` only where it changes something: an HTTP POST or PATCH (a GraphQL
+/// request is a POST). Other methods are retried anyway (RFC 9110 §9.2.2); a template that
+/// sends no HTTP request has nothing to retry. Saying so is an error, not a silent no-op.
+fn check_idempotent(template: &Template) -> std::result::Result<(), Problem> {
+    if !template.idempotent || template.graphql_template.is_some() {
+        return Ok(());
+    }
+    if template.endpoint_template.is_none() {
+        return problem(
+            "idempotent",
+            "only HTTP and GraphQL templates make requests that are retried",
+        );
+    }
+    let method = template
+        .http_method
+        .as_deref()
+        .unwrap_or("GET")
+        .trim()
+        .to_ascii_uppercase();
+    // An unknown method is the adapter's to refuse, naming `http_method`.
+    if ["GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"].contains(&method.as_str()) {
+        return problem(
+            "idempotent",
+            format!(
+                "a {method} request is retried anyway; only POST and PATCH need `idempotent: true`"
+            ),
+        );
     }
     Ok(())
 }

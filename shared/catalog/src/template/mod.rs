@@ -161,6 +161,11 @@ pub struct Template {
     pub endpoint_template: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub http_method: Option<String>,
+    /// A POST or PATCH (GraphQL's POST included) the server can take twice: the adapter
+    /// retries it like a GET, every attempt of a call carrying one `Idempotency-Key`.
+    /// Without it such a request is sent once, so a flaky gateway cannot book twice.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub idempotent: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub query_params: Option<BTreeMap<String, Value>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -188,6 +193,11 @@ pub struct Template {
     pub result_format: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub response_mapping: Option<Value>,
+}
+
+/// Left out when false, so catalogs without the field keep their content hash.
+fn is_false(value: &bool) -> bool {
+    !*value
 }
 
 /// Which body a template carries.
