@@ -3,13 +3,18 @@
 //! `SWITCHYARD_DATASOURCE` name; unset, every datasource of the catalog, as under
 //! `cargo lambda watch`), checks them (SQL read-only, HTTP allow-lists) and opens
 //! the connection; then each invocation is the adapter contract:
-//! `{request_id, datasource, template_id, query, session_parameters, deadline_ms}` in,
-//! `{status, content, data, parameters, missing, error, execution_time_ms}` out.
+//! `{request_id, datasource, template_id, query, session_parameters, deadline_ms,
+//! catalog_hash}` in, `{status, content, data, parameters, missing, error,
+//! execution_time_ms}` out. A request routed with another catalog than the function's is
+//! refused (`catalog`); metrics leave as CloudWatch EMF (namespace `Switchyard`,
+//! `Service: adapter`).
 
-use std::path::PathBuf;
+mod catalog;
+
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use lambda_runtime::{service_fn, LambdaEvent};
+use lambda_runtime::LambdaEvent;
 use switchyard_adapters::local::LlmFeatures;
 use switchyard_adapters::LocalAdapters;
 use switchyard_aws::{documents_chunks, IndexLocation};
@@ -18,14 +23,24 @@ use switchyard_core::documents::ChunkIndex;
 use switchyard_core::invoker::{AdapterInvoker, AdapterOutcome, AdapterRequest, AdapterResponse};
 use switchyard_core::template::{Catalog, DatasourceKind};
 
-/// Answer one request; a request for another datasource, or a transport-level failure,
-/// is an `error` answer naming it rather than a Lambda error, so the router can show it.
-async fn handle<I: AdapterInvoker>(adapters: &I, request: AdapterRequest) -> AdapterResponse {
-    match adapters.invoke(request).await {
+/// Answer one request with the adapters of the catalog whose hash is `catalog_hash`; a
+/// request routed with another catalog, for another datasource, or a transport-level
+/// failure, is an `error` answer naming it rather than a Lambda error, so the router
+/// shows it as the adapter's error.
+async fn handle<I: AdapterInvoker>(
+    adapters: &I,
+    catalog_hash: &str,
+    request: AdapterRequest,
+) -> AdapterResponse {
+    let answered = match catalog::check(catalog_hash, &request) {
+        Ok(()) => adapters.invoke(request).await.map_err(|e| e.to_string()),
+        Err(refusal) => Err(refusal),
+    };
+    match answered {
         Ok(response) => response,
-        Err(e) => AdapterResponse {
-            outcome: AdapterOutcome::Error(Some(e.to_string())),
-            content: e.to_string(),
+        Err(message) => AdapterResponse {
+            outcome: AdapterOutcome::Error(Some(message.clone())),
+            content: message,
             data: serde_json::Value::Null,
             parameters: Default::default(),
             missing: Vec::new(),
@@ -34,16 +49,12 @@ async fn handle<I: AdapterInvoker>(adapters: &I, request: AdapterRequest) -> Ada
     }
 }
 
-/// The catalog folder and this function's datasource, from the environment.
-async fn load() -> anyhow::Result<LocalAdapters> {
-    let templates = PathBuf::from(
-        std::env::var_os("SWITCHYARD_TEMPLATES")
-            .context("SWITCHYARD_TEMPLATES must name the catalog folder")?,
-    );
-    let mut catalog = Catalog::load(&templates)?;
-    if let Some(name) =
-        switchyard_aws::variable_set(|n| std::env::var(n).ok(), "SWITCHYARD_DATASOURCE")
-    {
+/// The catalog under `templates` narrowed to `datasource` (all of it without one), and the
+/// hash of the whole catalog: the router names the whole catalog it routed with.
+fn served_catalog(templates: &Path, datasource: Option<&str>) -> anyhow::Result<(Catalog, String)> {
+    let mut catalog = Catalog::load(templates)?;
+    let hash = catalog.content_hash();
+    if let Some(name) = datasource {
         catalog.datasources.retain(|d| d.spec.name == name);
         anyhow::ensure!(
             !catalog.datasources.is_empty(),
@@ -51,15 +62,30 @@ async fn load() -> anyhow::Result<LocalAdapters> {
             templates.display()
         );
     }
+    Ok((catalog, hash))
+}
+
+/// The catalog folder and this function's datasource, from the environment: the adapters
+/// and the hash of the catalog they come from.
+async fn load() -> anyhow::Result<(LocalAdapters, String)> {
+    let templates = PathBuf::from(
+        std::env::var_os("SWITCHYARD_TEMPLATES")
+            .context("SWITCHYARD_TEMPLATES must name the catalog folder")?,
+    );
+    let datasource =
+        switchyard_aws::variable_set(|n| std::env::var(n).ok(), "SWITCHYARD_DATASOURCE");
+    let (catalog, hash) = served_catalog(&templates, datasource.as_deref())?;
+    tracing::info!(catalog = catalog::short(&hash), "catalog loaded");
     switchyard_adapters::check_catalog(&catalog)?;
     let config = Config::from_env(None)?;
     let llm = LlmFeatures::from_config(&config.llm)?;
     let documents = load_documents(&catalog).await?;
     let reranker = switchyard_rerank::from_config(&config.composite_retrieval.reranking)?;
-    Ok(LocalAdapters::open(catalog, Some(&templates))
+    let adapters = LocalAdapters::open(catalog, Some(&templates))
         .await?
         .with_documents(documents, &config, reranker)?
-        .with_llm(llm))
+        .with_llm(llm);
+    Ok((adapters, hash))
 }
 
 /// The chunk artifacts of the catalog's documents datasources, published beside the index
@@ -94,14 +120,29 @@ async fn main() -> Result<(), lambda_runtime::Error> {
         .with_current_span(false)
         .without_time()
         .init();
-    let adapters = std::sync::Arc::new(load().await.map_err(|e| {
+    // Each invocation's metrics (`CatalogMismatches`) are flushed to stdout when it ends,
+    // tagged with its request id, as the router's are.
+    let metrics = metrics_cloudwatch_embedded::Builder::new()
+        .cloudwatch_namespace("Switchyard")
+        .with_dimension("Service", "adapter")
+        .with_lambda_request_id("RequestId")
+        .init()
+        .map_err(|e| format!("installing the metrics recorder: {e}"))?;
+    let (adapters, catalog_hash) = load().await.map_err(|e| {
         tracing::error!(error = %format!("{e:#}"), "cold start failed");
         e
-    })?);
-    lambda_runtime::run(service_fn(move |event: LambdaEvent<AdapterRequest>| {
-        let adapters = adapters.clone();
-        async move { Ok::<_, lambda_runtime::Error>(handle(adapters.as_ref(), event.payload).await) }
-    }))
+    })?;
+    let served = std::sync::Arc::new((adapters, catalog_hash));
+    metrics_cloudwatch_embedded::lambda::handler::run(
+        metrics,
+        move |event: LambdaEvent<AdapterRequest>| {
+            let served = served.clone();
+            async move {
+                let (adapters, catalog_hash) = served.as_ref();
+                Ok::<_, lambda_runtime::Error>(handle(adapters, catalog_hash, event.payload).await)
+            }
+        },
+    )
     .await
 }
 
@@ -125,12 +166,12 @@ mod tests {
     #[tokio::test]
     async fn answers_its_datasource_and_names_others() {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../templates/demo");
-        let mut catalog = Catalog::load(&root).unwrap();
-        catalog.datasources.retain(|d| d.spec.name == "hr");
+        let (catalog, hash) = served_catalog(&root, Some("hr")).unwrap();
         let adapters = LocalAdapters::open(catalog, Some(&root)).await.unwrap();
 
         let answer = handle(
             &adapters,
+            &hash,
             request(
                 "hr",
                 "employees_count_by_department",
@@ -143,6 +184,7 @@ mod tests {
 
         let answer = handle(
             &adapters,
+            &hash,
             request("hr", "employees_count_by_department", "How many employees?"),
         )
         .await;
@@ -151,11 +193,91 @@ mod tests {
 
         let answer = handle(
             &adapters,
+            &hash,
             request("ev", "vehicles_count_by_make", "How many Teslas?"),
         )
         .await;
         assert_eq!(answer.status(), AdapterStatus::Error);
         assert!(answer.error().unwrap().contains("`ev`"));
+    }
+
+    /// `from` copied into a new temporary folder, with `replace` applied to `file`.
+    fn changed_copy(
+        from: &std::path::Path,
+        file: &str,
+        replace: (&str, &str),
+    ) -> tempfile::TempDir {
+        fn copy(from: &std::path::Path, to: &std::path::Path) {
+            std::fs::create_dir_all(to).unwrap();
+            for entry in std::fs::read_dir(from).unwrap() {
+                let path = entry.unwrap().path();
+                let target = to.join(path.file_name().unwrap());
+                if path.is_dir() {
+                    copy(&path, &target);
+                } else {
+                    std::fs::copy(&path, &target).unwrap();
+                }
+            }
+        }
+        let dir = tempfile::tempdir().unwrap();
+        copy(from, dir.path());
+        let path = dir.path().join(file);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains(replace.0), "{file} has no {:?}", replace.0);
+        std::fs::write(&path, text.replace(replace.0, replace.1)).unwrap();
+        dir
+    }
+
+    /// An index pushed without redeploying the adapter functions: the router routes with
+    /// catalog B, this function holds catalog A. B's request is refused naming both
+    /// hashes; A's, and an older router's without a hash, are answered.
+    #[tokio::test]
+    async fn a_request_routed_with_another_catalog_is_refused_naming_both() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../templates/demo");
+        let b = changed_copy(
+            &root,
+            "hr/templates.yaml",
+            ("Count how many employees", "Count the employees"),
+        );
+        // The function narrows its catalog to its datasource, but holds the whole one's hash.
+        let (catalog, hash_a) = served_catalog(&root, Some("hr")).unwrap();
+        assert_eq!(hash_a, Catalog::load(&root).unwrap().content_hash());
+        let hash_b = Catalog::load(b.path()).unwrap().content_hash();
+        assert_ne!(hash_a, hash_b);
+        let adapters = LocalAdapters::open(catalog, Some(&root)).await.unwrap();
+        let routed_with = |hash: Option<&str>| {
+            let mut request = serde_json::json!({
+                "request_id": "r1",
+                "datasource": "hr",
+                "template_id": "employees_count_by_department",
+                "query": "How many employees work in Engineering?",
+                "session_parameters": {},
+                "deadline_ms": 2000,
+            });
+            if let Some(hash) = hash {
+                request["catalog_hash"] = hash.into();
+            }
+            serde_json::from_value::<AdapterRequest>(request).unwrap()
+        };
+
+        let answer = handle(&adapters, &hash_a, routed_with(Some(&hash_b))).await;
+        assert_eq!(answer.status(), AdapterStatus::Error, "{answer:?}");
+        let error = answer.error().unwrap();
+        for named in [
+            &hash_a[..12],
+            &hash_b[..12],
+            "redeploy the adapter functions",
+        ] {
+            assert!(error.contains(named), "{named:?} missing from: {error}");
+        }
+        assert_eq!(answer.content, error);
+        assert_eq!(answer.data, serde_json::Value::Null, "nothing was executed");
+
+        for hash in [Some(hash_a.as_str()), None] {
+            let answer = handle(&adapters, &hash_a, routed_with(hash)).await;
+            assert_eq!(answer.status(), AdapterStatus::Ok, "{hash:?}: {answer:?}");
+            assert_eq!(answer.content, "14 employees work in Engineering.");
+        }
     }
 
     /// The demo's `policies` chunks, built with the hashing embedder (the adapter checks
@@ -196,8 +318,7 @@ mod tests {
         let bucket = format!("adapter-chunks-{}", std::process::id());
         s3.create_bucket().bucket(&bucket).send().await.unwrap();
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../templates/demo");
-        let mut catalog = Catalog::load(&root).unwrap();
-        catalog.datasources.retain(|d| d.spec.name == "policies");
+        let (catalog, hash) = served_catalog(&root, Some("policies")).unwrap();
         let location = IndexLocation::S3 {
             bucket: bucket.clone(),
             prefix: "demo".into(),
@@ -233,6 +354,7 @@ mod tests {
         // Without the question's vector (a direct invocation) the search is BM25 alone.
         let answer = handle(
             &adapters,
+            &hash,
             request(
                 "policies",
                 "policy_question",
@@ -254,7 +376,7 @@ mod tests {
             model_id: "another-model".into(),
             values: vec![0.0; 64],
         });
-        let answer = handle(&adapters, other).await;
+        let answer = handle(&adapters, &hash, other).await;
         assert_eq!(answer.status(), AdapterStatus::Error, "{answer:?}");
         assert!(answer.content.contains("another-model"), "{answer:?}");
     }

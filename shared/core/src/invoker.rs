@@ -3,6 +3,7 @@
 //! One contract for every transport: in-process locally, a Lambda `Invoke` on AWS.
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
@@ -39,6 +40,12 @@ pub struct AdapterRequest {
     /// query over, instead of running a template.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schema_context: Option<String>,
+    /// [`Catalog::content_hash`] of the catalog the request was routed with, set on every
+    /// request the service sends ([`RoutedWith`]). The adapter function refuses a request
+    /// routed with another catalog than its own (an `index push` without a redeploy);
+    /// `None`, an older router's request, is served as before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub catalog_hash: Option<String>,
 }
 
 /// The `template_id` of a request whose SQL the chat model writes (see `schema_context`).
@@ -173,6 +180,30 @@ impl From<ResponseJson> for AdapterResponse {
 /// an adapter's own refusal is a response with status `error`.
 pub trait AdapterInvoker: Send + Sync {
     fn invoke<'a>(&'a self, request: AdapterRequest) -> BoxFuture<'a, Result<AdapterResponse>>;
+}
+
+/// The service's invoker: names the catalog its router routes with on every request, so
+/// no way of building one (the winner's, a workflow task's, the text-to-SQL fallback's)
+/// can leave it out.
+pub(crate) struct RoutedWith {
+    inner: Arc<dyn AdapterInvoker>,
+    catalog_hash: String,
+}
+
+impl RoutedWith {
+    pub(crate) fn new(inner: Arc<dyn AdapterInvoker>, catalog: &Catalog) -> RoutedWith {
+        RoutedWith {
+            inner,
+            catalog_hash: catalog.content_hash(),
+        }
+    }
+}
+
+impl AdapterInvoker for RoutedWith {
+    fn invoke<'a>(&'a self, mut request: AdapterRequest) -> BoxFuture<'a, Result<AdapterResponse>> {
+        request.catalog_hash = Some(self.catalog_hash.clone());
+        self.inner.invoke(request)
+    }
 }
 
 /// Answer `request` for `template`: extract its parameters; a bad value is `error` naming

@@ -151,5 +151,7 @@ fn request_for(
         query_vector: None,
         filters: requests.filters.clone(),
         schema_context: None,
+        // Named by the service's invoker (`invoker::RoutedWith`), on every request.
+        catalog_hash: None,
     })
 }

@@ -104,6 +104,8 @@ impl Service {
             query_vector: None,
             filters: Map::new(),
             schema_context: Some(tables.join("\n")),
+            // Named by the service's invoker (`invoker::RoutedWith`), on every request.
+            catalog_hash: None,
         };
         let invoked = Instant::now();
         let adapter = self.invoker.invoke(request).await;
@@ -152,6 +154,8 @@ impl Service {
             query_vector: self.query_vector(datasource.spec.kind, &routing.query),
             filters: filters.clone(),
             schema_context: None,
+            // Named by the service's invoker (`invoker::RoutedWith`), on every request.
+            catalog_hash: None,
         };
         let invoked = Instant::now();
         let adapter = self.invoker.invoke(request).await;

@@ -27,7 +27,7 @@ use crate::documents::schema::{schema_context, SchemaContext};
 use crate::documents::ChunkIndex;
 use crate::error::{Error, Result, ServiceError};
 use crate::feedback::{Decision, Feedback, FeedbackRecord, FeedbackStore, MemoryFeedbackStore};
-use crate::invoker::{AdapterInvoker, AdapterResponse};
+use crate::invoker::{AdapterInvoker, AdapterResponse, RoutedWith};
 use crate::keywords::TermExpansion;
 use crate::orchestration::{
     Decomposer, FusionStrategy, MemoryWorkflowStore, QuestionSplitter, WorkflowStore,
@@ -173,6 +173,8 @@ impl Service {
         );
         let capacity = config.feedback.memory_capacity;
         let topics = MemoryTopicStore::new(&config.sessions.topics, capacity);
+        // Every request names the catalog it was routed with (the adapter function checks).
+        let invoker = Arc::new(RoutedWith::new(invoker, &router.index().catalog));
         Service {
             decomposer: Decomposer::new(&router.index().catalog, &config.orchestration),
             config,
