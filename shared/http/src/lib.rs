@@ -11,6 +11,7 @@ pub mod extract;
 mod mcp;
 pub mod openapi;
 mod orchestration;
+mod panics;
 pub mod render;
 pub mod wire;
 
@@ -70,6 +71,8 @@ pub fn app(service: Shared) -> axum::Router {
             admission,
             admission::admit,
         ))
+        // Outermost: a panic anywhere in a request answers that request 500.
+        .layer(axum::middleware::from_fn(panics::catch))
         .with_state(service)
 }
 

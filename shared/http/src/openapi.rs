@@ -6,6 +6,7 @@ use axum::Json;
 use utoipa::OpenApi;
 
 use crate::wire;
+use crate::wire::FeedbackNeedsAPart;
 
 #[derive(OpenApi)]
 #[openapi(
@@ -36,7 +37,8 @@ use crate::wire;
         wire::SessionDeleted,
         wire::FeedbackRequest,
         wire::FeedbackRecorded,
-    ))
+    )),
+    modifiers(&FeedbackNeedsAPart)
 )]
 struct Document;
 

@@ -260,7 +260,10 @@ pub struct Hypothesis {
     pub probability: f32,
 }
 
-/// `POST /v1/feedback`: how well an answer served; any of the three parts.
+/// `POST /v1/feedback`: how well an answer served, by at least one of the three parts.
+// The document states what `Feedback::validate` refuses: "`request_id` and at least one
+// part" is `minProperties: 2` (`FeedbackNeedsAPart`), no other property being allowed.
+// A part given as null counts as absent, so the document leaves null out.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FeedbackRequest {
@@ -269,14 +272,31 @@ pub struct FeedbackRequest {
     pub request_id: String,
     /// 0 to 1.
     #[serde(default)]
-    #[schema(minimum = 0, maximum = 1)]
+    #[schema(minimum = 0, maximum = 1, nullable = false)]
     pub user_satisfaction: Option<f32>,
     #[serde(default)]
+    #[schema(nullable = false)]
     pub agent_success: Option<bool>,
     /// 0 to 1.
     #[serde(default)]
-    #[schema(minimum = 0, maximum = 1)]
+    #[schema(minimum = 0, maximum = 1, nullable = false)]
     pub search_quality: Option<f32>,
+}
+
+/// Sets `FeedbackRequest`'s `minProperties` to 2 in the document: utoipa-gen 5.5 writes
+/// `#[schema(min_properties = ..)]` as `maxProperties`.
+pub(crate) struct FeedbackNeedsAPart;
+
+impl utoipa::Modify for FeedbackNeedsAPart {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::{RefOr, Schema};
+        let schemas = openapi.components.as_mut().map(|c| &mut c.schemas);
+        if let Some(RefOr::T(Schema::Object(request))) =
+            schemas.and_then(|s| s.get_mut("FeedbackRequest"))
+        {
+            request.min_properties = Some(2);
+        }
+    }
 }
 
 /// The feedback, stored with the decision it judges.

@@ -1,6 +1,6 @@
 //! Feedback: an answer judged by its request id.
 
-use serde_json::json;
+use serde_json::{json, Value};
 use switchyard_core::config::Config;
 
 use crate::setup::{api, assert_bad_request, call};
@@ -59,4 +59,79 @@ fn feedback_judges_an_answer_by_its_request_id() {
         ),
         "stars",
     );
+}
+
+/// Each constraint the OpenAPI document states on `FeedbackRequest` is the one the API
+/// enforces (schemathesis found most bodies the document allowed refused): a value at a
+/// bound passes validation, one past it is refused 400 naming the field.
+#[test]
+fn the_documented_feedback_constraints_are_enforced() {
+    let api = api(Config::default());
+    let answer = call(
+        &api,
+        "POST",
+        "/v1/query",
+        r#"{"query": "remind me to feed the cat"}"#,
+    );
+    let request_id = answer.body["metadata"]["request_id"].as_str().unwrap();
+    let document = switchyard_http::openapi::document();
+    let schema = &document["components"]["schemas"]["FeedbackRequest"];
+    let feedback = |body: Value| call(&api, "POST", "/v1/feedback", &body.to_string());
+    let judged = |body: Value| {
+        let response = feedback(body.clone());
+        assert_eq!(response.status, 200, "{body}: {}", response.body);
+    };
+
+    // The parts' ranges: the ends judged, just past them refused.
+    let mut ranges = 0;
+    for (field, property) in schema["properties"].as_object().unwrap() {
+        let (Some(min), Some(max)) = (property["minimum"].as_f64(), property["maximum"].as_f64())
+        else {
+            continue;
+        };
+        ranges += 1;
+        for value in [min, max] {
+            judged(json!({"request_id": request_id, field.as_str(): value}));
+        }
+        for value in [min - 0.001, max + 0.001] {
+            let body = json!({"request_id": request_id, field.as_str(): value});
+            assert_bad_request(&feedback(body), field);
+        }
+    }
+    assert_eq!(ranges, 2, "{schema}");
+
+    // `request_id`'s length: at the bound it passes validation (and is not an answer's),
+    // past it, or empty, it is refused.
+    let id = &schema["properties"]["request_id"];
+    let longest = id["maxLength"].as_u64().unwrap() as usize;
+    let shortest = id["minLength"].as_u64().unwrap() as usize;
+    assert_eq!(shortest, 1, "{id}");
+    let unknown = feedback(json!({"request_id": "r".repeat(longest), "agent_success": true}));
+    assert_eq!(unknown.status, 404, "{}", unknown.body);
+    for length in [0, longest + 1] {
+        let body = json!({"request_id": "r".repeat(length), "agent_success": true});
+        assert_bad_request(&feedback(body), "request_id");
+    }
+
+    // `request_id` is required; with it, at least one part (`minProperties`), and no
+    // other property (`additionalProperties`).
+    assert_eq!(schema["required"], json!(["request_id"]));
+    assert_bad_request(&feedback(json!({"agent_success": true})), "request_id");
+    assert_eq!(schema["minProperties"], 2, "{schema}");
+    assert_bad_request(&feedback(json!({"request_id": request_id})), "body");
+    judged(json!({"request_id": request_id, "agent_success": false}));
+    assert_eq!(schema["additionalProperties"], false, "{schema}");
+    let extra = json!({"request_id": request_id, "agent_success": true, "stars": 5});
+    assert_bad_request(&feedback(extra), "stars");
+
+    // A part given as null counts as absent, so the document does not offer null: a body
+    // of the id and a null part has two properties and is still refused.
+    for part in ["user_satisfaction", "agent_success", "search_quality"] {
+        let types = schema["properties"][part]["type"].to_string();
+        assert!(!types.contains("null"), "{part}: {types}");
+        assert_bad_request(
+            &feedback(json!({"request_id": request_id, part: null})),
+            "body",
+        );
+    }
 }

@@ -8,7 +8,8 @@
 //! report and the stats), `requests` (bad requests named by their field), `auth` (the
 //! caller's access), `sessions` (sessions and topics, per caller, and a store that is down),
 //! `rerank` (the reranking stage and its cache), `feedback` (judging an answer), `mcp` (the
-//! MCP server at `/mcp` through the Lambda's path).
+//! MCP server at `/mcp` through the Lambda's path), `panics` (a request that panics:
+//! answered 500, and the same app answers the next one).
 
 #[path = "../../../core/tests/common/mod.rs"]
 mod common;
@@ -17,6 +18,7 @@ mod answers;
 mod auth;
 mod feedback;
 mod mcp;
+mod panics;
 mod requests;
 mod rerank;
 mod routing;

@@ -67,6 +67,24 @@ pub fn call_as(
     body: &str,
     identity: Identity,
 ) -> ApiResponse {
+    send(
+        &switchyard_http::app(api.clone()),
+        method,
+        path,
+        body,
+        identity,
+    )
+}
+
+/// One request, as [`call_as`] sends it, through an app already built: what one request
+/// leaves behind shows in the next one's answer.
+pub fn send(
+    app: &axum::Router,
+    method: &str,
+    path: &str,
+    body: &str,
+    identity: Identity,
+) -> ApiResponse {
     // MCP's streamable HTTP wants both; the /v1 endpoints ignore it.
     let mut headers = json!({"content-type": "application/json",
         "accept": "application/json, text/event-stream"});
@@ -90,10 +108,7 @@ pub fn call_as(
         .build()
         .unwrap();
     runtime.block_on(async {
-        let response = switchyard_http::app(api.clone())
-            .oneshot(request)
-            .await
-            .unwrap();
+        let response = app.clone().oneshot(request).await.unwrap();
         let status = response.status().as_u16();
         let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
             .await
