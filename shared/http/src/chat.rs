@@ -5,9 +5,11 @@
 //! question, the last `assistant` message before it is what the assistant said (the
 //! conversation's `assistant`), and `session_id` (an extra field) names the session whose
 //! turns weigh on the routing. Without `session_id`, the earlier `user` messages (the last
-//! [`MAX_REPLAYED_TURNS`], each with the assistant's message before it) are the
-//! conversation: they are asked again, oldest first, in a session of this request alone,
-//! which is forgotten after the answer. The answer is one `assistant` message whose content is
+//! [`MAX_EARLIER_TURNS`], each with the assistant's message before it) are the
+//! conversation: routed as its turns, oldest first, and never executed (only the last
+//! message runs on an adapter, so a template with side effects fires once). Those turns
+//! live in the request alone: nothing is kept in the session store, so two chats of one
+//! caller never meet there. The answer is one `assistant` message whose content is
 //! Switchyard's answer text, with the whole answer (routing metadata, data rows) in the
 //! extra field `switchyard`. `stream: true` answers as server-sent events: one content
 //! chunk, a finishing chunk, then `[DONE]`. `model` is echoed, not used: the server serves
@@ -33,12 +35,9 @@ use crate::{Authorized, Shared};
 /// The one model `GET /v1/models` lists.
 pub const MODEL_ID: &str = "switchyard";
 
-/// Earlier user messages replayed as turns when no `session_id` is given; each costs one
-/// more routed and executed question.
-pub const MAX_REPLAYED_TURNS: usize = 4;
-
-/// Distinguishes the sessions of concurrent chats that replay their history.
-static REPLAYS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+/// Earlier user messages routed as turns when no `session_id` is given; each costs one
+/// more routing (never an execution).
+pub const MAX_EARLIER_TURNS: usize = 4;
 
 /// `POST /v1/chat/completions`. Other OpenAI fields (`temperature`, `max_tokens`, ...) are
 /// accepted and ignored.
@@ -247,7 +246,7 @@ fn question(request: &ChatRequest, owner: String) -> Result<Question, ApiError> 
 }
 
 /// The earlier turns of a chat without `session_id`: each earlier user message with the
-/// assistant's message before it, oldest first, at most [`MAX_REPLAYED_TURNS`].
+/// assistant's message before it, oldest first, at most [`MAX_EARLIER_TURNS`].
 fn history(request: &ChatRequest, question: &Question) -> Vec<Question> {
     let earlier = &request.messages[..request.messages.len().saturating_sub(1)];
     let mut turns: Vec<Question> = Vec::new();
@@ -267,7 +266,7 @@ fn history(request: &ChatRequest, question: &Question) -> Vec<Question> {
             _ => {}
         }
     }
-    let skip = turns.len().saturating_sub(MAX_REPLAYED_TURNS);
+    let skip = turns.len().saturating_sub(MAX_EARLIER_TURNS);
     turns.split_off(skip)
 }
 
@@ -296,6 +295,8 @@ fn unix_now() -> u64 {
 }
 
 /// Answer a chat's last user message: routed and executed like `POST /v1/query`.
+///
+/// The earlier user messages are routed as the conversation's turns, never executed.
 #[utoipa::path(post, path = "/v1/chat/completions", request_body = ChatRequest, responses(
     (status = 200, description = "One assistant message; with `stream: true`, server-sent events of `chat.completion.chunk` objects ending in `[DONE]`",
         content(
@@ -316,42 +317,26 @@ pub(crate) async fn completions(
 ) -> Result<Response, ChatError> {
     let Authorized { access, owner } = authorized?;
     let CheckedJson(request) = body?;
-    let mut question = question(&request, owner)?;
-    // Without a session, the chat's earlier user messages are its turns, asked again in a
-    // session of this request alone.
-    let replayed = match question.session_id {
+    let question = question(&request, owner)?;
+    // Without a session, the chat's earlier user messages are its turns: built in this
+    // request, routed only (re-running them would repeat their side effects).
+    let earlier = match question.session_id {
         Some(_) => Vec::new(),
         None => history(&request, &question),
     };
-    let mut replay_session = None;
-    if !replayed.is_empty() {
-        let n = REPLAYS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let session = format!("chat-{}-{n}", unix_now());
-        replay_session = Some(session.clone());
-        question.session_id = Some(session.clone());
-        for mut turn in replayed {
-            turn.session_id = Some(session.clone());
-            if let Err(e) = service.query(&turn, &access).await {
-                let _ = service.forget_session(&question.owner, &session).await;
-                return Err(match e {
-                    ServiceError::Domain(Error::InvalidRequest { field, message }) => {
-                        ApiError::invalid(
-                            "messages",
-                            format!("an earlier user message: {field}: {message}"),
-                        )
-                    }
-                    other => ApiError::from(other),
-                }
-                .into());
-            }
-        }
+    for turn in &earlier {
+        turn.validate().map_err(|e| match e {
+            Error::InvalidRequest { field, message } => ApiError::invalid(
+                "messages",
+                format!("an earlier user message: {field}: {message}"),
+            ),
+            other => ApiError::from(ServiceError::from(other)),
+        })?;
     }
-    let result = service.query(&question, &access).await;
-    if let Some(session) = &replay_session {
-        // The replayed session served this answer only.
-        let _ = service.forget_session(&question.owner, session).await;
-    }
-    let answer = result.map_err(in_messages)?;
+    let answer = service
+        .query_after(&earlier, &question, &access)
+        .await
+        .map_err(in_messages)?;
     let (_, answer) = Render(service.router()).answer(question.session_id.clone(), answer);
     let answer = serde_json::to_value(&answer).map_err(|e| ApiError::Internal(e.to_string()))?;
     let content = answer["content"].as_str().unwrap_or_default().to_owned();

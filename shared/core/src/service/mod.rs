@@ -1,7 +1,8 @@
 //! The operations the API offers, independent of transport and wire format: route a
 //! question (the four stages, each once), and query (route, then execute on the adapter
-//! with the session's context). The HTTP edge (`switchyard-http`) turns these results into
-//! the JSON users know; the router Lambda and `switchyard serve` both run that edge.
+//! with the session's context, or with earlier questions the caller sends along). The HTTP
+//! edge (`switchyard-http`) turns these results into the JSON users know; the router
+//! Lambda and `switchyard serve` both run that edge.
 
 mod execution;
 mod routed;
@@ -274,11 +275,35 @@ impl Service {
         question: &Question,
         access: &Access,
     ) -> Result<Answer, ServiceError> {
-        question.validate()?;
+        self.query_after(&[], question, access).await
+    }
+
+    /// [`Service::query`] in the conversation of `earlier` (the caller's own earlier
+    /// questions, oldest first: a chat's earlier messages) instead of a session's. Each is
+    /// routed as a turn, in the turns before it, and never executed (a template with side
+    /// effects fires once, for `question`); the turns live in this call alone, so nothing
+    /// is read from or written to the session and topic stores and concurrent callers
+    /// cannot meet there. With `earlier` given, no question may name a session.
+    pub async fn query_after(
+        &self,
+        earlier: &[Question],
+        question: &Question,
+        access: &Access,
+    ) -> Result<Answer, ServiceError> {
+        for asked in earlier.iter().chain([question]) {
+            asked.validate()?;
+            if !earlier.is_empty() && asked.session_id.is_some() {
+                return Err(Error::invalid_request(
+                    "session_id",
+                    "must be absent when the earlier questions are given",
+                )
+                .into());
+            }
+        }
         let now = unix_now();
         let lease = self.claim_workflow(question, now).await?;
         let answer = self
-            .answer(question, access, now)
+            .answer(question, earlier, access, now)
             .await
             .map_err(ServiceError::from);
         if let Some(lease) = lease {
@@ -288,10 +313,20 @@ impl Service {
     }
 
     /// A query's steps, in order: claim (the workflow to resume; its lease is `query`'s)
-    /// → context → route → plan → execute → record.
-    async fn answer(&self, question: &Question, access: &Access, now: i64) -> Result<Answer> {
+    /// → context (the session's, or the turns of `earlier`) → route → plan → execute →
+    /// record.
+    async fn answer(
+        &self,
+        question: &Question,
+        earlier: &[Question],
+        access: &Access,
+        now: i64,
+    ) -> Result<Answer> {
         let resumed = self.resumable(question, now).await?;
-        let context = self.read_context(question, now).await;
+        let context = match earlier {
+            [] => self.read_context(question, now).await,
+            _ => self.given_context(earlier, access, now).await?,
+        };
         let routed = self
             .route_in_context(question, access, &context, now, resumed.is_none())
             .await?;
@@ -381,10 +416,7 @@ impl Service {
         now: i64,
         may_split: bool,
     ) -> Result<Routed> {
-        let access = match &question.datasources {
-            Some(names) => access.narrow(names, &self.router.index().catalog)?,
-            None => access.clone(),
-        };
+        let access = self.access_for(question, access)?;
         let (routing, context_report, belief) =
             self.route_turn(question, &access, context, now).await?;
         record_routing(&routing, question);
@@ -411,6 +443,14 @@ impl Service {
             routed.plan = plan;
         }
         Ok(routed)
+    }
+
+    /// The caller's access, narrowed to the question's `datasources`.
+    fn access_for(&self, question: &Question, access: &Access) -> Result<Access> {
+        match &question.datasources {
+            Some(names) => access.narrow(names, &self.router.index().catalog),
+            None => Ok(access.clone()),
+        }
     }
 
     /// The turn's routing: the stages on the question, on the previous question with it

@@ -1,6 +1,7 @@
 //! The service's memory of a caller: the session's turns (read before routing, written
 //! after answering), the caller's topics, and forgetting a session. Keys are scoped by
-//! caller (`auth::owner`).
+//! caller (`auth::owner`). Also the turns of earlier questions a caller sends along
+//! instead of a session, which live in the request alone.
 
 use serde_json::Map;
 
@@ -8,12 +9,14 @@ use super::execution::Executed;
 use super::routed::{Routed, TurnContext};
 use super::{Execution, Orchestrated, Question, Service, SessionUse};
 use crate::auth::scoped;
+use crate::auth::Access;
 use crate::conversation::{assistant_text, turn_of, unexecuted_outcome};
-use crate::error::ServiceError;
+use crate::error::{Result, ServiceError};
 use crate::invoker::AdapterStatus;
 use crate::orchestration::TaskStatus;
-use crate::router::Routing;
-use crate::session::{within_window, Turn, TurnOutcome};
+use crate::params::extract;
+use crate::router::{Outcome, Router, Routing};
+use crate::session::{carried_parameters, push_bounded, within_window, Turn, TurnOutcome};
 use crate::topics::Topics;
 
 impl Service {
@@ -40,6 +43,36 @@ impl Service {
         }
     }
 
+    /// The context of a question asked after `earlier` (the caller's own questions, oldest
+    /// first), built for this request alone: each is routed in the turns before it, as a
+    /// session's turn would be, and never executed. No topics: they are a session's.
+    pub(super) async fn given_context(
+        &self,
+        earlier: &[Question],
+        access: &Access,
+        now: i64,
+    ) -> Result<TurnContext> {
+        let sessions = &self.config.sessions;
+        let mut turns: Vec<Turn> = Vec::new();
+        for question in earlier {
+            let access = self.access_for(question, access)?;
+            let before = TurnContext {
+                turns: Ok(Some(turns.clone())),
+                topics: None,
+            };
+            let (routing, _, belief) = self.route_turn(question, &access, &before, now).await?;
+            let (outcome, parameters) = unexecuted_result(&self.router, &routing, &turns);
+            let mut turn = turn_of(&routing, &belief, outcome, parameters, sessions, now);
+            // Never stored: the next turn's joint text needs it whatever `store_text` says.
+            turn.query = Some(routing.query.clone());
+            push_bounded(&mut turns, turn, sessions.max_turns);
+        }
+        Ok(TurnContext {
+            turns: Ok(Some(turns)),
+            topics: None,
+        })
+    }
+
     /// Record the turn in the question's session (and an executed question's words in
     /// its caller's topics); what the session was to the answer.
     pub(super) async fn record_turn(
@@ -51,6 +84,13 @@ impl Service {
         now: i64,
     ) -> SessionUse {
         let (id, count) = match (question.session_key(), context.turns) {
+            // Turns given with the question: they weighed, nothing is recorded.
+            (None, Ok(Some(turns))) => {
+                return SessionUse::Used {
+                    turns: turns.len(),
+                    saved: None,
+                }
+            }
             (None, _) | (_, Ok(None)) => return SessionUse::None,
             (Some(_), Err(error)) => return SessionUse::Unavailable { error },
             (Some(id), Ok(Some(turns))) => (id, turns.len()),
@@ -165,4 +205,29 @@ fn turn_result(
         },
         None => (unexecuted_outcome(routing), Map::new()),
     }
+}
+
+/// What an unexecuted turn's adapter would have read: its parameters by the adapters' own
+/// extraction (pure: patterns and named values, the earlier turns' parameters carried),
+/// and the outcome they make, so a later turn can supply a missing one
+/// (`needs_clarification`) or leave out one already given. Nothing runs.
+fn unexecuted_result(
+    router: &Router,
+    routing: &Routing,
+    turns: &[Turn],
+) -> (TurnOutcome, Map<String, serde_json::Value>) {
+    let selected = routing.selected_match();
+    let Some(m) = selected.filter(|_| routing.outcome == Outcome::Execute) else {
+        return (unexecuted_outcome(routing), Map::new());
+    };
+    let (_, template) = router.template(m);
+    let extraction = extract(template, &routing.query, &carried_parameters(turns));
+    let outcome = if !extraction.invalid.is_empty() {
+        TurnOutcome::Failed
+    } else if !extraction.missing.is_empty() {
+        TurnOutcome::NeedsClarification
+    } else {
+        TurnOutcome::Execute
+    };
+    (outcome, extraction.parameters)
 }

@@ -182,7 +182,7 @@ pub struct QueryMetadata {
     pub template_id: String,
     pub composite_routing: CompositeRouting,
     pub timings_ms: Timings,
-    /// Null without a `session_id`.
+    /// Null without a `session_id` or a chat's earlier messages (then `saved` is absent).
     pub session: Option<SessionReport>,
     pub adapter: AdapterReport,
 }
@@ -443,7 +443,7 @@ pub struct ClarifyMetadata {
     pub request_id: String,
     pub composite_routing: CompositeRouting,
     pub timings_ms: Timings,
-    /// With a `session_id` only.
+    /// With a `session_id` or a chat's earlier messages only.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session: Option<SessionReport>,
 }
@@ -502,7 +502,7 @@ pub struct NoMatchMetadata {
     pub request_id: String,
     pub composite_routing: NoMatchRouting,
     pub timings_ms: Timings,
-    /// With a `session_id` only.
+    /// With a `session_id` or a chat's earlier messages only.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session: Option<SessionReport>,
 }
