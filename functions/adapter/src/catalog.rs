@@ -7,9 +7,8 @@
 //! built from the index's own catalog, so they cannot differ and do not check.
 
 use switchyard_core::invoker::AdapterRequest;
-
 /// Requests refused because they were routed with another catalog.
-pub const CATALOG_MISMATCHES: &str = "CatalogMismatches";
+pub use switchyard_core::metric::CATALOG_MISMATCHES;
 
 /// A hash's first 12 hex characters: enough to tell two catalogs apart in a message.
 pub fn short(hash: &str) -> &str {

@@ -12,6 +12,7 @@
 
 use lambda_http::Request;
 use switchyard_core::config::Config;
+use switchyard_core::metric;
 use switchyard_router::{app, cold_start, handle, Clients, Settings};
 
 #[tokio::main]
@@ -25,10 +26,10 @@ async fn main() -> Result<(), lambda_http::Error> {
     // The crate's Lambda integration flushes each invocation's metrics to stdout when it
     // ends, tags them with the request id and counts the cold start.
     let metrics = metrics_cloudwatch_embedded::Builder::new()
-        .cloudwatch_namespace("Switchyard")
+        .cloudwatch_namespace(metric::NAMESPACE)
         .with_dimension("Service", "router")
         .with_lambda_request_id("RequestId")
-        .lambda_cold_start_metric("ColdStarts")
+        .lambda_cold_start_metric(metric::COLD_STARTS)
         .init()
         .map_err(|e| format!("installing the metrics recorder: {e}"))?;
 
@@ -57,7 +58,7 @@ async fn main() -> Result<(), lambda_http::Error> {
         total_ms = report.total_ms,
         "cold start"
     );
-    metrics::histogram!("ColdStartIndexLoadMs").record(report.fetch_ms + report.load_ms);
+    metrics::histogram!(metric::COLD_START_INDEX_LOAD_MS).record(report.fetch_ms + report.load_ms);
 
     let app = app(service);
     metrics_cloudwatch_embedded::lambda::handler::run_http(metrics, move |event: Request| {

@@ -1,13 +1,15 @@
 //! `template.yaml` against the code that runs under it: every variable a function is given
 //! is one its code reads (a renamed variable on either side fails here, not at a cold
 //! start in AWS), every layer path a function is pointed at holds the files the code
-//! loads, and every operation of the API has an HTTP API event.
+//! loads, every operation of the API has an HTTP API event, and the dashboard plots what
+//! the code emits, for every datasource deployed.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 use switchyard_aws::LambdaInvoker;
+use switchyard_core::metric;
 use switchyard_core::template::Catalog;
 use switchyard_router::{IndexLocation, Settings};
 
@@ -277,4 +279,249 @@ fn every_api_operation_has_an_http_api_event() {
             "{method} {path} has no HttpApi event in template.yaml"
         );
     }
+}
+
+/// A metric name's constant in `switchyard_core::metric`: `NoMatch` is `NO_MATCH`.
+fn constant_of(name: &str) -> String {
+    let mut constant = String::new();
+    for (i, c) in name.chars().enumerate() {
+        if c.is_uppercase() && i > 0 {
+            constant.push('_');
+        }
+        constant.push(c.to_ascii_uppercase());
+    }
+    constant
+}
+
+fn rust_files(folder: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(folder).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy();
+        if path.is_dir() && name != "tests" && name != "target" {
+            rust_files(&path, out);
+        } else if name.ends_with(".rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// What the code emits, read from its emit sites (each `counter!`, `histogram!`, `gauge!`
+/// and the EMF crate's cold start counter).
+struct Emitted {
+    /// Metric name -> whether it carries the datasource dimension.
+    names: BTreeMap<&'static str, bool>,
+    /// Sites that name no constant of `switchyard_core::metric`, so the list misses them.
+    unnamed: Vec<String>,
+}
+
+fn emitted() -> Emitted {
+    let constants: BTreeMap<String, &str> =
+        metric::ALL.iter().map(|n| (constant_of(n), *n)).collect();
+    let mut files = Vec::new();
+    for folder in ["shared", "functions", "infra"] {
+        rust_files(&root().join(folder), &mut files);
+    }
+    let mut names = BTreeMap::new();
+    let mut unnamed = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        for site in [
+            "counter!(",
+            "histogram!(",
+            "gauge!(",
+            "lambda_cold_start_metric(",
+        ] {
+            for (at, _) in text.match_indices(site) {
+                let rest = &text[at + site.len()..];
+                // The arguments, up to the parenthesis that closes the call.
+                let mut depth = 0;
+                let end = rest
+                    .find(|c| {
+                        match c {
+                            '(' => depth += 1,
+                            ')' if depth == 0 => return true,
+                            ')' => depth -= 1,
+                            _ => {}
+                        }
+                        false
+                    })
+                    .unwrap();
+                let arguments = &rest[..end];
+                let first = arguments.split(',').next().unwrap().trim();
+                let per_datasource = arguments.contains("metric::DATASOURCE =>");
+                match constants.get(first.rsplit("::").next().unwrap()) {
+                    Some(name) => {
+                        let before = names.insert(*name, per_datasource);
+                        assert!(
+                            before.is_none_or(|b| b == per_datasource),
+                            "{name} is emitted both with and without the datasource dimension"
+                        );
+                    }
+                    None => unnamed.push(format!(
+                        "{}: {site}{first}",
+                        file.strip_prefix(root()).unwrap_or(&file).display()
+                    )),
+                }
+            }
+        }
+    }
+    Emitted { names, unnamed }
+}
+
+#[test]
+fn the_metric_list_is_what_the_code_emits() {
+    let emitted = emitted();
+    assert!(
+        emitted.unnamed.is_empty(),
+        "metrics emitted under a name that is no constant of switchyard_core::metric \
+         (add it to shared/catalog/src/metric.rs and its ALL, and emit the constant): {:#?}",
+        emitted.unnamed
+    );
+    for name in metric::ALL {
+        assert!(
+            emitted.names.contains_key(name),
+            "switchyard_core::metric lists {name} but no code emits it"
+        );
+    }
+    for (name, per_datasource) in &emitted.names {
+        assert_eq!(
+            *per_datasource,
+            metric::PER_DATASOURCE.contains(name),
+            "{name}: switchyard_core::metric::PER_DATASOURCE disagrees with its emit sites"
+        );
+    }
+}
+
+/// One metric line of a dashboard widget, in namespace `Switchyard`.
+struct Line {
+    widget: String,
+    name: String,
+    dimensions: BTreeMap<String, String>,
+    stat: String,
+}
+
+/// The dashboard's widgets' lines in the namespace the code writes to.
+fn dashboard_lines(template: &Value) -> Vec<Line> {
+    let body = resource(template, "SwitchyardDashboard")["Properties"]["DashboardBody"]
+        .as_str()
+        .expect("the dashboard's body is one string");
+    let body: Value = serde_json::from_str(body).expect("the dashboard's body is JSON");
+    let mut lines = Vec::new();
+    for widget in body["widgets"].as_array().unwrap() {
+        let properties = &widget["properties"];
+        let widget_name = properties["title"]
+            .as_str()
+            .unwrap_or("untitled")
+            .to_owned();
+        for line in properties["metrics"].as_array().into_iter().flatten() {
+            let line = line.as_array().unwrap();
+            let words: Vec<&str> = line.iter().filter_map(Value::as_str).collect();
+            assert!(
+                !words.contains(&".") && !words.contains(&"..."),
+                "{widget_name}: write each line out in full (no `.` shorthand): {line:?}"
+            );
+            if words[0].starts_with("AWS/") {
+                continue;
+            }
+            assert_eq!(
+                words[0],
+                metric::NAMESPACE,
+                "{widget_name}: a line outside the namespace the router writes to"
+            );
+            let options = line.last().filter(|o| o.is_object());
+            lines.push(Line {
+                widget: widget_name.clone(),
+                name: words[1].to_owned(),
+                dimensions: words[2..]
+                    .chunks(2)
+                    .map(|pair| (pair[0].to_owned(), pair[1].to_owned()))
+                    .collect(),
+                stat: options
+                    .and_then(|o| o["stat"].as_str())
+                    .or(properties["stat"].as_str())
+                    .unwrap_or_default()
+                    .to_owned(),
+            });
+        }
+    }
+    lines
+}
+
+#[test]
+fn the_dashboard_plots_only_metrics_the_code_emits() {
+    let emitted = emitted().names;
+    let mut unknown = Vec::new();
+    for line in dashboard_lines(&template()) {
+        match emitted.get(line.name.as_str()) {
+            None => unknown.push(format!("{}: {}", line.widget, line.name)),
+            Some(&per_datasource) => assert_eq!(
+                line.dimensions.contains_key(metric::DATASOURCE),
+                per_datasource,
+                "{}: {} is plotted {} the datasource dimension; the code emits it {}",
+                line.widget,
+                line.name,
+                if per_datasource { "without" } else { "with" },
+                if per_datasource {
+                    "with it"
+                } else {
+                    "without it"
+                },
+            ),
+        }
+    }
+    assert!(
+        unknown.is_empty(),
+        "the dashboard plots metrics no code emits: {unknown:?} (emitted: {:?})",
+        emitted.keys().collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn each_per_datasource_widget_plots_every_deployed_datasource() {
+    let template = template();
+    // The catalogs the adapter functions serve: what the template deploys.
+    let mut deployed = BTreeSet::new();
+    for (_, function) in functions(&template) {
+        let vars = variables(&function);
+        if vars.contains_key("SWITCHYARD_DATASOURCE") {
+            let path = vars["SWITCHYARD_TEMPLATES"].as_str().unwrap();
+            let catalog = Catalog::load(&layer_path(&template, &function, path)).unwrap();
+            deployed.extend(catalog.datasources.iter().map(|d| d.name().to_owned()));
+        }
+    }
+    assert!(
+        !deployed.is_empty(),
+        "no adapter function names a datasource"
+    );
+    // Per widget, metric and statistic: the datasources it plots.
+    let mut plotted: BTreeMap<(String, String, String), BTreeSet<String>> = BTreeMap::new();
+    for line in dashboard_lines(&template) {
+        if let Some(datasource) = line.dimensions.get(metric::DATASOURCE) {
+            plotted
+                .entry((line.widget, line.name, line.stat))
+                .or_default()
+                .insert(datasource.clone());
+        }
+    }
+    assert!(
+        !plotted.is_empty(),
+        "the dashboard has no per-datasource widget"
+    );
+    let mut wrong = Vec::new();
+    for ((widget, name, stat), datasources) in plotted {
+        let missing: Vec<&String> = deployed.difference(&datasources).collect();
+        if !missing.is_empty() {
+            wrong.push(format!("\"{widget}\": {name} ({stat}) lacks {missing:?}"));
+        }
+        let unknown: Vec<&String> = datasources.difference(&deployed).collect();
+        if !unknown.is_empty() {
+            wrong.push(format!(
+                "\"{widget}\": {name} ({stat}) has undeployed {unknown:?}"
+            ));
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "per-datasource widgets against the deployed datasources {deployed:?}: {wrong:#?}"
+    );
 }

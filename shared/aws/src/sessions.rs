@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use switchyard_core::config::SessionsConfig;
+use switchyard_core::metric;
 use switchyard_core::session::{push_bounded, SessionStore, Turn};
 use switchyard_core::BoxFuture;
 use switchyard_core::Result;
@@ -143,7 +144,7 @@ fn json_within(turns: &mut Vec<Turn>, max_bytes: usize) -> String {
         dropped += 1;
     }
     if dropped > 0 {
-        metrics::counter!("SessionTurnsTrimmed").increment(dropped as u64);
+        metrics::counter!(metric::SESSION_TURNS_TRIMMED).increment(dropped as u64);
         turns.drain(..dropped);
     }
     serde_json::to_string(&turns).expect("turns serialise")

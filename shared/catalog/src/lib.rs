@@ -8,6 +8,7 @@ pub mod config;
 pub mod error;
 pub mod expiring;
 pub mod json;
+pub mod metric;
 pub mod template;
 
 pub use error::{Error, Result};

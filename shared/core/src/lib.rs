@@ -10,7 +10,7 @@
 //! import loop between them a compile error. `config` is core's own: it gathers the
 //! sections each crate below owns into one `Config`.
 
-pub use switchyard_catalog::{auth, expiring, json, template};
+pub use switchyard_catalog::{auth, expiring, json, metric, template};
 pub use switchyard_documents as documents;
 pub use switchyard_index::{embed, head, index, scoring, synthetic};
 pub use switchyard_routing::{router, session, topics};

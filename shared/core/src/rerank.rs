@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use crate::error::Result;
+use crate::metric;
 use crate::rerank_cache::{cache_key, CachedScores, RerankCache};
 use crate::router::{Candidates, RerankStatus, Reranked, Router};
 use crate::template::{Datasource, Template};
@@ -118,7 +119,7 @@ impl RerankStage {
                 scores,
             ),
             Err(error) => {
-                metrics::counter!("RerankFailures").increment(1);
+                metrics::counter!(metric::RERANK_FAILURES).increment(1);
                 tracing::warn!(reranker = %self.reranker.id(), %error, "reranker failed; routing on the other stages");
                 let status = RerankStatus::Failed {
                     reranker: self.reranker.id().to_owned(),
@@ -148,12 +149,13 @@ impl RerankStage {
         let cached = match self.cache.get(&key, now).await {
             Ok(scores) => scores.filter(|s| s.len() == judged.len()),
             Err(e) => {
-                metrics::counter!("RerankCacheErrors").increment(1);
+                metrics::counter!(metric::RERANK_CACHE_ERRORS).increment(1);
                 tracing::warn!(error = %e, "rerank cache unavailable; asking the reranker");
                 None
             }
         };
         if let Some(scores) = cached {
+            metrics::counter!(metric::RERANK_CACHE_HITS).increment(1);
             return Ok((scores, true));
         }
         let documents: Vec<RerankCandidate> = judged
@@ -176,7 +178,7 @@ impl RerankStage {
             expires_at: now + self.ttl_seconds as i64,
         };
         if let Err(e) = self.cache.put(&key, entry).await {
-            metrics::counter!("RerankCacheErrors").increment(1);
+            metrics::counter!(metric::RERANK_CACHE_ERRORS).increment(1);
             tracing::warn!(error = %e, "rerank answer not cached");
         }
         Ok((scores, false))

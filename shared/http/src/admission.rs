@@ -15,6 +15,7 @@ use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use switchyard_core::config::ServerConfig;
+use switchyard_core::metric;
 use tokio::sync::Semaphore;
 
 use crate::ApiError;
@@ -45,7 +46,7 @@ pub async fn admit(State(admission): State<Admission>, request: Request, next: N
     }
     if admission.waiting.fetch_add(1, Ordering::AcqRel) >= admission.max_queued {
         admission.waiting.fetch_sub(1, Ordering::AcqRel);
-        metrics::counter!("RequestsShed").increment(1);
+        metrics::counter!(metric::REQUESTS_SHED).increment(1);
         return ApiError::Overloaded {
             retry_after_seconds: admission.retry_after_seconds,
         }

@@ -28,6 +28,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
 use axum::Json;
 use switchyard_core::auth::{authorize, owner, Access};
+use switchyard_core::metric;
 use switchyard_core::service::{Question, Service};
 
 pub use error::ApiError;
@@ -254,6 +255,7 @@ async fn method_not_allowed(request: Request) -> ApiError {
 async fn record_latency(request: Request, next: Next) -> Response {
     let started = Instant::now();
     let response = next.run(request).await;
-    metrics::histogram!("RequestLatencyMs").record(started.elapsed().as_secs_f64() * 1000.0);
+    metrics::histogram!(metric::REQUEST_LATENCY_MS)
+        .record(started.elapsed().as_secs_f64() * 1000.0);
     response.into_response()
 }

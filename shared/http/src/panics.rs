@@ -18,6 +18,7 @@ use std::task::Poll;
 use axum::extract::Request;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use switchyard_core::metric;
 
 use crate::chat::ChatError;
 use crate::error::ApiError;
@@ -39,7 +40,7 @@ pub(crate) async fn catch(request: Request, next: Next) -> Response {
             // The panic's text and place are for the log (the default panic hook has
             // printed both to stderr already), not for the caller.
             tracing::error!(%method, path, panic = message(&*panic), "request panicked");
-            metrics::counter!("Panics").increment(1);
+            metrics::counter!(metric::PANICS).increment(1);
             let error = ApiError::Internal("the server failed to answer this request".into());
             if path.starts_with("/v1/chat/") || path == "/v1/models" {
                 ChatError(error).into_response()

@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex};
 use lru::LruCache;
 
 use switchyard_catalog::error::{Error, Result};
+use switchyard_catalog::metric;
 
 /// Texts in, L2-normalised vectors out (one per text, in order).
 pub trait Embedder: Send + Sync {
@@ -158,8 +159,8 @@ impl Embedder for CachedEmbedder {
             keys.iter().map(|k| cache.get(k).cloned()).collect()
         };
         let missing: Vec<usize> = (0..texts.len()).filter(|&i| vectors[i].is_none()).collect();
-        metrics::counter!("EmbedCacheHits").increment((texts.len() - missing.len()) as u64);
-        metrics::counter!("EmbedCacheMisses").increment(missing.len() as u64);
+        metrics::counter!(metric::EMBED_CACHE_HITS).increment((texts.len() - missing.len()) as u64);
+        metrics::counter!(metric::EMBED_CACHE_MISSES).increment(missing.len() as u64);
         if !missing.is_empty() {
             let fresh = self
                 .inner

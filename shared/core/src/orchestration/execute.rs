@@ -9,6 +9,7 @@ use std::time::Instant;
 
 use super::workflow::{Checkpoint, TaskState, TaskStatus, WorkflowStore};
 use crate::invoker::{AdapterInvoker, AdapterRequest};
+use crate::metric;
 
 /// What running (or resuming) a workflow did.
 #[derive(Debug, Clone)]
@@ -76,7 +77,7 @@ pub async fn run(
                             state.response = Some(response);
                         }
                         Err(e) => {
-                            metrics::counter!("AdapterErrors", "Datasource" => datasource)
+                            metrics::counter!(metric::ADAPTER_ERRORS, metric::DATASOURCE => datasource)
                                 .increment(1);
                             state.status = TaskStatus::Failed;
                             state.error = Some(e.to_string());
@@ -101,7 +102,7 @@ pub async fn run(
         match store.save(&checkpoint.for_storage()).await {
             Ok(()) => checkpoints.push(format!("{}#{}", checkpoint.workflow_id, phase + 1)),
             Err(e) => {
-                metrics::counter!("WorkflowStoreErrors").increment(1);
+                metrics::counter!(metric::WORKFLOW_STORE_ERRORS).increment(1);
                 tracing::warn!(workflow_id = %checkpoint.workflow_id, error = %e, "checkpoint not saved");
                 checkpoint_error = Some(e.to_string());
             }

@@ -9,6 +9,7 @@ use super::routed::TurnContext;
 use super::{Execution, Orchestrated, Question, Routed, Service};
 use crate::blocking::run_blocking;
 use crate::invoker::{AdapterRequest, AdapterStatus, QueryVector, GENERATED_SQL};
+use crate::metric;
 use crate::orchestration::Checkpoint;
 use crate::router::{Outcome, Routing};
 use crate::session::carried_parameters;
@@ -161,10 +162,11 @@ impl Service {
         let adapter = self.invoker.invoke(request).await;
         let adapter_ms = invoked.elapsed().as_secs_f64() * 1000.0;
         let label = selected.datasource.clone();
-        metrics::histogram!("AdapterLatencyMs", "Datasource" => label.clone()).record(adapter_ms);
+        metrics::histogram!(metric::ADAPTER_LATENCY_MS, metric::DATASOURCE => label.clone())
+            .record(adapter_ms);
         let answered = matches!(&adapter, Ok(r) if r.status() != AdapterStatus::Error);
         if !answered {
-            metrics::counter!("AdapterErrors", "Datasource" => label).increment(1);
+            metrics::counter!(metric::ADAPTER_ERRORS, metric::DATASOURCE => label).increment(1);
         }
         Execution {
             adapter,

@@ -30,6 +30,7 @@ use crate::error::{Error, Result, ServiceError};
 use crate::feedback::{Decision, Feedback, FeedbackRecord, FeedbackStore, MemoryFeedbackStore};
 use crate::invoker::{AdapterInvoker, AdapterResponse, RoutedWith};
 use crate::keywords::TermExpansion;
+use crate::metric;
 use crate::orchestration::{
     Decomposer, FusionStrategy, MemoryWorkflowStore, QuestionSplitter, WorkflowStore,
     MAX_WORKFLOW_ID_CHARS,
@@ -375,7 +376,7 @@ impl Service {
         let processing_ms = routing.timings.total_ms + adapter_ms;
         let decision = Decision::of(routing, request_id, processing_ms, now);
         if let Err(e) = self.feedback.record(decision).await {
-            metrics::counter!("FeedbackStoreErrors").increment(1);
+            metrics::counter!(metric::FEEDBACK_STORE_ERRORS).increment(1);
             tracing::warn!(request_id = %request_id, error = %e, "decision not kept for feedback");
         }
     }
@@ -400,7 +401,7 @@ impl Service {
             .await?
             .ok_or_else(|| ServiceError::UnknownRequest(request_id.to_owned()))?;
         if let Some(reward) = record.reward {
-            metrics::histogram!("FeedbackReward").record(f64::from(reward));
+            metrics::histogram!(metric::FEEDBACK_REWARD).record(f64::from(reward));
         }
         Ok(record)
     }
@@ -521,17 +522,18 @@ impl Service {
 /// go to whatever `metrics` recorder is installed, or nowhere) and the routed log line.
 fn record_routing(routing: &Routing, question: &Question) {
     let t = &routing.timings;
-    metrics::histogram!("EmbedLatencyMs").record(t.embedding_ms);
-    metrics::histogram!("SearchLatencyMs").record(t.search_ms);
-    metrics::histogram!("StringLatencyMs").record(t.string_similarity_ms);
-    metrics::histogram!("RerankLatencyMs").record(t.rerank_ms);
-    metrics::histogram!("RouteLatencyMs").record(t.total_ms);
+    metrics::histogram!(metric::EMBED_LATENCY_MS).record(t.embedding_ms);
+    metrics::histogram!(metric::SEARCH_LATENCY_MS).record(t.search_ms);
+    metrics::histogram!(metric::STRING_LATENCY_MS).record(t.string_similarity_ms);
+    metrics::histogram!(metric::RERANK_LATENCY_MS).record(t.rerank_ms);
+    metrics::histogram!(metric::ROUTE_LATENCY_MS).record(t.total_ms);
     match routing.selected_match() {
         Some(m) => {
-            metrics::counter!("Requests", "Datasource" => m.datasource.clone()).increment(1);
-            metrics::histogram!("Confidence").record(f64::from(m.combined_score));
+            metrics::counter!(metric::REQUESTS, metric::DATASOURCE => m.datasource.clone())
+                .increment(1);
+            metrics::histogram!(metric::CONFIDENCE).record(f64::from(m.combined_score));
         }
-        None => metrics::counter!("NoMatch").increment(1),
+        None => metrics::counter!(metric::NO_MATCH).increment(1),
     }
     let selected = routing.selected_match();
     tracing::info!(

@@ -13,6 +13,7 @@ use crate::auth::Access;
 use crate::conversation::{assistant_text, turn_of, unexecuted_outcome};
 use crate::error::{Result, ServiceError};
 use crate::invoker::AdapterStatus;
+use crate::metric;
 use crate::orchestration::TaskStatus;
 use crate::params::extract;
 use crate::router::{Outcome, Router, Routing};
@@ -108,7 +109,7 @@ impl Service {
             .map(|response| assistant_text(&response.content));
         let saved = self.sessions.append(&id, turn).await;
         if let Err(e) = &saved {
-            metrics::counter!("SessionStoreErrors").increment(1);
+            metrics::counter!(metric::SESSION_STORE_ERRORS).increment(1);
             tracing::warn!(session_id = %id, error = %e, "turn not saved");
         }
         if let (TurnOutcome::Execute, Some(topics)) = (outcome, context.topics) {
@@ -135,7 +136,7 @@ impl Service {
         match self.sessions.recent(&key, now).await {
             Ok(turns) => Ok(Some(within_window(&turns, now, window).to_vec())),
             Err(e) => {
-                metrics::counter!("SessionStoreErrors").increment(1);
+                metrics::counter!(metric::SESSION_STORE_ERRORS).increment(1);
                 tracing::warn!(session_id = %id, error = %e, "session context unavailable; answering without it");
                 Err(e.to_string())
             }
@@ -152,7 +153,7 @@ impl Service {
         match self.topics.load(&question.owner, now).await {
             Ok(topics) => Some(topics.at(now, &sessions.topics)),
             Err(e) => {
-                metrics::counter!("TopicStoreErrors").increment(1);
+                metrics::counter!(metric::TOPIC_STORE_ERRORS).increment(1);
                 tracing::warn!(error = %e, "topics unavailable; routing without them");
                 None
             }
@@ -163,7 +164,7 @@ impl Service {
     async fn remember_topics(&self, question: &Question, mut topics: Topics, now: i64) {
         topics.add(&question.query, now, &self.config.sessions.topics);
         if let Err(e) = self.topics.save(&question.owner, &topics, now).await {
-            metrics::counter!("TopicStoreErrors").increment(1);
+            metrics::counter!(metric::TOPIC_STORE_ERRORS).increment(1);
             tracing::warn!(error = %e, "topics not saved");
         }
     }

@@ -11,6 +11,7 @@ use super::{new_request_id, Question, Service};
 use crate::auth::scoped;
 use crate::blocking::run_blocking;
 use crate::error::{Error, Result, ServiceError};
+use crate::metric;
 use crate::orchestration::{
     decompose, fuse, phases, plan, run, validated_parts, Checkpoint, Decomposition, Fused,
     QuestionSplitter, Requests, Run,
@@ -64,7 +65,7 @@ impl Service {
                         }
                     }
                     Err(e) => {
-                        metrics::counter!("SplitterErrors").increment(1);
+                        metrics::counter!(metric::SPLITTER_ERRORS).increment(1);
                         tracing::warn!(splitter = splitter.id(), error = %e, "chat decomposer failed; the question stays whole");
                         decomposition.splitter_error = Some(e.to_string());
                     }
@@ -106,14 +107,14 @@ impl Service {
         {
             Ok(true) => Ok(Some(lease)),
             Ok(false) => {
-                metrics::counter!("WorkflowsBusy").increment(1);
+                metrics::counter!(metric::WORKFLOWS_BUSY).increment(1);
                 Err(ServiceError::WorkflowRunning {
                     workflow_id: id.clone(),
                     retry_after_seconds: 1,
                 })
             }
             Err(e) => {
-                metrics::counter!("WorkflowStoreErrors").increment(1);
+                metrics::counter!(metric::WORKFLOW_STORE_ERRORS).increment(1);
                 tracing::warn!(workflow_id = %id, error = %e, "workflow lease unavailable; running without it");
                 Ok(None)
             }
@@ -123,7 +124,7 @@ impl Service {
     pub(super) async fn release_workflow(&self, lease: &Lease) {
         if let Err(e) = self.workflows.release(&lease.key, &lease.token).await {
             // It lapses by itself after `workflow_lease_seconds`.
-            metrics::counter!("WorkflowStoreErrors").increment(1);
+            metrics::counter!(metric::WORKFLOW_STORE_ERRORS).increment(1);
             tracing::warn!(error = %e, "workflow lease not released");
         }
     }
@@ -145,7 +146,7 @@ impl Service {
             Ok(Some(checkpoint)) => checkpoint,
             Ok(None) => return Ok(None),
             Err(e) => {
-                metrics::counter!("WorkflowStoreErrors").increment(1);
+                metrics::counter!(metric::WORKFLOW_STORE_ERRORS).increment(1);
                 tracing::warn!(workflow_id = %id, error = %e, "checkpoint unavailable; running the question anew");
                 return Ok(None);
             }
@@ -246,8 +247,8 @@ impl Service {
             &run.checkpoint.tasks,
             config.duplicate_similarity,
         );
-        metrics::counter!("OrchestratedQuestions").increment(1);
-        metrics::histogram!("OrchestrationCoverage").record(f64::from(fused.coverage));
+        metrics::counter!(metric::ORCHESTRATED_QUESTIONS).increment(1);
+        metrics::histogram!(metric::ORCHESTRATION_COVERAGE).record(f64::from(fused.coverage));
         Orchestrated {
             decomposition,
             run,

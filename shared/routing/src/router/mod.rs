@@ -31,6 +31,7 @@ pub use threshold::{ThresholdSource, FALLBACK_THRESHOLD};
 
 use crate::error::RoutingError;
 use switchyard_catalog::error::Result;
+use switchyard_catalog::metric;
 use switchyard_catalog::template::{Datasource, Template};
 use switchyard_index::config::RouterConfig;
 use switchyard_index::embed::Embedder;
@@ -86,7 +87,7 @@ impl Router {
                 "the model embeds the index's probe sentences differently from its builder: \
                  routing figures may differ from the builder's; rebuild the index on this machine's model"
             );
-            metrics::counter!("EmbeddingDrift").increment(1);
+            metrics::counter!(metric::EMBEDDING_DRIFT).increment(1);
         }
         Ok(Router::assemble(Arc::new(index), config, embedder, drift))
     }
