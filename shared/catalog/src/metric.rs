@@ -26,6 +26,8 @@ pub const REQUESTS: &str = "Requests";
 pub const NO_MATCH: &str = "NoMatch";
 pub const CONFIDENCE: &str = "Confidence";
 pub const REQUESTS_SHED: &str = "RequestsShed";
+/// Partition searches left out of a question: not back within `search_timeout_ms`.
+pub const SEARCH_TIMEOUTS: &str = "SearchTimeouts";
 pub const ADAPTER_ERRORS: &str = "AdapterErrors";
 pub const ORCHESTRATED_QUESTIONS: &str = "OrchestratedQuestions";
 pub const ORCHESTRATION_COVERAGE: &str = "OrchestrationCoverage";
@@ -73,6 +75,7 @@ pub const ALL: &[&str] = &[
     NO_MATCH,
     CONFIDENCE,
     REQUESTS_SHED,
+    SEARCH_TIMEOUTS,
     ADAPTER_ERRORS,
     ORCHESTRATED_QUESTIONS,
     ORCHESTRATION_COVERAGE,

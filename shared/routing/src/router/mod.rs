@@ -3,7 +3,8 @@
 //! One way through, each stage once and in this order:
 //! 1. **retrieve** (`retrieve`): embed once; per allowed datasource (rayon) the learned
 //!    head's probabilities fused with BM25, or the vector search when the index has no head;
-//!    negative examples decline their datasource's candidates;
+//!    negative examples decline their datasource's candidates; a partition not searched
+//!    within `search_timeout_ms` is left out (`deadline`);
 //! 2. **string similarity** (`Router::compare_strings`) over the candidates (rayon);
 //! 3. **rerank** (`switchyard_core::rerank::RerankStage`, async, optional): scores for close calls;
 //! 4. **decide** (`decide`): confidence and ranking score per candidate, the order, and
@@ -11,6 +12,7 @@
 //!
 //! [`Router::route`] runs 1, 2 and 4 (no reranker); the service runs all four.
 
+mod deadline;
 mod decide;
 mod retrieve;
 mod routing;
@@ -49,10 +51,11 @@ pub struct Router {
     keywords: Bm25,
     openings: Openings,
     /// The global template number of each partition's first template.
-    starts: Vec<usize>,
+    starts: Arc<[usize]>,
     threshold: f32,
     threshold_source: ThresholdSource,
-    config: RouterConfig,
+    /// Shared with the partition searches, which may outlive the wait for them.
+    config: Arc<RouterConfig>,
     embedder: Arc<dyn Embedder>,
     /// The model documents and SQL schemas are searched with, when it is not `embedder`:
     /// the base model beside an encoder adapted to the templates (adapting to templates
@@ -144,7 +147,7 @@ impl Router {
             starts,
             threshold,
             threshold_source,
-            config,
+            config: Arc::new(config),
             embedder,
             documents_embedder: None,
             drift,

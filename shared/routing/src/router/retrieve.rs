@@ -1,15 +1,19 @@
 //! Stage 1, retrieve: per allowed datasource (rayon), the learned head's probabilities
 //! fused with BM25, or the vector search when the index has no head; negative examples
-//! decline their datasource's candidates; `rrf` fusion across datasources.
+//! decline their datasource's candidates; `rrf` fusion across datasources. A partition
+//! whose search has not returned `search_timeout_ms` after the searches began is left out
+//! and reported (`deadline`).
 
-use std::time::Instant;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-use rayon::prelude::*;
-
-use switchyard_index::config::CompositeRetrieval;
+use switchyard_catalog::metric;
+use switchyard_index::config::{CompositeRetrieval, RouterConfig};
 use switchyard_index::head::softmax;
+use switchyard_index::index::Index;
 use switchyard_text::config::Fusion;
 
+use super::deadline;
 use super::routing::{Candidates, Declined, Match, Ranking, StageTimings};
 use super::{ms_since, Access, Router};
 
@@ -32,13 +36,19 @@ struct Searched {
     found: Vec<Candidate>,
     /// The nearest negative example (its position) and its cosine.
     negative: Option<(usize, f32)>,
-    took_ms: f64,
 }
 
-/// The lexical scores of every template by global number, when their stages are on.
-struct Lexical<'a> {
-    keywords: Option<&'a [f32]>,
-    openings: Option<&'a [f32]>,
+/// What the partition searches of one query read, owned: a search the router stopped
+/// waiting for finishes on its own.
+struct PartitionSearch {
+    index: Arc<Index>,
+    config: Arc<RouterConfig>,
+    starts: Arc<[usize]>,
+    vector: Vec<f32>,
+    learned: Option<Learned>,
+    /// The lexical scores of every template by global number, when their stages are on.
+    keywords: Option<Vec<f32>>,
+    openings: Option<Vec<f32>>,
 }
 
 /// Probabilities of every allowed template by global number: plain (ranking) and at the
@@ -59,43 +69,34 @@ impl Router {
             .keywords
             .enabled
             .then(|| self.keyword_scores(query, &allowed));
-        let learned = self.uses_head().then(|| self.learned(vector, &allowed));
-        let opening_scores = retrieval
-            .openings
-            .enabled
-            .then(|| self.openings.scores(query));
-        let lexical = Lexical {
-            keywords: keyword_scores.as_deref(),
-            openings: opening_scores.as_deref(),
+        let search = PartitionSearch {
+            index: self.index.clone(),
+            config: self.config.clone(),
+            starts: self.starts.clone(),
+            vector: vector.to_vec(),
+            learned: self.uses_head().then(|| self.learned(vector, &allowed)),
+            keywords: keyword_scores,
+            openings: retrieval
+                .openings
+                .enabled
+                .then(|| self.openings.scores(query)),
         };
-
-        let search_one = |&d: &usize| {
-            let began = Instant::now();
-            let found = self.search(d, vector, learned.as_ref(), &lexical);
-            let negative = self.index.partitions[d].nearest_negative(vector);
-            Searched {
-                datasource: d,
-                found,
-                negative,
-                took_ms: ms_since(began),
-            }
-        };
-        let searched: Vec<Searched> = if retrieval.parallel_search {
-            allowed.par_iter().map(search_one).collect()
-        } else {
-            allowed.iter().map(search_one).collect()
-        };
-        let mut timed_out = Vec::new();
+        let deadline = Instant::now() + Duration::from_millis(retrieval.search_timeout_ms);
+        let gathered = deadline::gather(&allowed, retrieval.parallel_search, deadline, move |d| {
+            search.partition(d)
+        });
         let mut matches = Vec::new();
-        let budget_ms = retrieval.search_timeout_ms as f64;
-        for searched in searched {
-            let name = &self.index.partitions[searched.datasource].datasource;
-            if searched.took_ms > budget_ms {
-                tracing::warn!(datasource = %name, took_ms = searched.took_ms, budget_ms, "partition search overran its budget; left out");
-                timed_out.push(name.clone());
-                continue;
-            }
-            matches.extend(self.matches_of(&searched, vector));
+        for searched in &gathered.done {
+            matches.extend(self.matches_of(searched, vector));
+        }
+        let timed_out: Vec<String> = gathered
+            .late
+            .iter()
+            .map(|&d| self.index.partitions[d].datasource.clone())
+            .collect();
+        if !timed_out.is_empty() {
+            tracing::warn!(datasources = ?timed_out, search_timeout_ms = retrieval.search_timeout_ms, "partition searches overran search_timeout_ms; left out");
+            metrics::counter!(metric::SEARCH_TIMEOUTS).increment(timed_out.len() as u64);
         }
         if retrieval.keywords.enabled && retrieval.keywords.fusion == Fusion::Rrf {
             rrf_across_datasources(&mut matches, retrieval);
@@ -154,21 +155,67 @@ impl Router {
         Learned { plain, calibrated }
     }
 
+    /// One partition's candidates as matches; those nearer a negative example of the
+    /// datasource than to any of their own texts are declined.
+    fn matches_of<'a>(
+        &'a self,
+        searched: &'a Searched,
+        vector: &'a [f32],
+    ) -> impl Iterator<Item = Match> + 'a {
+        let d = searched.datasource;
+        let partition = &self.index.partitions[d];
+        let datasource = &self.index.catalog.datasources[d];
+        searched.found.iter().map(move |c| {
+            let declined_by = searched.negative.and_then(|(n, similarity)| {
+                let template_similarity = partition.nearest_text(c.template, vector);
+                (similarity >= template_similarity).then(|| Declined {
+                    negative_example: datasource.spec.negative_examples[n].clone(),
+                    similarity,
+                    template_similarity,
+                })
+            });
+            Match {
+                datasource: partition.datasource.clone(),
+                template_id: datasource.templates[c.template].id.clone(),
+                datasource_position: d,
+                template_position: c.template,
+                embedding_score: c.embedding,
+                learned_score: c.learned,
+                keyword_score: c.keyword,
+                opening_score: c.opening,
+                rerank_score: None,
+                string_similarity_score: None,
+                retrieval_score: c.fused,
+                rank_score: c.fused,
+                combined_score: c.embedding,
+                probability: c.probability,
+                declined_by,
+                context_probability: None,
+            }
+        })
+    }
+}
+
+impl PartitionSearch {
+    /// Partition `d`'s candidates and its nearest negative example.
+    fn partition(&self, d: usize) -> Searched {
+        Searched {
+            datasource: d,
+            found: self.search(d),
+            negative: self.index.partitions[d].nearest_negative(&self.vector),
+        }
+    }
+
     /// The best `max_templates_per_source` templates of partition `d`.
-    fn search(
-        &self,
-        d: usize,
-        vector: &[f32],
-        learned: Option<&Learned>,
-        lexical: &Lexical<'_>,
-    ) -> Vec<Candidate> {
+    fn search(&self, d: usize) -> Vec<Candidate> {
         let retrieval = &self.config.composite_retrieval;
         let partition = &self.index.partitions[d];
+        let vector = &self.vector;
         let start = self.starts[d];
         let limit = retrieval.max_templates_per_source;
-        let keyword_of = |t: usize| lexical.keywords.map(|k| k[start + t]);
-        let opening_of = |t: usize| lexical.openings.map(|o| o[start + t]);
-        let mut found: Vec<Candidate> = match learned {
+        let keyword_of = |t: usize| self.keywords.as_ref().map(|k| k[start + t]);
+        let opening_of = |t: usize| self.openings.as_ref().map(|o| o[start + t]);
+        let mut found: Vec<Candidate> = match &self.learned {
             // Every template of the partition: the head has scored them all.
             Some(learned) => (0..partition.template_count())
                 .map(|t| Candidate {
@@ -211,52 +258,12 @@ impl Router {
                 .then(a.template.cmp(&b.template))
         });
         found.truncate(limit);
-        if learned.is_some() {
+        if self.learned.is_some() {
             for c in &mut found {
                 c.embedding = partition.score(c.template, vector, &retrieval.template_scoring);
             }
         }
         found
-    }
-
-    /// One partition's candidates as matches; those nearer a negative example of the
-    /// datasource than to any of their own texts are declined.
-    fn matches_of<'a>(
-        &'a self,
-        searched: &'a Searched,
-        vector: &'a [f32],
-    ) -> impl Iterator<Item = Match> + 'a {
-        let d = searched.datasource;
-        let partition = &self.index.partitions[d];
-        let datasource = &self.index.catalog.datasources[d];
-        searched.found.iter().map(move |c| {
-            let declined_by = searched.negative.and_then(|(n, similarity)| {
-                let template_similarity = partition.nearest_text(c.template, vector);
-                (similarity >= template_similarity).then(|| Declined {
-                    negative_example: datasource.spec.negative_examples[n].clone(),
-                    similarity,
-                    template_similarity,
-                })
-            });
-            Match {
-                datasource: partition.datasource.clone(),
-                template_id: datasource.templates[c.template].id.clone(),
-                datasource_position: d,
-                template_position: c.template,
-                embedding_score: c.embedding,
-                learned_score: c.learned,
-                keyword_score: c.keyword,
-                opening_score: c.opening,
-                rerank_score: None,
-                string_similarity_score: None,
-                retrieval_score: c.fused,
-                rank_score: c.fused,
-                combined_score: c.embedding,
-                probability: c.probability,
-                declined_by,
-                context_probability: None,
-            }
-        })
     }
 }
 
