@@ -129,6 +129,18 @@ fn write_token() -> String {
     hex::encode(random)
 }
 
+/// The pause before attempt `attempt + 1` of a contended append: 5 ms doubling to at most
+/// 160 ms, plus up to as much again at random.
+fn backoff(attempt: usize) -> Duration {
+    let base = 5u64 << attempt.min(5);
+    let mut random = [0u8; 8];
+    let jitter = match getrandom::fill(&mut random) {
+        Ok(()) => u64::from_le_bytes(random) % base,
+        Err(_) => base / 2,
+    };
+    Duration::from_millis(base + jitter)
+}
+
 /// The JSON of `turns` after dropping the oldest until it is at most `max_bytes` (the
 /// newest turn always stays: one turn is at most a few tens of KB).
 fn json_within(turns: &mut Vec<Turn>, max_bytes: usize) -> String {
@@ -224,8 +236,10 @@ impl SessionStore for DynamoSessionStore {
                         if e.as_service_error()
                             .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
                     {
-                        // Someone else wrote first: read their turn and try again.
-                        tokio::time::sleep(Duration::from_millis(5 * (attempt as u64 + 1))).await;
+                        // Someone else wrote first: read their turn and try again, after a
+                        // pause that doubles and is jittered, so writers that raced once
+                        // spread out instead of racing again in step.
+                        tokio::time::sleep(backoff(attempt)).await;
                     }
                     Err(e) => return Err(self.sdk("PutItem", e)),
                 }
