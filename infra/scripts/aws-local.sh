@@ -6,7 +6,7 @@
 #   aws-local.sh env      print the export lines that point SDKs and tests at them
 # moto_server (S3, DynamoDB, ...) listens on $SWITCHYARD_MOTO_PORT (default 55500); a second
 # one on $SWITCHYARD_MOTO_IAM_PORT (default 55502) enforces IAM, for the tests that run the
-# stores under the template's policies (functions/router/tests/iam.rs);
+# stores under the template's policies (functions/router/tests/aws/iam.rs);
 # `cargo lambda watch` emulates the Lambda Invoke API on $SWITCHYARD_LAMBDA_PORT (default
 # 55501) and serves the workspace's binaries by name: POST
 # /2015-03-31/functions/switchyard-adapter/invocations runs `switchyard-adapter` with

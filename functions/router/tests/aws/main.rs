@@ -8,10 +8,12 @@
 //! requests through the router's handler), `index` (the index in S3 and the cold start that
 //! reads it), `sessions` (the session, topic and feedback tables), `rerank` (the rerank
 //! cache table), `adapters` (adapter functions invoked through Lambda, and their failures),
-//! `workflows` (checkpoints of split questions, and resuming from them).
+//! `workflows` (checkpoints of split questions, and resuming from them), `iam` (the stores
+//! under the template's policies, on the moto_server that enforces IAM).
 
 mod adapters;
 mod encoder;
+mod iam;
 mod index;
 mod rerank;
 mod sessions;

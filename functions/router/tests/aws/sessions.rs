@@ -241,7 +241,7 @@ async fn a_turn_whose_write_answer_is_lost_is_stored_once() {
 }
 
 /// An executed turn asking "question {n}" at `at`.
-fn executed(n: usize, at: i64) -> Turn {
+pub fn executed(n: usize, at: i64) -> Turn {
     Turn {
         query: Some(format!("question {n}")),
         datasource: Some("hr".into()),

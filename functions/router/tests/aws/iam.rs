@@ -12,15 +12,12 @@
 //! function to the template.
 //!
 //! The server's authentication is switched off while the tables and principals are made
-//! and on for the calls (`/moto-api/reset-auth`): this binary is that server's only user.
+//! and on for the calls (`/moto-api/reset-auth`): this test is that server's only user.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use aws_sdk_dynamodb::types::{
-    AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType,
-};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use switchyard_aws::{
     chunks_prefix, DynamoFeedbackStore, DynamoRerankCache, DynamoSessionStore, DynamoTopicStore,
     DynamoWorkflowStore, S3IndexStore,
@@ -31,8 +28,11 @@ use switchyard_core::orchestration::{Checkpoint, WorkflowStore};
 use switchyard_core::rerank_cache::{CachedScores, RerankCache};
 use switchyard_core::router::Outcome;
 use switchyard_core::service::unix_now;
-use switchyard_core::session::{SessionStore, Turn, TurnOutcome};
+use switchyard_core::session::SessionStore;
 use switchyard_core::topics::{TopicStore, Topics};
+
+use crate::sessions::executed;
+use crate::setup::{create_bucket, create_table, unique};
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -197,34 +197,6 @@ impl Moto {
     }
 }
 
-fn unique(name: &str) -> String {
-    format!("{name}-{}-{}", std::process::id(), unix_now())
-}
-
-async fn create_table(client: &aws_sdk_dynamodb::Client, name: &str, key: &str) {
-    client
-        .create_table()
-        .table_name(name)
-        .attribute_definitions(
-            AttributeDefinition::builder()
-                .attribute_name(key)
-                .attribute_type(ScalarAttributeType::S)
-                .build()
-                .unwrap(),
-        )
-        .key_schema(
-            KeySchemaElement::builder()
-                .attribute_name(key)
-                .key_type(KeyType::Hash)
-                .build()
-                .unwrap(),
-        )
-        .billing_mode(BillingMode::PayPerRequest)
-        .send()
-        .await
-        .unwrap();
-}
-
 /// A table of the template's, made in moto under a fresh name, and the principal of
 /// `function` for it.
 struct Table {
@@ -244,8 +216,7 @@ async fn table(
         .as_str()
         .unwrap_or_else(|| panic!("{logical} has no key"))
         .to_owned();
-    let name = unique(&logical);
-    create_table(admin, &name, &key).await;
+    let name = create_table(admin, &key).await;
     // moto sees every DynamoDB request's resource as `*`: the actions the template grants
     // on this table's ARN, on `*`, for a principal used with this table alone.
     let actions: Vec<String> = table_actions(template, function, &logical)
@@ -279,21 +250,6 @@ fn allowed<T, E: std::fmt::Debug + std::fmt::Display>(call: &str, result: Result
         };
         panic!("{call}: {refused}{e}")
     })
-}
-
-fn turn(at: i64) -> Turn {
-    Turn {
-        query: Some("What is 15% of 200?".into()),
-        datasource: Some("tools".into()),
-        template_id: Some("calculator_percentage".into()),
-        parameters: Map::new(),
-        outcome: TurnOutcome::Execute,
-        confidence: 0.9,
-        belief: Vec::new(),
-        choices: Vec::new(),
-        answer: None,
-        at,
-    }
 }
 
 #[tokio::test]
@@ -347,15 +303,9 @@ async fn the_functions_policies_allow_every_call_their_code_makes() {
     .await;
     let topics = table(&moto, &admin, &template, router, "SWITCHYARD_TOPICS_TABLE").await;
 
-    let bucket = unique("index").to_lowercase();
     let prefix = "indexes";
     let admin_s3 = switchyard_aws::s3_client(&admin_config);
-    admin_s3
-        .create_bucket()
-        .bucket(&bucket)
-        .send()
-        .await
-        .unwrap();
+    let bucket = create_bucket(&admin_s3).await;
     // Artifacts as the router and a documents adapter read them: a pointer and its
     // object (their content is not checked here beyond the pointer's hash).
     for store_prefix in [prefix.to_owned(), chunks_prefix(prefix, "policies")] {
@@ -413,7 +363,7 @@ async fn the_functions_policies_allow_every_call_their_code_makes() {
     );
     allowed(
         "sessions: append (GetItem, PutItem)",
-        session_store.append("s-1", turn(now)).await,
+        session_store.append("s-1", executed(1, now)).await,
     );
     assert_eq!(
         allowed(
