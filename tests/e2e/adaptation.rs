@@ -15,6 +15,8 @@ use switchyard_e2e::{model_dir, run, run_ok, switchyard};
 
 /// A few training steps on the demo catalog: enough to change the weights.
 fn adapting(cache: &Path) -> Command {
+    // An encoder folder of this cache's own, not the shared one: each build here trains.
+    std::fs::create_dir_all(cache.join("encoders")).unwrap();
     let mut command = switchyard(cache);
     command
         .env("SWITCHYARD__EMBEDDING__ADAPTATION__MODE", "adapted")

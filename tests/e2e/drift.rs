@@ -33,13 +33,14 @@ fn changed_index(cache: &Path, name: &str, change: impl Fn(&mut Index)) -> PathB
     change(&mut index);
     let path = cache.join(name);
     index.write(&path).unwrap();
-    // The chunk artifacts `index build` wrote beside it (`demo.<datasource>.chunks`).
+    // What `index build` wrote beside it: the chunk artifacts (`demo.<datasource>.chunks`)
+    // and the adapted encoder's graph (`demo.encoder.onnx`).
     let stem = name.trim_end_matches(".idx");
     for entry in std::fs::read_dir(cache).unwrap() {
         let file = entry.unwrap().file_name().into_string().unwrap();
         if let Some(rest) = file
             .strip_prefix("demo.")
-            .filter(|r| r.ends_with(".chunks"))
+            .filter(|r| r.ends_with(".chunks") || *r == "encoder.onnx")
         {
             std::fs::copy(cache.join(&file), cache.join(format!("{stem}.{rest}"))).unwrap();
         }

@@ -5,13 +5,16 @@
 //! Every answer (and a few refusals) also validates against the OpenAPI document the
 //! server publishes at `/v1/openapi.json`.
 //!
+//! Two files: `demo.json`, the demo catalog as users get it (the encoder adapted to it), and
+//! `demo-base.json`, a quarter of the questions on the base model.
+//!
 //! `SWITCHYARD_BLESS=1 cargo test -p switchyard-e2e --test golden` rewrites the files after
-//! an intended change of the wire format.
+//! an intended change of the wire format or the model.
 
 use std::path::PathBuf;
 
 use serde_json::{json, Value};
-use switchyard_e2e::{repo_root, serve};
+use switchyard_e2e::{repo_root, serve, serve_base, Server};
 
 /// Fields whose values change from run to run (or day to day).
 const VOLATILE: [&str; 6] = [
@@ -109,8 +112,8 @@ fn check_schema(document: &Value, method: &str, path: &str, status: u16, body: &
     );
 }
 
-fn golden_file() -> PathBuf {
-    repo_root().join("tests/data/golden/demo.json")
+fn golden_file(name: &str) -> PathBuf {
+    repo_root().join("tests/data/golden").join(name)
 }
 
 /// The demo questions, except those whose answer depends on today's date.
@@ -128,10 +131,27 @@ fn questions() -> Vec<String> {
     questions
 }
 
+/// The demo catalog as users get it: routed with the encoder adapted to it.
 #[test]
 fn demo_answers_match_the_golden_file() {
     let cache = tempfile::tempdir().unwrap();
     let server = serve(cache.path(), &["--templates", "templates/demo"]);
+    check_golden(&server, "demo.json", questions());
+}
+
+/// A quarter of the questions on the base model (`embedding.adaptation.mode: base`), which
+/// catalogs of fewer than five templates get and any catalog can choose.
+#[test]
+fn demo_answers_on_the_base_model_match_their_golden_file() {
+    let cache = tempfile::tempdir().unwrap();
+    let server = serve_base(cache.path(), &["--templates", "templates/demo"]);
+    let questions = questions().into_iter().step_by(4).collect();
+    check_golden(&server, "demo-base.json", questions);
+}
+
+/// `server`'s answers to `questions` (and its health, stats and a few refusals) match the
+/// golden file `name` and the OpenAPI document it serves.
+fn check_golden(server: &Server, name: &str, questions: Vec<String>) {
     let client = reqwest::blocking::Client::new();
     let answers = std::cell::RefCell::new(Vec::new());
     let call = |method: &str, path: &str, body: Option<Value>| {
@@ -153,7 +173,7 @@ fn demo_answers_match_the_golden_file() {
     let mut actual = serde_json::Map::new();
     actual.insert("GET /v1/health".into(), call("GET", "/v1/health", None));
     actual.insert("GET /v1/stats".into(), call("GET", "/v1/stats", None));
-    for question in questions() {
+    for question in questions {
         let body = json!({ "query": question });
         actual.insert(
             format!("POST /v1/route {question}"),
@@ -184,21 +204,21 @@ fn demo_answers_match_the_golden_file() {
     }
     if std::env::var_os("SWITCHYARD_BLESS").is_some() {
         std::fs::write(
-            golden_file(),
+            golden_file(name),
             serde_json::to_string_pretty(&actual).unwrap() + "\n",
         )
         .unwrap();
         return;
     }
     let expected: Value =
-        serde_json::from_str(&std::fs::read_to_string(golden_file()).unwrap()).unwrap();
+        serde_json::from_str(&std::fs::read_to_string(golden_file(name)).unwrap()).unwrap();
     let mut out = Vec::new();
     differences("", &expected, &actual, &mut out);
     assert!(
         out.is_empty(),
         "{} differences from {}:\n{}",
         out.len(),
-        golden_file().display(),
+        golden_file(name).display(),
         out.iter().take(40).cloned().collect::<Vec<_>>().join("\n")
     );
 }

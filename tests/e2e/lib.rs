@@ -29,19 +29,52 @@ pub fn switchyard_binary() -> PathBuf {
     binary
 }
 
-/// A `switchyard` command run from the repository root, with its own index cache, on the
-/// base model: the catalogs' expected answers (and the golden files) are the base model's,
-/// and adapting the encoder in every fresh cache would cost a training per test. The
-/// adaptation tests (`adaptation.rs`) turn it on.
+/// A `switchyard` command run from the repository root, with its own index cache and the
+/// defaults users get: a catalog of five templates or more (the demo's) is routed with the
+/// encoder adapted to it. The adapted encoders are shared by every test and with the
+/// caller's own cache ([`encoder_cache`]), so a run trains each catalog's encoder once
+/// (parallel tests wait for the one training) and `test.sh`'s later servers find it.
 pub fn switchyard(cache: &Path) -> Command {
+    let encoders = cache.join("encoders");
+    if !encoders.exists() {
+        let shared = encoder_cache();
+        std::fs::create_dir_all(&shared).expect("the shared encoder cache can be made");
+        std::os::unix::fs::symlink(&shared, &encoders).expect("the encoder cache links");
+    }
     let mut command = Command::new(switchyard_binary());
     command
         .current_dir(repo_root())
         .env("SWITCHYARD_CACHE_DIR", cache)
         .env("SWITCHYARD_MODEL_DIR", model_dir())
-        .env("SWITCHYARD__EMBEDDING__ADAPTATION__MODE", "base")
         .env("RUST_LOG", "warn");
     command
+}
+
+/// [`switchyard`] on the base model (`embedding.adaptation.mode: base`), for the CLINC150
+/// catalog: adapting to its 150 templates takes 7 to 15 minutes here, a cost `eval`
+/// measures once rather than every test run.
+pub fn switchyard_base(cache: &Path) -> Command {
+    let mut command = switchyard(cache);
+    command.env("SWITCHYARD__EMBEDDING__ADAPTATION__MODE", "base");
+    command
+}
+
+/// The adapted encoders of the caller's cache: `$SWITCHYARD_CACHE_DIR/encoders`, else
+/// `$XDG_CACHE_HOME/switchyard/encoders` or `~/.cache/switchyard/encoders`, where
+/// `switchyard` itself keeps them.
+pub fn encoder_cache() -> PathBuf {
+    let cache = std::env::var_os("SWITCHYARD_CACHE_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| user_cache().join("switchyard"));
+    cache.join("encoders")
+}
+
+fn user_cache() -> PathBuf {
+    std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var_os("HOME").expect("HOME is set")).join(".cache")
+        })
 }
 
 /// Where the model is: the caller's SWITCHYARD_MODEL_DIR or the default cache location.
@@ -49,12 +82,7 @@ pub fn model_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os("SWITCHYARD_MODEL_DIR") {
         return PathBuf::from(dir);
     }
-    let base = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(std::env::var_os("HOME").expect("HOME is set")).join(".cache")
-        });
-    base.join("switchyard/models/all-MiniLM-L6-v2")
+    user_cache().join("switchyard/models/all-MiniLM-L6-v2")
 }
 
 /// Run and return stdout; panic with stderr if the command failed.
@@ -111,7 +139,21 @@ pub fn serve_with_logs<S: AsRef<OsStr>>(
     logs: Stdio,
     level: &str,
 ) -> Server {
-    let mut child = switchyard(cache)
+    serve_command(switchyard(cache), options, logs, level)
+}
+
+/// [`serve`] on the base model ([`switchyard_base`]).
+pub fn serve_base<S: AsRef<OsStr>>(cache: &Path, options: &[S]) -> Server {
+    serve_command(switchyard_base(cache), options, Stdio::inherit(), "warn")
+}
+
+fn serve_command<S: AsRef<OsStr>>(
+    mut command: Command,
+    options: &[S],
+    logs: Stdio,
+    level: &str,
+) -> Server {
+    let mut child = command
         .env("RUST_LOG", level)
         .args(options)
         .args(["serve", "--port", "0"])

@@ -2,7 +2,7 @@
 
 use serde_json::{json, Value};
 use sha2::Digest;
-use switchyard_e2e::serve;
+use switchyard_e2e::{serve, serve_base};
 
 #[test]
 fn serves_query_route_stats_and_health() {
@@ -109,7 +109,7 @@ fn serves_query_route_stats_and_health() {
 #[test]
 fn intent_catalog_answers_in_process() {
     let cache = tempfile::tempdir().unwrap();
-    let server = serve(cache.path(), &["--templates", "templates/clinc150"]);
+    let server = serve_base(cache.path(), &["--templates", "templates/clinc150"]);
     let answer: Value = reqwest::blocking::Client::new()
         .post(format!("{}/v1/query", server.base))
         .body(r#"{"query": "what is the balance in my checking account"}"#)

@@ -21,8 +21,9 @@ use switchyard_embed::{adapted_model_id, MiniLmEmbedder, MINILM_MODEL_ID};
 /// The script that builds the base model's int8 graph builds the adapted one's too: the
 /// same fused graph and the same 7-bit quantization, so routing costs the same.
 const GRAPH_SCRIPT: &str = include_str!("../../scripts/build_onnx_model.py");
-/// Bumped when the recipe changes, so that cached encoders are retrained.
-const RECIPE: &str = "mnrl-v1";
+/// Bumped when the recipe changes, so that cached encoders are retrained (v2: products
+/// summed in one order on every CPU, `switchyard_adapt`'s matmul).
+const RECIPE: &str = "mnrl-v2";
 const MANIFEST_FILE: &str = "encoder.json";
 const GRAPH_FILE: &str = "model.onnx";
 
@@ -87,19 +88,25 @@ pub fn for_catalog(catalog: &Catalog, config: &Config) -> Result<Encoder> {
         .join(cache_key(&base_dir, &groups, &negatives, &settings)?);
     let manifest = match cached(&dir) {
         Some(manifest) => manifest,
-        None => {
-            let held_out = catalog
-                .datasources
-                .iter()
-                .flat_map(|d| &d.templates)
-                .map(|t| {
-                    let n = t.nl_examples.len();
-                    (0..n).filter(|&e| is_held_out(e, n)).count()
-                })
-                .sum();
-            let texts = (groups.as_slice(), negatives.as_slice());
-            adapt(&base_dir, texts, &settings, adaptation, held_out, &dir)?
-        }
+        // Another process may be training this very encoder (two builds of one catalog,
+        // tests in parallel): wait for it and take its result rather than train twice
+        // into one folder.
+        None => match (lock_training(&dir)?, cached(&dir)) {
+            (_lock, Some(manifest)) => manifest,
+            (_lock, None) => {
+                let held_out = catalog
+                    .datasources
+                    .iter()
+                    .flat_map(|d| &d.templates)
+                    .map(|t| {
+                        let n = t.nl_examples.len();
+                        (0..n).filter(|&e| is_held_out(e, n)).count()
+                    })
+                    .sum();
+                let texts = (groups.as_slice(), negatives.as_slice());
+                adapt(&base_dir, texts, &settings, adaptation, held_out, &dir)?
+            }
+        },
     };
     let graph = dir.join(GRAPH_FILE);
     Ok(Encoder {
@@ -211,6 +218,33 @@ fn cache_key(
         key["negatives"] = serde_json::json!(negatives);
     }
     Ok(switchyard_adapt::sha256_hex(key.to_string().as_bytes())[..24].to_owned())
+}
+
+/// The lock on training the encoder of `dir` (`<dir>.lock`), held until dropped; when
+/// another process holds it, say so and wait.
+fn lock_training(dir: &Path) -> Result<std::fs::File> {
+    let path = dir.with_extension("lock");
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("creating the encoder cache {}", parent.display()))?;
+    }
+    let file = std::fs::File::create(&path)
+        .with_context(|| format!("creating the lock {}", path.display()))?;
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => {
+            eprintln!(
+                "waiting for another switchyard process adapting the same encoder ({})",
+                dir.display()
+            );
+            file.lock()
+                .with_context(|| format!("locking {}", path.display()))?;
+        }
+        Err(std::fs::TryLockError::Error(e)) => {
+            return Err(e).with_context(|| format!("locking {}", path.display()));
+        }
+    }
+    Ok(file)
 }
 
 /// A cached encoder whose graph still has the checksum its manifest names.

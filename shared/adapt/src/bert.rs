@@ -8,6 +8,7 @@ use std::collections::HashMap;
 
 use candle_core::{DType, Device, Module, Tensor, Var};
 
+use crate::matmul::matmul;
 use crate::ops::{Softmax, Standardize};
 
 use crate::error::{Error, Result};
@@ -49,9 +50,7 @@ impl Module for Linear {
         // (batch, tokens, in) -> (batch * tokens, in) so that one matmul does the batch.
         let (batch, tokens, width) = x.dims3()?;
         let flat = x.reshape((batch * tokens, width))?;
-        let out = flat
-            .matmul(&self.weight.tensor().t()?)?
-            .broadcast_add(self.bias.tensor())?;
+        let out = matmul(&flat, &self.weight.tensor().t()?)?.broadcast_add(self.bias.tensor())?;
         let out_width = out.dim(1)?;
         out.reshape((batch, tokens, out_width))
     }
@@ -249,6 +248,8 @@ impl Bert {
         let q = split(layer.query.forward(x)?)?;
         let k = split(layer.key.forward(x)?)?;
         let v = split(layer.value.forward(x)?)?;
+        // candle's matmul here: k is a head's 32 columns or the tokens (at most 512, see
+        // `check`), which gemm sums in one pass on every CPU.
         let scores = (q.matmul(&k.t()?)? / (head_width as f64).sqrt())?.broadcast_add(bias)?;
         let probabilities = softmax_last(&scores)?;
         let context = probabilities

@@ -8,12 +8,14 @@
 //! (`model.safetensors`); the result is a model folder of the same form (weights,
 //! config.json, tokenizer.json) from which the int8 ONNX graph is built as for the base.
 //!
-//! Deterministic: the same catalog, settings and seed give the same weights on one machine
-//! (pairs and batches come from a seeded generator, and candle's CPU kernels split work
-//! without changing the order of a sum).
+//! Deterministic: the same catalog, settings and seed give the same weights on every x86-64
+//! CPU with AVX2 and FMA: pairs and batches come from a seeded generator, the products
+//! wider than 512 are summed in a fixed order (`matmul`), and candle's other CPU kernels
+//! split work without changing the order of a sum.
 
 mod bert;
 mod error;
+mod matmul;
 mod ops;
 mod pairs;
 mod train;
@@ -246,6 +248,18 @@ fn check(settings: &Settings) -> Result<()> {
     positive("max_pairs", settings.max_pairs as f64)?;
     positive("epochs", settings.epochs as f64)?;
     positive("max_tokens", settings.max_tokens as f64)?;
+    // The model has 512 positions; at or below them the attention's products (k of the
+    // tokens or a head's 32 columns) are summed in one order on every CPU (`matmul`).
+    if settings.max_tokens > matmul::K_BLOCK {
+        return Err(Error::Setting {
+            setting: "max_tokens",
+            problem: format!(
+                "must be at most {} (the model's positions), not {}",
+                matmul::K_BLOCK,
+                settings.max_tokens
+            ),
+        });
+    }
     if settings.batch_size < 2 {
         return Err(Error::Setting {
             setting: "batch_size",

@@ -11,6 +11,7 @@ use tokenizers::{Tokenizer, TruncationParams};
 
 use crate::bert::Bert;
 use crate::error::{Error, Result};
+use crate::matmul::matmul;
 use crate::pairs::{batches, nearest_batches, neighbours, pairs, Pair, SplitMix};
 use crate::{Batching, Settings};
 
@@ -170,7 +171,7 @@ pub fn train(
         let p = tokenize(tokenizer, &positives)?;
         let ea = model.embed(&a.ids, &a.mask)?;
         let ep = model.embed(&p.ids, &p.mask)?;
-        let logits = (ea.matmul(&ep.t()?)? * settings.scale)?;
+        let logits = (matmul(&ea, &ep.t()?)? * settings.scale)?;
         let labels = Tensor::arange(0u32, batch.len() as u32, &Device::Cpu)?;
         let loss = candle_nn::loss::cross_entropy(&logits, &labels)?;
         optimizer.backward_step(&loss)?;

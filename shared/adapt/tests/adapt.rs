@@ -196,6 +196,13 @@ fn bad_settings_are_named() {
             },
             "warmup",
         ),
+        (
+            Settings {
+                max_tokens: 513,
+                ..Settings::default()
+            },
+            "max_tokens",
+        ),
     ] {
         let error = encoder
             .adapt(&groups(), &[], &settings, &|_, _, _| {})

@@ -47,7 +47,9 @@ pub struct ChatRequest {
     #[serde(default)]
     #[schema(example = "switchyard")]
     pub model: Option<String>,
-    /// The conversation so far, oldest first; the last one is the user's question.
+    /// The conversation so far, oldest first; the last one is the user's question (a
+    /// rule JSON Schema cannot state: another role last is a 400 naming `messages`).
+    #[schema(min_items = 1)]
     pub messages: Vec<ChatMessage>,
     /// Answer as server-sent events (one content chunk, then `[DONE]`).
     #[serde(default)]
