@@ -5,6 +5,9 @@
 
 pub mod adapter;
 pub mod documents;
+#[cfg(feature = "duckdb")]
+pub mod duckdb;
+pub mod duckdb_data;
 pub mod error;
 pub mod http;
 pub mod llm;

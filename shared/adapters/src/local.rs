@@ -225,6 +225,7 @@ impl LocalAdapters {
         let dialect = match engine {
             crate::sql::Engine::Sqlite => "SQLite",
             crate::sql::Engine::Postgres => "PostgreSQL",
+            crate::sql::Engine::Duckdb => "DuckDB",
         };
         let sql = match llm
             .assistant

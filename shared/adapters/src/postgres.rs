@@ -12,7 +12,7 @@ use std::time::Duration;
 use chrono::NaiveDate;
 use serde_json::{Map, Value};
 use sqlparser::ast::{visit_expressions, Expr, Value as SqlLiteral};
-use sqlparser::dialect::PostgreSqlDialect;
+use sqlparser::dialect::{Dialect, PostgreSqlDialect};
 use sqlparser::parser::Parser;
 use sqlparser::tokenizer::{Location, Token, TokenWithSpan, Tokenizer};
 use switchyard_core::rerank::BoxFuture;
@@ -33,15 +33,23 @@ use crate::sql::{self, check_read_only, Engine, SqlRows};
 /// string without doubling it, and the server, for which `\` is an ordinary character,
 /// ends the string there: the one string `'\'' OR 1=1 --'` went out as `'\' OR 1=1 --'`.)
 pub fn to_positional(template_id: &str, sql: &str) -> Result<(String, Vec<String>)> {
+    to_positional_in(&PostgreSqlDialect {}, template_id, sql)
+}
+
+/// [`to_positional`] reading the SQL in `dialect` (DuckDB takes `$n` too).
+pub fn to_positional_in(
+    dialect: &dyn Dialect,
+    template_id: &str,
+    sql: &str,
+) -> Result<(String, Vec<String>)> {
     let fail = |message: String| AdapterError::Sql {
         template: template_id.to_owned(),
         message,
     };
-    let dialect = PostgreSqlDialect {};
-    let tokens = Tokenizer::new(&dialect, sql)
+    let tokens = Tokenizer::new(dialect, sql)
         .tokenize_with_location()
         .map_err(|e| fail(format!("sql_template does not parse: {e}")))?;
-    let statements = Parser::new(&dialect)
+    let statements = Parser::new(dialect)
         .with_tokens_with_locations(tokens.clone())
         .parse_statements()
         .map_err(|e| fail(format!("sql_template does not parse: {e}")))?;

@@ -82,8 +82,9 @@ impl Adapter for IntentAdapter {
     }
 }
 
-/// `sql` datasources: SQLite (from a file or seed script in the datasource's folder) or
-/// PostgreSQL (through the URL in the variable `connection.url_env` names).
+/// `sql` datasources: SQLite (from a file or seed script in the datasource's folder),
+/// DuckDB (a database file or CSV/Parquet files in its folder) or PostgreSQL (through the
+/// URL in the variable `connection.url_env` names).
 struct SqlFactory;
 
 impl AdapterFactory for SqlFactory {
@@ -106,6 +107,13 @@ impl AdapterFactory for SqlFactory {
                         None => None,
                     }
                 }
+                Engine::Duckdb => {
+                    let folder = templates_dir.map(|root| root.join(name));
+                    match folder.filter(|f| f.is_dir()) {
+                        Some(folder) => open_duckdb(datasource, &folder)?,
+                        None => None,
+                    }
+                }
                 Engine::Postgres => {
                     let configured = datasource
                         .spec
@@ -122,6 +130,23 @@ impl AdapterFactory for SqlFactory {
             })
         })
     }
+}
+
+/// A DuckDB datasource from its folder, in builds that link DuckDB (the `duckdb` feature:
+/// the adapter function and the CLI); others say it is served elsewhere.
+#[cfg(feature = "duckdb")]
+fn open_duckdb(datasource: &Datasource, folder: &Path) -> Result<Option<Box<dyn Adapter>>> {
+    let opened = crate::duckdb::DuckdbDatasource::open(datasource, folder)?;
+    Ok(Some(boxed(opened)))
+}
+
+#[cfg(not(feature = "duckdb"))]
+fn open_duckdb(datasource: &Datasource, _: &Path) -> Result<Option<Box<dyn Adapter>>> {
+    tracing::warn!(
+        datasource = %datasource.name(),
+        "DuckDB is not in this build (the adapter function and the CLI serve it); datasource unavailable here"
+    );
+    Ok(None)
 }
 
 /// `http` and `graphql` datasources.

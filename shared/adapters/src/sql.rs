@@ -14,7 +14,7 @@ use rusqlite::types::{Value as SqlValue, ValueRef};
 use rusqlite::{Connection, OpenFlags};
 use serde_json::{json, Map, Value};
 use sqlparser::ast::{Expr, ObjectName, Query, SetExpr, Statement, TableFactor, Visit, Visitor};
-use sqlparser::dialect::{Dialect, PostgreSqlDialect, SQLiteDialect};
+use sqlparser::dialect::{Dialect, DuckDbDialect, PostgreSqlDialect, SQLiteDialect};
 use sqlparser::parser::{Parser, ParserError};
 use sqlparser::tokenizer::{Token, Tokenizer};
 use switchyard_core::rerank::BoxFuture;
@@ -29,6 +29,7 @@ use crate::render::render;
 pub enum Engine {
     Sqlite,
     Postgres,
+    Duckdb,
 }
 
 impl Engine {
@@ -36,10 +37,11 @@ impl Engine {
         match datasource.spec.connection.get("engine").map(String::as_str) {
             Some("sqlite") => Ok(Engine::Sqlite),
             Some("postgres" | "postgresql") => Ok(Engine::Postgres),
+            Some("duckdb") => Ok(Engine::Duckdb),
             other => Err(AdapterError::Datasource {
                 datasource: datasource.spec.name.clone(),
                 message: format!(
-                    "connection.engine must be `sqlite` or `postgres`, found {}",
+                    "connection.engine must be `sqlite`, `postgres` or `duckdb`, found {}",
                     other.map_or_else(|| "nothing".to_owned(), |e| format!("`{e}`"))
                 ),
             }),
@@ -107,6 +109,27 @@ const SIDE_EFFECT_FUNCTIONS: &[&str] = &[
     "writefile",
     "edit",
     "fts3_tokenizer",
+    // DuckDB: files, the network and SQL of their own (external access is off as well)
+    "read_csv*",
+    "read_parquet",
+    "parquet_*",
+    "read_json*",
+    "read_ndjson*",
+    "read_text",
+    "read_blob",
+    "read_xlsx",
+    "sniff_csv",
+    "glob",
+    "query",
+    "query_table",
+    "getenv",
+    "duckdb_secrets",
+    "iceberg_*",
+    "delta_scan",
+    "sqlite_scan",
+    "sqlite_attach",
+    "postgres_*",
+    "mysql_*",
 ];
 
 /// The name of a function with side effects, as called.
@@ -132,6 +155,7 @@ pub fn check_read_only(template_id: &str, sql: &str, engine: Engine) -> Result<(
     let statements = match engine {
         Engine::Sqlite => parse(&SQLiteDialect {}, sql),
         Engine::Postgres => parse(&PostgreSqlDialect {}, sql),
+        Engine::Duckdb => parse(&DuckDbDialect {}, sql),
     }
     .map_err(|e| match e {
         ParserError::RecursionLimitExceeded => refuse(format!(
@@ -456,6 +480,9 @@ pub fn text_table(rows: &SqlRows) -> String {
 /// statement for the datasource's engine (the adapter checks again at start).
 pub fn check_datasource(datasource: &switchyard_core::template::Datasource) -> Result<()> {
     let engine = Engine::of(datasource)?;
+    if engine == Engine::Duckdb {
+        crate::duckdb_data::data_of(datasource)?;
+    }
     for template in &datasource.templates {
         if let Some(sql) = &template.sql_template {
             check_read_only(&template.id, sql, engine)?;

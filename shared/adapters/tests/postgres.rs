@@ -167,7 +167,13 @@ async fn postgres_catalog_keys_and_samples_match_the_sqlite_reading() {
     let ev = ev_on_postgres();
     let on_server = introspect(&ev, None).await.unwrap().unwrap();
     let catalog = Catalog::load(&demo_root()).unwrap();
-    let on_sqlite = introspect(catalog.datasource("ev").unwrap(), Some(&demo_root()))
+    // The demo serves the EV rows with DuckDB from a CSV file; SQLite loads their seed.
+    let mut ev_sqlite = catalog.datasource("ev").unwrap().clone();
+    ev_sqlite.spec.connection = [("engine", "sqlite"), ("seed_sql", "data/ev.sql")]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+    let on_sqlite = introspect(&ev_sqlite, Some(&demo_root()))
         .await
         .unwrap()
         .unwrap();

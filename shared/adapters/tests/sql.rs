@@ -15,7 +15,14 @@ fn demo() -> (Catalog, PathBuf) {
 
 fn open(name: &str) -> (SqliteDatasource, Datasource) {
     let (catalog, root) = demo();
-    let datasource = catalog.datasource(name).unwrap().clone();
+    let mut datasource = catalog.datasource(name).unwrap().clone();
+    // The demo serves the EV rows with DuckDB from a CSV file; here, their portable seed.
+    if name == "ev" {
+        datasource.spec.connection = [("engine", "sqlite"), ("seed_sql", "data/ev.sql")]
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect();
+    }
     (
         SqliteDatasource::open(&datasource, &root.join(name)).unwrap(),
         datasource,

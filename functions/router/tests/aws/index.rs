@@ -110,6 +110,18 @@ async fn end_to_end_from_s3_through_lambda_to_the_session_table() {
     let (_, body) = query(&api, json!({"query": "What is 15% of 200?"})).await;
     assert_eq!(body["content"], "15% of 200 is **30**", "{body}");
 
+    // An EV question: DuckDB over the CSV file, in the adapter function (the router binary
+    // links no DuckDB; it invokes the function).
+    let (_, body) = query(
+        &api,
+        json!({"query": "Ford EV registrations in Snohomish county"}),
+    )
+    .await;
+    assert_eq!(
+        body["content"], "2 Ford vehicles are registered in Snohomish County.",
+        "{body}"
+    );
+
     // Forgetting the session deletes its item; a second delete finds nothing.
     let (status, body) = send(&api, "DELETE", "/v1/sessions/e2e-1", None).await;
     assert_eq!((status, &body["deleted"]), (200, &json!(true)), "{body}");

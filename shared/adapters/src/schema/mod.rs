@@ -131,6 +131,13 @@ pub async fn introspect(
             let tables = introspect_sqlite(&db.connection(), name)?;
             Ok(Some(tables))
         }
+        Engine::Duckdb => {
+            let folder = templates_dir.map(|root| root.join(name));
+            let Some(folder) = folder.filter(|f| f.is_dir()) else {
+                return Ok(None);
+            };
+            introspect_duckdb_folder(datasource, &folder)
+        }
         Engine::Postgres => {
             let configured = (datasource.spec.connection.get("url_env"))
                 .is_some_and(|variable| std::env::var_os(variable).is_some());
@@ -142,6 +149,81 @@ pub async fn introspect(
             Ok(Some(tables))
         }
     }
+}
+
+#[cfg(feature = "duckdb")]
+fn introspect_duckdb_folder(
+    datasource: &Datasource,
+    folder: &Path,
+) -> Result<Option<Vec<TableSchema>>> {
+    let db = crate::duckdb::DuckdbDatasource::open(datasource, folder)?;
+    let tables = introspect_duckdb(&db.connection(), datasource.name())?;
+    Ok(Some(tables))
+}
+
+#[cfg(not(feature = "duckdb"))]
+fn introspect_duckdb_folder(_: &Datasource, _: &Path) -> Result<Option<Vec<TableSchema>>> {
+    Ok(None)
+}
+
+#[cfg(feature = "duckdb")]
+const DUCKDB_TABLES: &str = "SELECT table_name FROM information_schema.tables \
+     WHERE table_schema = 'main' AND table_type = 'BASE TABLE'";
+
+#[cfg(feature = "duckdb")]
+const DUCKDB_COLUMNS: &str = "SELECT column_name, data_type FROM information_schema.columns \
+     WHERE table_schema = 'main' AND table_name = ? ORDER BY ordinal_position";
+
+/// Every base table of DuckDB's `main` schema, sorted by name (CSV and Parquet files load
+/// without keys: none are reported).
+#[cfg(feature = "duckdb")]
+pub fn introspect_duckdb(
+    connection: &duckdb::Connection,
+    datasource: &str,
+) -> Result<Vec<TableSchema>> {
+    let rows = |sql: &str, parameter: Option<&str>| -> duckdb::Result<Vec<Vec<String>>> {
+        let mut statement = connection.prepare(sql)?;
+        let mut cursor = statement.query(duckdb::params_from_iter(parameter))?;
+        let mut out = Vec::new();
+        while let Some(row) = cursor.next()? {
+            let width = row.as_ref().column_count();
+            out.push(
+                (0..width)
+                    .map(|i| row.get(i))
+                    .collect::<duckdb::Result<_>>()?,
+            );
+        }
+        Ok(out)
+    };
+    let names = rows(DUCKDB_TABLES, None).map_err(|e| error(datasource, "listing tables", &e))?;
+    let table = |table: &str| -> duckdb::Result<TableSchema> {
+        let columns = rows(DUCKDB_COLUMNS, Some(table))?;
+        // Every type casts to VARCHAR; NULL stays a null cell.
+        let sql = sample_sql(&columns, &quote(table), "::VARCHAR");
+        let mut statement = connection.prepare(&sql)?;
+        let mut cursor = statement.query([])?;
+        let mut sample = Vec::new();
+        while let Some(row) = cursor.next()? {
+            let cells = (0..columns.len())
+                .map(|i| {
+                    row.get::<_, Option<String>>(i)
+                        .map(|v| v.map_or(Cell::Null, Cell::Text))
+                })
+                .collect::<duckdb::Result<Vec<Cell>>>()?;
+            sample.push(cells);
+        }
+        Ok(schema(
+            datasource,
+            table,
+            columns,
+            &sample,
+            Vec::new(),
+            Vec::new(),
+        ))
+    };
+    (sorted(names).iter())
+        .map(|name| table(name).map_err(|e| error(datasource, &format!("table `{name}`"), &e)))
+        .collect()
 }
 
 const SQLITE_TABLES: &str =

@@ -24,10 +24,31 @@ pub(crate) fn sql_datasources() -> Vec<Datasource> {
     found
 }
 
+/// `datasource` as SQLite and PostgreSQL load it: from its seed script. The demo serves the
+/// EV rows with DuckDB from `data/vehicles.csv`; `data/ev.sql` holds the same rows.
+pub(crate) fn seeded(datasource: Datasource) -> Datasource {
+    if datasource.spec.connection.contains_key("seed_sql") {
+        return datasource;
+    }
+    let seed = format!("data/{}.sql", datasource.name());
+    assert!(
+        demo_root().join(datasource.name()).join(&seed).is_file(),
+        "`{}` has neither seed_sql nor {seed}",
+        datasource.name()
+    );
+    let mut seeded = datasource;
+    seeded.spec.connection = [("engine", "sqlite".to_owned()), ("seed_sql", seed)]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect();
+    seeded
+}
+
 pub(crate) fn demo_datasource(name: &str) -> Datasource {
     sql_datasources()
         .into_iter()
         .find(|d| d.name() == name)
+        .map(seeded)
         .unwrap()
 }
 

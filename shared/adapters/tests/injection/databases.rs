@@ -28,11 +28,14 @@ pub(crate) fn rows_of(rows: &SqlRows) -> Vec<Value> {
 pub(crate) enum Engine {
     Sqlite,
     Postgres,
+    Duckdb,
 }
 
 pub(crate) enum Db {
     Sqlite(SqliteDatasource),
     Postgres(PostgresDatasource),
+    #[cfg(feature = "duckdb")]
+    Duckdb(switchyard_adapters::duckdb::DuckdbDatasource),
 }
 
 impl Db {
@@ -44,6 +47,8 @@ impl Db {
         match self {
             Db::Sqlite(db) => db.query(template, parameters, DEADLINE),
             Db::Postgres(db) => db.query(template, parameters, DEADLINE).await,
+            #[cfg(feature = "duckdb")]
+            Db::Duckdb(db) => db.query(template, parameters, DEADLINE),
         }
     }
 }
@@ -59,9 +64,10 @@ pub(crate) struct Opened {
 pub(crate) enum StateReader {
     /// The server's catalog and every table's rows, read on a connection of its own.
     Postgres(Client),
-    /// Templates reading `sqlite_master` and every table; the same templates are added to
-    /// the served datasource, so the request layer's own in-memory copy is read the same way.
-    Sqlite(Vec<Template>),
+    /// Templates reading the catalog (`sqlite_master`, DuckDB's `information_schema`) and
+    /// every table; the same templates are added to the served datasource, so the request
+    /// layer's own in-memory copy is read the same way.
+    Templates(Vec<Template>),
 }
 
 fn sql_template(id: &str, sql: &str) -> Template {
@@ -104,9 +110,46 @@ pub(crate) async fn open(engine: Engine, datasource: &Datasource) -> Opened {
             Opened {
                 datasource: served,
                 db: Db::Sqlite(db),
-                state: StateReader::Sqlite(readers),
+                state: StateReader::Templates(readers),
             }
         }
+        #[cfg(feature = "duckdb")]
+        Engine::Duckdb => {
+            let folder = demo_root().join(datasource.name());
+            let mut served = duckdb_twin(datasource)
+                .unwrap_or_else(|| panic!("`{}` has no CSV files", datasource.name()));
+            let db = switchyard_adapters::duckdb::DuckdbDatasource::open(&served, &folder).unwrap();
+            let columns = sql_template(
+                "zz_state_schema",
+                "SELECT table_name, column_name, data_type FROM information_schema.columns ORDER BY ALL",
+            );
+            let tables = db
+                .query(
+                    &sql_template(
+                        "tables",
+                        "SELECT table_name FROM information_schema.tables ORDER BY table_name",
+                    ),
+                    &Map::new(),
+                    DEADLINE,
+                )
+                .unwrap();
+            let mut readers = vec![columns];
+            for row in &tables.rows {
+                let table = row["table_name"].as_str().unwrap();
+                readers.push(sql_template(
+                    &format!("zz_state_{table}"),
+                    &format!("SELECT * FROM \"{table}\" ORDER BY ALL"),
+                ));
+            }
+            served.templates.extend(readers.iter().cloned());
+            Opened {
+                datasource: served,
+                db: Db::Duckdb(db),
+                state: StateReader::Templates(readers),
+            }
+        }
+        #[cfg(not(feature = "duckdb"))]
+        Engine::Duckdb => unreachable!("the DuckDB suite runs with the `duckdb` feature"),
         Engine::Postgres => {
             let url = provision(datasource).await;
             let variable = format!(
@@ -133,11 +176,38 @@ pub(crate) async fn open(engine: Engine, datasource: &Datasource) -> Opened {
     }
 }
 
+/// `datasource` on DuckDB over the CSV files of its `data` folder (one table per file,
+/// named after it), when it has any: the demo's EV rows as `data/vehicles.csv`.
+pub(crate) fn duckdb_twin(datasource: &Datasource) -> Option<Datasource> {
+    let data = demo_root().join(datasource.name()).join("data");
+    let mut files: Vec<String> = std::fs::read_dir(&data)
+        .ok()?
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|f| f.ends_with(".csv"))
+        .collect();
+    if files.is_empty() {
+        return None;
+    }
+    files.sort();
+    let mut twin = datasource.clone();
+    twin.spec.connection.clear();
+    twin.spec
+        .connection
+        .insert("engine".into(), "duckdb".into());
+    for file in files {
+        let table = file.trim_end_matches(".csv").to_owned();
+        twin.spec
+            .connection
+            .insert(format!("table.{table}"), format!("data/{file}"));
+    }
+    Some(twin)
+}
+
 /// What the database holds: its objects and every table's rows (as a count and a digest on
 /// PostgreSQL, in full on SQLite).
 pub(crate) async fn state(opened: &Opened) -> Vec<(String, Value)> {
     match &opened.state {
-        StateReader::Sqlite(readers) => {
+        StateReader::Templates(readers) => {
             let mut out = Vec::new();
             for reader in readers {
                 let rows = opened.db.query(reader, &Map::new()).await.unwrap();
@@ -154,7 +224,7 @@ pub(crate) async fn state_through(
     adapters: &LocalAdapters,
     opened: &Opened,
 ) -> Option<Vec<(String, Value)>> {
-    let StateReader::Sqlite(readers) = &opened.state else {
+    let StateReader::Templates(readers) = &opened.state else {
         return None;
     };
     let mut out = Vec::new();

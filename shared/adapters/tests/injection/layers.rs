@@ -82,7 +82,7 @@ fn literal_sql(sql: &str, values: &Map<String, Value>, engine: Engine) -> Option
                     let hex: String = s.bytes().map(|b| format!("{b:02X}")).collect();
                     format!("CAST(X'{hex}' AS TEXT)")
                 }
-                Engine::Postgres => return None,
+                Engine::Postgres | Engine::Duckdb => return None,
             },
             Value::String(s) => format!("'{}'", s.replace('\'', "''")),
             _ => return None,

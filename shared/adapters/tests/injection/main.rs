@@ -32,7 +32,7 @@ use switchyard_adapters::{AdapterError, LocalAdapters};
 use switchyard_core::invoker::AdapterStatus;
 use switchyard_core::template::Catalog;
 
-use catalog::{captured, demo_datasource, demo_root, honest_example, sql_datasources};
+use catalog::{captured, demo_datasource, demo_root, honest_example, seeded, sql_datasources};
 use databases::{open, rows_of, state, state_through, Db, Engine};
 use layers::{adapter_layer, invoke, no_match, question_layer, request, Tally};
 use payloads::{payloads, placements, shown};
@@ -49,6 +49,14 @@ async fn suite(engine: Engine) -> Tally {
     let (mut templates, mut empty, mut slots) = (0, 0, 0);
     let started = Instant::now();
     for source in sql_datasources() {
+        // DuckDB runs the datasources whose rows are also CSV files (the EV demo's).
+        let source = match engine {
+            Engine::Duckdb => match databases::duckdb_twin(&source) {
+                Some(twin) => twin,
+                None => continue,
+            },
+            Engine::Sqlite | Engine::Postgres => seeded(source),
+        };
         let opened = open(engine, &source).await;
         let before = state(&opened).await;
         let served = Catalog {
@@ -57,7 +65,7 @@ async fn suite(engine: Engine) -> Tally {
         let templates_dir = demo_root();
         let adapters = LocalAdapters::open(
             served,
-            (engine == Engine::Sqlite).then_some(templates_dir.as_path()),
+            (engine != Engine::Postgres).then_some(templates_dir.as_path()),
         )
         .await
         .unwrap();
@@ -204,6 +212,13 @@ async fn suite(engine: Engine) -> Tally {
 async fn payloads_through_every_sql_parameter_on_sqlite() {
     let tally = suite(Engine::Sqlite).await;
     assert!(tally.0.get("request/refused").copied().unwrap_or(0) > 0);
+}
+
+#[cfg(feature = "duckdb")]
+#[tokio::test]
+async fn payloads_through_every_sql_parameter_on_duckdb() {
+    let tally = suite(Engine::Duckdb).await;
+    assert!(tally.0.values().sum::<usize>() > 0);
 }
 
 #[tokio::test]
