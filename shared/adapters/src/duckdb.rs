@@ -1,12 +1,13 @@
-//! The SQL adapter on DuckDB, embedded: no server beside the Lambda, SQL over CSV and
-//! Parquet files. The same templates as SQLite and PostgreSQL (`:name` parameters,
+//! The SQL adapter on DuckDB, embedded: no server beside the Lambda, SQL over CSV files
+//! (Parquet once DuckDB's parquet extension is built in). The same templates as SQLite and
+//! PostgreSQL (`:name` parameters,
 //! rewritten to `$n` and bound), the same read-only check (DuckDB's file readers, `COPY`,
 //! `ATTACH`, `INSTALL`, `LOAD`, `SET` refused), a row cap, and the deadline as an
 //! interrupt.
 //!
 //! The data, relative to the datasource folder, one of:
 //! - `connection.database: data/ev.duckdb`, a DuckDB file opened read-only;
-//! - `connection.table.<name>: data/vehicles.csv` (or `.parquet`), one key per table, each
+//! - `connection.table.<name>: data/vehicles.csv`, one key per table, each
 //!   file loaded into an in-memory table of that name when the adapter opens.
 //!
 //! Behind the parser check, DuckDB's own guards: once the data is in, external access is

@@ -253,10 +253,11 @@ fn missing_and_corrupt_files_and_unknown_columns_are_named() {
         missing.contains("connection.table.vehicles") && missing.contains("nope.csv"),
         "{missing}"
     );
-    std::fs::write(dir.path().join("broken.parquet"), b"not a parquet file").unwrap();
-    let corrupt = open(json!({"engine": "duckdb", "table.vehicles": "broken.parquet"}));
+    // Not UTF-8: DuckDB's CSV reader refuses it.
+    std::fs::write(dir.path().join("broken.csv"), b"id,make\n1,\xff\xfe\xfd\n").unwrap();
+    let corrupt = open(json!({"engine": "duckdb", "table.vehicles": "broken.csv"}));
     assert!(
-        corrupt.contains("connection.table.vehicles") && corrupt.contains("broken.parquet"),
+        corrupt.contains("connection.table.vehicles") && corrupt.contains("broken.csv"),
         "{corrupt}"
     );
     std::fs::write(dir.path().join("broken.duckdb"), b"not a database").unwrap();
@@ -269,8 +270,8 @@ fn missing_and_corrupt_files_and_unknown_columns_are_named() {
     assert!(neither.contains("connection needs `database`"), "{neither}");
     let bad_name = open(json!({"engine": "duckdb", "table.1x": "a.csv"}));
     assert!(bad_name.contains("connection.table.1x"), "{bad_name}");
-    let bad_kind = open(json!({"engine": "duckdb", "table.v": "a.xlsx"}));
-    assert!(bad_kind.contains(".csv or .parquet"), "{bad_kind}");
+    let bad_kind = open(json!({"engine": "duckdb", "table.v": "a.parquet"}));
+    assert!(bad_kind.contains("must end in .csv"), "{bad_kind}");
 
     // Same rows but a column renamed: the templates that name it fail at open.
     let csv = std::fs::read_to_string(
