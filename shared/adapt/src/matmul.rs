@@ -1,8 +1,9 @@
 //! A matrix product whose sums run in one order on every x86-64 CPU, and its gradient.
 //!
 //! candle's CPU matmul calls `gemm`, which cuts the inner dimension k into blocks sized
-//! from the CPU's cache geometry (read by cpuid) once k passes 512: a 1536-wide product
-//! is summed as 3 × 512 on one CPU and 2 × 768 on another, so the same training gave
+//! from the CPU's cache geometry (read from /sys, else cpuid) once k passes 512: a
+//! 1536-wide product is summed as 3 × 512 on one CPU and 2 × 768 on another, so the same
+//! training gave
 //! different weights on three machines of one kind (CLINC150 validation after
 //! adaptation 92.90, 93.00, 92.97). Here k is cut into blocks of at most [`K_BLOCK`]
 //! before `gemm` sees it (below 513 it never cuts), the blocks' products are added in order, and
