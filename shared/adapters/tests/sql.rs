@@ -180,8 +180,8 @@ fn a_write_template_stops_the_datasource_from_opening() {
 
 #[test]
 fn row_cap_and_deadline() {
-    let (catalog, root) = demo();
-    let mut datasource = catalog.datasource("ev").unwrap().clone();
+    let (_, root) = demo();
+    let (_, mut datasource) = open("ev");
     datasource.spec.limits.max_rows = 7;
     let mut all = datasource.templates[0].clone();
     all.sql_template = Some("SELECT * FROM vehicles".into());
