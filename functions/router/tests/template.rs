@@ -8,26 +8,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
+
+#[path = "common/template_yaml.rs"]
+mod template_yaml;
 use switchyard_aws::LambdaInvoker;
 use switchyard_core::metric;
 use switchyard_core::template::Catalog;
 use switchyard_router::{IndexLocation, Settings};
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// The template as plain YAML: CloudFormation's short-form tags (`!Ref X`, `!Sub "…"`)
-/// dropped, so `!Ref SessionsTable` reads as the logical id `SessionsTable`.
-fn template() -> Value {
-    let text = std::fs::read_to_string(root().join("template.yaml")).unwrap();
-    let plain = [
-        "!Ref ", "!Sub ", "!GetAtt ", "!If ", "!Not ", "!Equals ", "!Split ",
-    ]
-    .iter()
-    .fold(text, |text, tag| text.replace(tag, ""));
-    serde_saphyr::from_str(&plain).expect("template.yaml parses as YAML")
-}
+use template_yaml::{root, template};
 
 fn resource<'a>(template: &'a Value, name: &str) -> &'a Value {
     &template["Resources"][name]

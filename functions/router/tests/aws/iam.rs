@@ -15,7 +15,6 @@
 //! and on for the calls (`/moto-api/reset-auth`): this test is that server's only user.
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 use switchyard_aws::{
@@ -33,22 +32,7 @@ use switchyard_core::topics::{TopicStore, Topics};
 
 use crate::sessions::executed;
 use crate::setup::{create_bucket, create_table, unique};
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// The template as plain YAML (CloudFormation's short-form tags dropped, as in
-/// `tests/template.rs`): `!GetAtt WorkflowTable.Arn` reads `WorkflowTable.Arn`.
-fn template() -> Value {
-    let text = std::fs::read_to_string(root().join("template.yaml")).unwrap();
-    let plain = [
-        "!Ref ", "!Sub ", "!GetAtt ", "!If ", "!Not ", "!Equals ", "!Split ",
-    ]
-    .iter()
-    .fold(text, |text, tag| text.replace(tag, ""));
-    serde_saphyr::from_str(&plain).expect("template.yaml parses as YAML")
-}
+use crate::template_yaml::template;
 
 fn list(value: &Value) -> Vec<String> {
     match value {

@@ -18,4 +18,6 @@ mod index;
 mod rerank;
 mod sessions;
 mod setup;
+#[path = "../common/template_yaml.rs"]
+mod template_yaml;
 mod workflows;
