@@ -11,8 +11,11 @@
 # 55501) and serves the workspace's binaries by name: POST
 # /2015-03-31/functions/switchyard-adapter/invocations runs `switchyard-adapter` with
 # SWITCHYARD_TEMPLATES=<repo>/templates/demo and no SWITCHYARD_DATASOURCE (every
-# datasource of the catalog). It compiles a binary on its first invoke (a debug build),
-# and does not rebuild on source changes unless SWITCHYARD_LAMBDA_RELOAD=1.
+# datasource of the catalog). A second one on $SWITCHYARD_LAMBDA_SQL_PORT (default 55503)
+# serves the catalog tests/data/catalogs/mariadb, whose `ev` is on the MariaDB server of
+# infra/scripts/mariadb.sh (SWITCHYARD_TEST_MYSQL_URL, passed on when set). It compiles a
+# binary on its first invoke (a debug build), and does not rebuild on source changes
+# unless SWITCHYARD_LAMBDA_RELOAD=1.
 # State and logs: /tmp/switchyard-aws-local/ (moto.log, lambda.log, *.pid).
 # Needs moto_server and cargo-lambda in the project virtualenv (infra/scripts/venv.sh):
 # ./infra/scripts/aws-tools.sh installs them there.
@@ -23,15 +26,17 @@ ROOT="$PWD"
 MOTO_PORT="${SWITCHYARD_MOTO_PORT:-55500}"
 LAMBDA_PORT="${SWITCHYARD_LAMBDA_PORT:-55501}"
 MOTO_IAM_PORT="${SWITCHYARD_MOTO_IAM_PORT:-55502}"
+LAMBDA_SQL_PORT="${SWITCHYARD_LAMBDA_SQL_PORT:-55503}"
 STATE="/tmp/switchyard-aws-local"
 TIMEOUT="${SWITCHYARD_AWS_LOCAL_TIMEOUT:-60}"
-for port in "$MOTO_PORT" "$LAMBDA_PORT" "$MOTO_IAM_PORT"; do
+for port in "$MOTO_PORT" "$LAMBDA_PORT" "$MOTO_IAM_PORT" "$LAMBDA_SQL_PORT"; do
   case "$port" in ''|*[!0-9]*) echo "aws-local: bad port '$port'" >&2; exit 2 ;; esac
   [ "$port" -ge 1 ] && [ "$port" -le 65535 ] || { echo "aws-local: bad port '$port'" >&2; exit 2; }
 done
 MOTO_URL="http://127.0.0.1:$MOTO_PORT"
 LAMBDA_URL="http://127.0.0.1:$LAMBDA_PORT"
 MOTO_IAM_URL="http://127.0.0.1:$MOTO_IAM_PORT"
+LAMBDA_SQL_URL="http://127.0.0.1:$LAMBDA_SQL_PORT"
 
 # The process group a pid file names, if it still runs the command we started there.
 running() { # name pattern
@@ -50,6 +55,7 @@ moto_iam_up() { curl -fs -o /dev/null --max-time 2 "$MOTO_IAM_URL/moto-api/"; }
 port_taken() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 # cargo lambda watch accepts connections (a TCP connect: an HTTP probe would log an error).
 lambda_up() { port_taken "$LAMBDA_PORT"; }
+lambda_sql_up() { port_taken "$LAMBDA_SQL_PORT"; }
 
 # Stop a process group: TERM, then KILL after 10 s.
 stop_one() { # name pattern
@@ -74,7 +80,7 @@ refuse() { # message: nothing to show in the logs
 
 fail_start() { # message
   echo "aws-local: $1" >&2
-  for log in "$STATE/moto.log" "$STATE/moto-iam.log" "$STATE/lambda.log"; do
+  for log in "$STATE/moto.log" "$STATE/moto-iam.log" "$STATE/lambda.log" "$STATE/lambda-sql.log"; do
     [ -s "$log" ] || continue
     echo "--- last lines of $log" >&2
     tail -n 20 "$log" >&2
@@ -82,6 +88,29 @@ fail_start() { # message
   echo "aws-local: logs: $STATE/moto.log, $STATE/lambda.log" >&2
   "$0" stop >/dev/null 2>&1 || true
   exit 1
+}
+
+# Start `cargo lambda watch` as NAME on PORT serving the catalog TEMPLATES (extra
+# --env-var options after it), unless it runs already.
+start_watch() { # name port port-variable templates [--env-var VAR=value]...
+  local name=$1 port=$2 variable=$3 templates=$4
+  shift 4
+  if running "$name" "lambda watch" >/dev/null; then
+    echo "aws-local: $name (cargo lambda watch) already running"
+    return
+  fi
+  port_taken "$port" && refuse "port $port is taken by another process ($variable)"
+  local reload=(--ignore-changes)
+  [ "${SWITCHYARD_LAMBDA_RELOAD:-0}" = 1 ] && reload=()
+  # From the repository root, so it serves the workspace's binaries.
+  setsid cargo lambda watch \
+    --invoke-address 127.0.0.1 --invoke-port "$port" \
+    "${reload[@]}" \
+    --env-var "SWITCHYARD_TEMPLATES=$templates" \
+    --env-var "RUST_LOG=${RUST_LOG:-info}" \
+    "$@" \
+    >"$STATE/$name.log" 2>&1 </dev/null &
+  echo $! >"$STATE/$name.pid"
 }
 
 start() {
@@ -113,36 +142,29 @@ start() {
     echo $! >"$STATE/moto-iam.pid"
   fi
 
-  if running lambda "lambda watch" >/dev/null; then
-    echo "aws-local: cargo lambda watch already running"
-  else
-    port_taken "$LAMBDA_PORT" && refuse "port $LAMBDA_PORT is taken by another process (SWITCHYARD_LAMBDA_PORT)"
-    local reload=(--ignore-changes)
-    [ "${SWITCHYARD_LAMBDA_RELOAD:-0}" = 1 ] && reload=()
-    # From the repository root, so it serves the workspace's binaries.
-    setsid cargo lambda watch \
-      --invoke-address 127.0.0.1 --invoke-port "$LAMBDA_PORT" \
-      "${reload[@]}" \
-      --env-var "SWITCHYARD_TEMPLATES=$ROOT/templates/demo" \
-      --env-var "RUST_LOG=${RUST_LOG:-info}" \
-      >"$STATE/lambda.log" 2>&1 </dev/null &
-    echo $! >"$STATE/lambda.pid"
-  fi
+  start_watch lambda "$LAMBDA_PORT" SWITCHYARD_LAMBDA_PORT "$ROOT/templates/demo"
+  local sql_env=()
+  [ -n "${SWITCHYARD_TEST_MYSQL_URL:-}" ] &&
+    sql_env=(--env-var "SWITCHYARD_TEST_MYSQL_URL=$SWITCHYARD_TEST_MYSQL_URL")
+  start_watch lambda-sql "$LAMBDA_SQL_PORT" SWITCHYARD_LAMBDA_SQL_PORT \
+    "$ROOT/tests/data/catalogs/mariadb" "${sql_env[@]}"
 
   local deadline=$((SECONDS + TIMEOUT))
-  until moto_up && moto_iam_up && lambda_up; do
+  until moto_up && moto_iam_up && lambda_up && lambda_sql_up; do
     alive moto || fail_start "moto_server exited"
     alive moto-iam || fail_start "moto_server (IAM enforced) exited"
     alive lambda || fail_start "cargo lambda watch exited"
+    alive lambda-sql || fail_start "the second cargo lambda watch exited"
     [ "$SECONDS" -lt "$deadline" ] || fail_start "not answering after ${TIMEOUT}s (SWITCHYARD_AWS_LOCAL_TIMEOUT)"
     sleep 0.5
   done
-  echo "aws-local: moto on $MOTO_URL, moto enforcing IAM on $MOTO_IAM_URL, cargo lambda watch on $LAMBDA_URL (logs in $STATE)"
+  echo "aws-local: moto on $MOTO_URL, moto enforcing IAM on $MOTO_IAM_URL, cargo lambda watch on $LAMBDA_URL and $LAMBDA_SQL_URL (logs in $STATE)"
 }
 
 case "${1:-}" in
   start) start ;;
   stop)
+    stop_one lambda-sql "lambda watch"
     stop_one lambda "lambda watch"
     stop_one moto-iam moto_server
     stop_one moto moto_server
@@ -153,6 +175,7 @@ case "${1:-}" in
     if running moto moto_server >/dev/null && moto_up; then echo "moto: $MOTO_URL"; else echo "moto: down"; up=1; fi
     if running moto-iam moto_server >/dev/null && moto_iam_up; then echo "moto (IAM enforced): $MOTO_IAM_URL"; else echo "moto (IAM enforced): down"; up=1; fi
     if running lambda "lambda watch" >/dev/null && lambda_up; then echo "lambda: $LAMBDA_URL"; else echo "lambda: down"; up=1; fi
+    if running lambda-sql "lambda watch" >/dev/null && lambda_sql_up; then echo "lambda (MariaDB catalog): $LAMBDA_SQL_URL"; else echo "lambda (MariaDB catalog): down"; up=1; fi
     exit "$up"
     ;;
   env)
@@ -166,6 +189,7 @@ export AWS_DEFAULT_REGION=us-east-1
 export SWITCHYARD_TEST_MOTO_URL=$MOTO_URL
 export SWITCHYARD_TEST_LAMBDA_URL=$LAMBDA_URL
 export SWITCHYARD_TEST_MOTO_IAM_URL=$MOTO_IAM_URL
+export SWITCHYARD_TEST_LAMBDA_SQL_URL=$LAMBDA_SQL_URL
 EOF
     ;;
   *)

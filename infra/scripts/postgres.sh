@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # A throwaway PostgreSQL for the tests, on 127.0.0.1 only:
-#   postgres.sh start   install (Debian's packages) if needed, init, start, load the EV sample
+#   postgres.sh install install from Debian's packages if missing (test.sh: while it compiles)
+#   postgres.sh start   install if needed, init, start, load the EV sample
 #   postgres.sh stop    stop it and delete its data
 # It listens on $SWITCHYARD_PG_PORT (default 55432); the URL of the loaded database is
 # postgres://postgres@127.0.0.1:$SWITCHYARD_PG_PORT/ev
@@ -11,12 +12,19 @@ DATA="/tmp/switchyard-pg-$PORT"
 
 bin_dir() { ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1; }
 
+install() {
+  if [ -z "$(bin_dir)" ]; then
+    echo "postgres: installing from Debian's packages"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
+  fi
+}
+
 case "${1:-}" in
+  install)
+    install
+    ;;
   start)
-    if [ -z "$(bin_dir)" ]; then
-      echo "postgres: installing from Debian's packages"
-      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
-    fi
+    install
     BIN="$(bin_dir)"
     as_postgres() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
     if [ -f "$DATA/postmaster.pid" ]; then
@@ -42,7 +50,7 @@ case "${1:-}" in
     echo "postgres: stopped"
     ;;
   *)
-    echo "usage: $0 start|stop" >&2
+    echo "usage: $0 install|start|stop" >&2
     exit 2
     ;;
 esac

@@ -22,9 +22,9 @@
 #   5. `sam local start-api` on 127.0.0.1 (warm containers) answers /v1/health,
 #      /v1/route, /v1/query and /v1/openapi.json, checked against openapi.json
 #      (sam_api_check.py).
-# Environment: SAM_LOCAL_PORT (default 3300) for start-api; SWITCHYARD_CACHE_DIR as for
-# every script. Needs docker, the AWS tools (aws-tools.sh) and the CLI built
-# (cargo build --workspace --bins).
+# Environment: SAM_LOCAL_PORT (default 3300) for start-api; SWITCHYARD_BIN, the CLI
+# (default target/debug/switchyard); SWITCHYARD_CACHE_DIR as for every script. Needs
+# docker, the AWS tools (aws-tools.sh) and the CLI built (cargo build --workspace --bins).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . infra/scripts/venv.sh
@@ -51,7 +51,8 @@ step_done() { say "   ($1 took $(($(date +%s) - step_start)) s)"; }
 command -v docker >/dev/null 2>&1 || fail "docker not found"
 docker info >/dev/null 2>&1 || fail "the Docker Engine does not answer"
 command -v sam >/dev/null 2>&1 || fail "sam not found: run ./infra/scripts/aws-tools.sh"
-[ -x target/debug/switchyard ] || fail "target/debug/switchyard missing: cargo build --workspace --bins"
+BIN="${SWITCHYARD_BIN:-target/debug/switchyard}"
+[ -x "$BIN" ] || fail "$BIN missing: cargo build --workspace --bins"
 
 SERVER_PID=""
 cleanup() {
@@ -73,8 +74,10 @@ step_done "base image"
 
 step "sam build (debug, cargo-lambda with cargo)"
 ./infra/scripts/model-layer.sh >/dev/null
-# --no-cached: SAM's cache hashes the code folder, which for CodeUri . is the whole
-# workspace with its target/; cargo's own fingerprints make a rebuild cheap anyway.
+# --no-cached: SAM's cache hashes only the function's package folder, not the shared crates
+# it uses; cargo's own fingerprints make a rebuild cheap anyway. cargo-lambda builds for
+# x86_64-unknown-linux-gnu: test.sh builds everything for that target too
+# (CARGO_BUILD_TARGET), so this build finds the workspace's dependencies compiled.
 SAM_BUILD_MODE=debug CARGO_LAMBDA_COMPILER=cargo sam build --no-cached --build-dir "$BUILD" \
   >"$WORK.build.log" 2>&1 || {
   tail -n 40 "$WORK.build.log" >&2
@@ -82,11 +85,17 @@ SAM_BUILD_MODE=debug CARGO_LAMBDA_COMPILER=cargo sam build --no-cached --build-d
 }
 step_done "sam build"
 ./infra/scripts/check-glibc.sh "$BUILD/RouterFunction/bootstrap" "$BUILD/ToolsAdapterFunction/bootstrap"
+# Only the adapter function serves DuckDB: the router is built with its own features.
+grep -q duckdb_open "$BUILD/ToolsAdapterFunction/bootstrap" ||
+  fail "the adapter function does not link DuckDB"
+! grep -q duckdb_open "$BUILD/RouterFunction/bootstrap" ||
+  fail "the router function links DuckDB (built with the workspace's features?)"
+say "   router $(du -m "$BUILD/RouterFunction/bootstrap" | cut -f1) MB, adapter $(du -m "$BUILD/ToolsAdapterFunction/bootstrap" | cut -f1) MB (debug)"
 
 step "demo index for the containers"
 rm -rf "$WORK"
 mkdir -p "$WORK/index"
-./target/debug/switchyard --templates templates/demo index build --out "$WORK/index/demo.idx" 2>"$WORK/index.log" ||
+"$BIN" --templates templates/demo index build --out "$WORK/index/demo.idx" 2>"$WORK/index.log" ||
   { cat "$WORK/index.log" >&2; fail "index build"; }
 for function in RouterFunction PoliciesAdapterFunction; do
   rm -rf "$BUILD/$function/index"

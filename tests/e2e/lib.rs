@@ -10,17 +10,16 @@ pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-/// The `switchyard` binary of this build (cargo builds it before integration tests).
+/// The `switchyard` binary of this build (cargo builds it before integration tests): beside
+/// the `deps` folder this test runs from, whatever the target directory, profile or
+/// `--target`.
 pub fn switchyard_binary() -> PathBuf {
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo_root().join("target"));
-    let profile = if cfg!(debug_assertions) {
-        "debug"
-    } else {
-        "release"
-    };
-    let binary = target.join(profile).join("switchyard");
+    let test = std::env::current_exe().expect("the test binary's path");
+    let binary = test
+        .parent()
+        .and_then(Path::parent)
+        .expect("the test binary runs from <target>/<profile>/deps")
+        .join("switchyard");
     assert!(
         binary.is_file(),
         "{} is missing: build it with `cargo build -p switchyard-cli`",

@@ -202,3 +202,61 @@ fn logs_hold_neither_question_texts_nor_api_keys() {
     assert!(!logs.contains(key), "the API key is in the log:\n{logs}");
     assert!(!logs.contains(&key_hash), "the key's hash is in the log");
 }
+
+/// The demo catalog with its `ev` datasource on the MariaDB server that
+/// `./infra/scripts/mariadb.sh start` runs (URL in SWITCHYARD_TEST_MYSQL_URL; `test.sh`
+/// starts it): the same templates and examples, so the same adapted encoder.
+#[test]
+fn answers_from_mariadb_through_serve() {
+    let variable = "SWITCHYARD_TEST_MYSQL_URL";
+    assert!(
+        std::env::var_os(variable).is_some(),
+        "{variable} is not set: start the server with `./infra/scripts/mariadb.sh start` and export \
+         {variable}=mysql://root@127.0.0.1:53306/ev (./infra/scripts/test.sh does both)"
+    );
+    let demo = switchyard_e2e::repo_root().join("templates/demo");
+    let catalog = tempfile::tempdir().unwrap();
+    for entry in std::fs::read_dir(&demo).unwrap() {
+        let entry = entry.unwrap();
+        let target = catalog.path().join(entry.file_name());
+        if entry.file_name() == "ev" {
+            std::fs::create_dir(&target).unwrap();
+            std::fs::copy(
+                entry.path().join("templates.yaml"),
+                target.join("templates.yaml"),
+            )
+            .unwrap();
+            let spec = std::fs::read_to_string(entry.path().join("datasource.yaml")).unwrap();
+            let head = spec.split("connection:").next().unwrap();
+            std::fs::write(
+                target.join("datasource.yaml"),
+                format!(
+                    "{head}connection:\n  engine: mysql\n  url_env: {variable}\nlimits:\n  max_rows: 1000\n  timeout_ms: 5000\n"
+                ),
+            )
+            .unwrap();
+        } else {
+            std::os::unix::fs::symlink(entry.path(), &target).unwrap();
+        }
+    }
+    let cache = tempfile::tempdir().unwrap();
+    let templates = catalog.path().to_str().unwrap().to_owned();
+    let server = serve(cache.path(), &["--templates", templates.as_str()]);
+    for (question, template, answer) in [
+        (
+            "How many Teslas are registered in King County?",
+            "vehicles_count_by_make_in_county",
+            "40 Tesla vehicles are registered in King County.",
+        ),
+        (
+            "Ford EV registrations in Snohomish county",
+            "vehicles_count_by_make_in_county",
+            "2 Ford vehicles are registered in Snohomish County.",
+        ),
+    ] {
+        let (status, body) = server.post("/v1/query", json!({ "query": question }));
+        assert_eq!(status, 200, "{question}: {body}");
+        assert_eq!(body["metadata"]["template_id"], template, "{body}");
+        assert_eq!(body["content"], answer, "{question}: {body}");
+    }
+}

@@ -26,13 +26,14 @@ use duckdb::{AccessMode, Config, Connection};
 use serde_json::{Map, Value};
 use sqlparser::dialect::DuckDbDialect;
 use switchyard_core::rerank::BoxFuture;
-use switchyard_core::template::{Datasource, ParamType, Template};
+use switchyard_core::template::{Datasource, Template};
 
 use crate::adapter::{Adapter, Answer};
 use crate::duckdb_data::{data_of, reader, Data, TABLE_PREFIX};
 use crate::error::{AdapterError, Result};
-use crate::postgres::to_positional_in;
+use crate::placeholders::{rewrite, Style};
 use crate::sql::{self, check_read_only, Engine, SqlRows};
+use crate::values::{bound, Bound};
 
 /// A template's SQL as DuckDB runs it: `$n` placeholders and the parameter names in order.
 struct Prepared {
@@ -117,7 +118,7 @@ impl DuckdbDatasource {
                 continue;
             };
             check_read_only(&template.id, sql, Engine::Duckdb)?;
-            let (sql, names) = to_positional_in(&DuckDbDialect {}, &template.id, sql)?;
+            let (sql, names) = rewrite(&DuckDbDialect {}, Style::Numbered, &template.id, sql)?;
             connection.prepare(&sql).map_err(|e| AdapterError::Sql {
                 template: template.id.clone(),
                 message: format!("does not prepare on the datasource's data: {e}"),
@@ -157,7 +158,7 @@ impl DuckdbDatasource {
                 let sql = (template.sql_template.as_deref())
                     .ok_or_else(|| sql_error("has no sql_template".into()))?;
                 check_read_only(&template.id, sql, Engine::Duckdb)?;
-                let (sql, names) = to_positional_in(&DuckDbDialect {}, &template.id, sql)?;
+                let (sql, names) = rewrite(&DuckDbDialect {}, Style::Numbered, &template.id, sql)?;
                 written = Prepared { sql, names };
                 &written
             }
@@ -236,64 +237,21 @@ fn run(
     })
 }
 
-/// A parameter's value as its declared type: DuckDB casts a text value where a number is
-/// expected by its own rules (a `LIMIT` bound as the text `1.5` returned every row), so a
-/// value that is not of the type is refused naming the parameter, and text is checked for
-/// NUL, which DuckDB's C API would silently cut it at. Undeclared parameters (a generated
-/// query's) bind as given.
+/// A parameter's value as its declared type ([`bound`]), its text checked for NUL, which
+/// DuckDB's C API would silently cut it at.
 fn typed(template: &Template, name: &str, value: Option<&Value>) -> Result<DuckValue> {
-    let refuse = |message: String| AdapterError::Parameter {
-        name: name.to_owned(),
-        message,
-    };
-    let declared = (template.parameters.iter())
-        .find(|p| p.name == name)
-        .map(|p| p.param_type);
-    let value = match value {
-        None | Some(Value::Null) => return Ok(DuckValue::Null),
-        Some(value) => value,
-    };
-    let text = match value {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    };
-    if text.contains('\0') {
-        return Err(refuse(
-            "contains a NUL character, which DuckDB text cannot take".into(),
-        ));
-    }
-    Ok(match declared {
-        Some(ParamType::Integer) => match value {
-            Value::Number(n) if n.as_i64().is_some() => DuckValue::BigInt(n.as_i64().unwrap_or(0)),
-            _ => DuckValue::BigInt(
-                text.trim()
-                    .parse()
-                    .map_err(|_| refuse(format!("`{text}` is not an integer")))?,
-            ),
-        },
-        Some(ParamType::Number) => DuckValue::Double(
-            value
-                .as_f64()
-                .or_else(|| text.trim().parse().ok())
-                .filter(|f: &f64| f.is_finite())
-                .ok_or_else(|| refuse(format!("`{text}` is not a number")))?,
-        ),
-        Some(ParamType::Boolean) => match value {
-            Value::Bool(b) => DuckValue::Boolean(*b),
-            _ => match text.trim().to_ascii_lowercase().as_str() {
-                "true" => DuckValue::Boolean(true),
-                "false" => DuckValue::Boolean(false),
-                _ => return Err(refuse(format!("`{text}` is not true or false"))),
-            },
-        },
-        _ => match value {
-            Value::Bool(b) => DuckValue::Boolean(*b),
-            Value::Number(n) if declared.is_none() => match n.as_i64() {
-                Some(i) => DuckValue::BigInt(i),
-                None => DuckValue::Double(n.as_f64().unwrap_or(0.0)),
-            },
-            _ => DuckValue::Text(text),
-        },
+    Ok(match bound(template, name, value)? {
+        Bound::Null => DuckValue::Null,
+        Bound::Integer(i) => DuckValue::BigInt(i),
+        Bound::Float(f) => DuckValue::Double(f),
+        Bound::Boolean(b) => DuckValue::Boolean(b),
+        Bound::Text(text) if text.contains('\0') => {
+            return Err(AdapterError::Parameter {
+                name: name.to_owned(),
+                message: "contains a NUL character, which DuckDB text cannot take".into(),
+            })
+        }
+        Bound::Text(text) => DuckValue::Text(text),
     })
 }
 

@@ -12,12 +12,15 @@ pub mod error;
 pub mod http;
 pub mod llm;
 pub mod local;
+pub mod mysql;
+pub mod placeholders;
 pub mod postgres;
 pub mod registry;
 pub mod render;
 pub mod schema;
 pub mod sql;
 pub mod tools;
+pub mod values;
 
 pub use adapter::{Adapter, AdapterFactory};
 pub use error::{AdapterError, Result};

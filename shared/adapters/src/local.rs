@@ -226,6 +226,7 @@ impl LocalAdapters {
             crate::sql::Engine::Sqlite => "SQLite",
             crate::sql::Engine::Postgres => "PostgreSQL",
             crate::sql::Engine::Duckdb => "DuckDB",
+            crate::sql::Engine::Mysql => "MySQL",
         };
         let sql = match llm
             .assistant

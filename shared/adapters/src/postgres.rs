@@ -6,15 +6,11 @@
 //! The connection string comes from the environment variable named by
 //! `connection.url_env`, never from the template files.
 
-use std::ops::ControlFlow;
 use std::time::Duration;
 
 use chrono::NaiveDate;
 use serde_json::{Map, Value};
-use sqlparser::ast::{visit_expressions, Expr, Value as SqlLiteral};
-use sqlparser::dialect::{Dialect, PostgreSqlDialect};
-use sqlparser::parser::Parser;
-use sqlparser::tokenizer::{Location, Token, TokenWithSpan, Tokenizer};
+use sqlparser::dialect::PostgreSqlDialect;
 use switchyard_core::rerank::BoxFuture;
 use switchyard_core::template::{Datasource, Template};
 use tokio::sync::Mutex;
@@ -23,104 +19,13 @@ use tokio_postgres::{Client, NoTls, Row};
 
 use crate::adapter::{Adapter, Answer};
 use crate::error::{AdapterError, Result};
-use crate::sql::{self, check_read_only, Engine, SqlRows};
+use crate::placeholders::{self, Style};
+use crate::sql::{self, check_read_only, connection_url, Engine, SqlRows};
 
 /// Rewrite `:name` placeholders to `$1, $2, …`; returns the SQL and the names in order.
-///
-/// Only the placeholders' own text changes: everything else reaches the server exactly as
-/// written, so the server reads the statement the read-only check read. (Printing the
-/// syntax tree back is not faithful: sqlparser prints a quote that follows a backslash in a
-/// string without doubling it, and the server, for which `\` is an ordinary character,
-/// ends the string there: the one string `'\'' OR 1=1 --'` went out as `'\' OR 1=1 --'`.)
+/// Only the placeholders' own text changes (see [`crate::placeholders`]).
 pub fn to_positional(template_id: &str, sql: &str) -> Result<(String, Vec<String>)> {
-    to_positional_in(&PostgreSqlDialect {}, template_id, sql)
-}
-
-/// [`to_positional`] reading the SQL in `dialect` (DuckDB takes `$n` too).
-pub fn to_positional_in(
-    dialect: &dyn Dialect,
-    template_id: &str,
-    sql: &str,
-) -> Result<(String, Vec<String>)> {
-    let fail = |message: String| AdapterError::Sql {
-        template: template_id.to_owned(),
-        message,
-    };
-    let tokens = Tokenizer::new(dialect, sql)
-        .tokenize_with_location()
-        .map_err(|e| fail(format!("sql_template does not parse: {e}")))?;
-    let statements = Parser::new(dialect)
-        .with_tokens_with_locations(tokens.clone())
-        .parse_statements()
-        .map_err(|e| fail(format!("sql_template does not parse: {e}")))?;
-    // Where the parser read a `:name` placeholder: the location of its colon.
-    let mut colons: Vec<Location> = Vec::new();
-    let _ = visit_expressions(&statements, |expr| {
-        if let Expr::Value(literal) = expr {
-            if let SqlLiteral::Placeholder(placeholder) = &literal.value {
-                if placeholder.starts_with(':') {
-                    colons.push(literal.span.start);
-                }
-            }
-        }
-        ControlFlow::<()>::Continue(())
-    });
-    let mut names: Vec<String> = Vec::new();
-    let mut rewritten = String::with_capacity(sql.len());
-    let mut copied = 0;
-    let mut found = 0;
-    for (i, token) in tokens.iter().enumerate() {
-        if token.token != Token::Colon || !colons.contains(&token.span.start) {
-            continue;
-        }
-        let word = tokens[i + 1..]
-            .iter()
-            .find(|t| !matches!(t.token, Token::Whitespace(_)));
-        let (
-            Some(TokenWithSpan {
-                token: Token::Word(word),
-                span,
-            }),
-            Some(from),
-        ) = (word, byte_offset(sql, token.span.start))
-        else {
-            return Err(fail("a placeholder could not be located in the SQL".into()));
-        };
-        let to = byte_offset(sql, span.end)
-            .ok_or_else(|| fail("a placeholder could not be located in the SQL".into()))?;
-        let position = match names.iter().position(|n| *n == word.value) {
-            Some(i) => i + 1,
-            None => {
-                names.push(word.value.clone());
-                names.len()
-            }
-        };
-        rewritten.push_str(&sql[copied..from]);
-        rewritten.push_str(&format!("${position}"));
-        copied = to;
-        found += 1;
-    }
-    if found != colons.len() {
-        return Err(fail("a placeholder could not be located in the SQL".into()));
-    }
-    rewritten.push_str(&sql[copied..]);
-    Ok((rewritten, names))
-}
-
-/// The byte offset of a tokenizer location (1-based line and column, in characters).
-fn byte_offset(sql: &str, at: Location) -> Option<usize> {
-    let (mut line, mut column) = (1, 1);
-    for (offset, ch) in sql.char_indices() {
-        if (line, column) == (at.line, at.column) {
-            return Some(offset);
-        }
-        if ch == '\n' {
-            (line, column) = (line + 1, 1);
-        } else {
-            column += 1;
-        }
-    }
-    ((line, column) == (at.line, at.column)).then_some(sql.len())
+    placeholders::rewrite(&PostgreSqlDialect {}, Style::Numbered, template_id, sql)
 }
 
 pub struct PostgresDatasource {
@@ -143,14 +48,7 @@ impl PostgresDatasource {
                 check_read_only(&template.id, sql, Engine::Postgres)?;
             }
         }
-        let variable = datasource.spec.connection.get("url_env").ok_or_else(|| {
-            fail("connection.url_env must name the variable holding the PostgreSQL URL".into())
-        })?;
-        let url = std::env::var(variable).map_err(|_| {
-            fail(format!(
-                "connection.url_env: the variable {variable} is not set"
-            ))
-        })?;
+        let (variable, url) = connection_url(datasource, "PostgreSQL")?;
         let (client, connection) = tokio_postgres::connect(&url, NoTls)
             .await
             // The URL may hold a password: name the variable, not its value.

@@ -15,6 +15,7 @@ use switchyard_core::template::{Datasource, DatasourceKind, Template};
 use crate::adapter::{Adapter, AdapterFactory, Answer};
 use crate::error::Result;
 use crate::http::HttpDatasource;
+use crate::mysql::MysqlDatasource;
 use crate::postgres::PostgresDatasource;
 use crate::sql::{self, Engine, SqliteDatasource};
 use crate::tools::ToolsAdapter;
@@ -83,8 +84,8 @@ impl Adapter for IntentAdapter {
 }
 
 /// `sql` datasources: SQLite (from a file or seed script in the datasource's folder),
-/// DuckDB (a database file or CSV/Parquet files in its folder) or PostgreSQL (through the
-/// URL in the variable `connection.url_env` names).
+/// DuckDB (a database file or CSV files in its folder), or PostgreSQL, MySQL and MariaDB
+/// (through the URL in the variable `connection.url_env` names).
 struct SqlFactory;
 
 impl AdapterFactory for SqlFactory {
@@ -99,7 +100,8 @@ impl AdapterFactory for SqlFactory {
     ) -> BoxFuture<'a, Result<Option<Box<dyn Adapter>>>> {
         Box::pin(async move {
             let name = datasource.name();
-            Ok(match Engine::of(datasource)? {
+            let engine = Engine::of(datasource)?;
+            Ok(match engine {
                 Engine::Sqlite => {
                     let folder = templates_dir.map(|root| root.join(name));
                     match folder.filter(|f| f.is_dir()) {
@@ -114,17 +116,19 @@ impl AdapterFactory for SqlFactory {
                         None => None,
                     }
                 }
-                Engine::Postgres => {
+                Engine::Postgres | Engine::Mysql => {
                     let configured = datasource
                         .spec
                         .connection
                         .get("url_env")
                         .is_some_and(|variable| std::env::var_os(variable).is_some());
-                    if configured {
+                    if !configured {
+                        tracing::warn!(datasource = %name, "database URL variable (connection.url_env) not set; datasource unavailable");
+                        None
+                    } else if engine == Engine::Postgres {
                         Some(boxed(PostgresDatasource::connect(datasource).await?))
                     } else {
-                        tracing::warn!(datasource = %name, "PostgreSQL URL variable not set; datasource unavailable");
-                        None
+                        Some(boxed(MysqlDatasource::connect(datasource).await?))
                     }
                 }
             })

@@ -14,9 +14,9 @@ use rusqlite::types::{Value as SqlValue, ValueRef};
 use rusqlite::{Connection, OpenFlags};
 use serde_json::{json, Map, Value};
 use sqlparser::ast::{Expr, ObjectName, Query, SetExpr, Statement, TableFactor, Visit, Visitor};
-use sqlparser::dialect::{Dialect, DuckDbDialect, PostgreSqlDialect, SQLiteDialect};
+use sqlparser::dialect::{Dialect, DuckDbDialect, MySqlDialect, PostgreSqlDialect, SQLiteDialect};
 use sqlparser::parser::{Parser, ParserError};
-use sqlparser::tokenizer::{Token, Tokenizer};
+use sqlparser::tokenizer::{Token, Tokenizer, Whitespace};
 use switchyard_core::rerank::BoxFuture;
 use switchyard_core::template::{Datasource, Template};
 
@@ -30,6 +30,8 @@ pub enum Engine {
     Sqlite,
     Postgres,
     Duckdb,
+    /// MySQL or MariaDB.
+    Mysql,
 }
 
 impl Engine {
@@ -38,15 +40,37 @@ impl Engine {
             Some("sqlite") => Ok(Engine::Sqlite),
             Some("postgres" | "postgresql") => Ok(Engine::Postgres),
             Some("duckdb") => Ok(Engine::Duckdb),
+            Some("mysql" | "mariadb") => Ok(Engine::Mysql),
             other => Err(AdapterError::Datasource {
                 datasource: datasource.spec.name.clone(),
                 message: format!(
-                    "connection.engine must be `sqlite`, `postgres` or `duckdb`, found {}",
+                    "connection.engine must be `sqlite`, `postgres`, `duckdb` or `mysql`, found {}",
                     other.map_or_else(|| "nothing".to_owned(), |e| format!("`{e}`"))
                 ),
             }),
         }
     }
+}
+
+/// The URL of a server-backed datasource, from the variable `connection.url_env` names
+/// (never from the template files): the variable's name and its value. `server` names the
+/// engine in the errors.
+pub fn connection_url(datasource: &Datasource, server: &str) -> Result<(String, String)> {
+    let fail = |message: String| AdapterError::Datasource {
+        datasource: datasource.spec.name.clone(),
+        message,
+    };
+    let variable = datasource.spec.connection.get("url_env").ok_or_else(|| {
+        fail(format!(
+            "connection.url_env must name the variable holding the {server} URL"
+        ))
+    })?;
+    let url = std::env::var(variable).map_err(|_| {
+        fail(format!(
+            "connection.url_env: the variable {variable} is not set"
+        ))
+    })?;
+    Ok((variable.clone(), url))
 }
 
 /// How deeply the checked SQL may nest (sqlparser's recursion limit). sqlparser 0.55
@@ -130,6 +154,19 @@ const SIDE_EFFECT_FUNCTIONS: &[&str] = &[
     "sqlite_attach",
     "postgres_*",
     "mysql_*",
+    // MySQL and MariaDB
+    "sleep",
+    "benchmark",
+    "get_lock",
+    "release_lock",
+    "release_all_locks",
+    "load_file",
+    "master_pos_wait",
+    "source_pos_wait",
+    "master_gtid_wait",
+    "lastval",
+    "sys_exec",
+    "sys_eval",
 ];
 
 /// The name of a function with side effects, as called.
@@ -156,6 +193,7 @@ pub fn check_read_only(template_id: &str, sql: &str, engine: Engine) -> Result<(
         Engine::Sqlite => parse(&SQLiteDialect {}, sql),
         Engine::Postgres => parse(&PostgreSqlDialect {}, sql),
         Engine::Duckdb => parse(&DuckDbDialect {}, sql),
+        Engine::Mysql => parse(&MySqlDialect {}, sql),
     }
     .map_err(|e| match e {
         ParserError::RecursionLimitExceeded => refuse(format!(
@@ -198,10 +236,39 @@ fn parse(dialect: &dyn Dialect, sql: &str) -> std::result::Result<Vec<Statement>
             "longer than the {MAX_TOKENS} tokens the read-only check reads ({words})"
         )));
     }
+    if dialect.is::<MySqlDialect>() {
+        mysql_tokens(&tokens)?;
+    }
     Parser::new(dialect)
         .with_recursion_limit(MAX_NESTING)
         .with_tokens_with_locations(tokens)
         .parse_statements()
+}
+
+/// What MySQL and MariaDB read in SQL that the parser does not: the text of `/*! … */` and
+/// `/*M! … */` comments is executed by the server, not skipped, and `@v := …` assigns a
+/// session variable inside a query.
+fn mysql_tokens(
+    tokens: &[sqlparser::tokenizer::TokenWithSpan],
+) -> std::result::Result<(), ParserError> {
+    for token in tokens {
+        match &token.token {
+            Token::Whitespace(Whitespace::MultiLineComment(text))
+                if text.starts_with('!') || text.starts_with("M!") =>
+            {
+                return Err(ParserError::ParserError(
+                    "a /*! … */ comment, which MySQL runs as SQL".into(),
+                ));
+            }
+            Token::Assignment => {
+                return Err(ParserError::ParserError(
+                    "`:=` assigns a session variable".into(),
+                ));
+            }
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// Finds the first write in a syntax tree: a statement other than a query anywhere in it,

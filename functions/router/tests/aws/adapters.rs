@@ -12,7 +12,7 @@ use switchyard_core::invoker::{AdapterInvoker, AdapterRequest};
 use switchyard_core::template::Catalog;
 use switchyard_core::Error;
 
-use crate::setup::{adapter_functions, root, sdk};
+use crate::setup::{adapter_functions, endpoint, root, sdk};
 
 /// A Lambda Invoke endpoint that answers every call with `status`, `headers` and `body`
 /// after `delay`: failure injection for what a real function rarely does on demand.
@@ -133,4 +133,39 @@ async fn adapter_failures_are_named() {
     );
     let error = none.invoke(tools_request(100)).await.unwrap_err();
     assert!(matches!(error, Error::AdapterUnavailable { .. }), "{error}");
+}
+
+/// A server-backed SQL datasource through the Lambda path: the router's invoker calls the
+/// adapter function (under the second `cargo lambda watch` of `aws-local.sh`, serving
+/// tests/data/catalogs/mariadb), which queries the MariaDB server of `mariadb.sh`.
+#[tokio::test]
+async fn a_mariadb_datasource_answers_through_the_adapter_function() {
+    let url = endpoint("SWITCHYARD_TEST_LAMBDA_SQL_URL");
+    let catalog = Catalog::load(&root().join("tests/data/catalogs/mariadb")).unwrap();
+    let invoker = LambdaInvoker::new(
+        aws_sdk_lambda::Client::new(&sdk(&url).await),
+        catalog.clone(),
+        adapter_functions,
+    );
+    let request = |make: &str| -> AdapterRequest {
+        serde_json::from_value(json!({
+            "request_id": "mariadb", "datasource": "ev",
+            "template_id": "vehicles_count_by_make_in_county",
+            // The values come from the session, as a previous turn supplies them.
+            "query": "-", "session_parameters": {"make": make, "county": "King"},
+            "deadline_ms": 5000,
+            "catalog_hash": catalog.content_hash(),
+        }))
+        .unwrap()
+    };
+    let answer = invoker.invoke(request("Tesla")).await.unwrap();
+    assert_eq!(
+        answer.content, "40 Tesla vehicles are registered in King County.",
+        "{answer:?}"
+    );
+    // A hostile value is bound like any other: no rows, nothing changed.
+    let answer = invoker.invoke(request("Tesla' OR '1'='1")).await.unwrap();
+    assert_eq!(answer.data["rows"][0]["vehicle_count"], 0, "{answer:?}");
+    let answer = invoker.invoke(request("Tesla")).await.unwrap();
+    assert_eq!(answer.data["rows"][0]["vehicle_count"], 40, "{answer:?}");
 }

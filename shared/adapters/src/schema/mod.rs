@@ -19,6 +19,7 @@ use tokio_postgres::types::{FromSql as PgFromSql, ToSql};
 use tokio_postgres::Client;
 
 use crate::error::{describe, AdapterError, Result};
+use crate::mysql::MysqlDatasource;
 use crate::postgres::PostgresDatasource;
 use crate::sql::{Engine, SqliteDatasource};
 
@@ -138,14 +139,20 @@ pub async fn introspect(
             };
             introspect_duckdb_folder(datasource, &folder)
         }
-        Engine::Postgres => {
+        Engine::Postgres | Engine::Mysql => {
             let configured = (datasource.spec.connection.get("url_env"))
                 .is_some_and(|variable| std::env::var_os(variable).is_some());
             if !configured {
                 return Ok(None);
             }
-            let db = PostgresDatasource::connect(datasource).await?;
-            let tables = introspect_postgres(&*db.client().await, name).await?;
+            let tables = if Engine::of(datasource)? == Engine::Postgres {
+                let db = PostgresDatasource::connect(datasource).await?;
+                let client = db.client().await;
+                introspect_postgres(&client, name).await?
+            } else {
+                let db = MysqlDatasource::connect(datasource).await?;
+                introspect_mysql(&mut db.conn().await?, name).await?
+            };
             Ok(Some(tables))
         }
     }
@@ -550,5 +557,8 @@ fn clean(value: &str) -> String {
     words.join(" ").chars().take(VALUE_CHARS).collect()
 }
 
+mod mysql;
 #[cfg(test)]
 mod tests;
+
+pub use mysql::introspect_mysql;

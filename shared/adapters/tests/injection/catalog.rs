@@ -100,3 +100,36 @@ pub(crate) fn well_typed(template: &Template, name: &str, value: &Value, questio
         _ => value.as_str().is_some_and(|text| question.contains(text)),
     }
 }
+
+/// A server-side datasource's seed script and the name of the database seeded from it:
+/// named after the script's hash, so a changed seed gets a new database.
+pub(crate) fn seed(datasource: &Datasource) -> (String, String) {
+    let seed = datasource
+        .spec
+        .connection
+        .get("seed_sql")
+        .unwrap_or_else(|| panic!("datasource `{}` has no seed_sql", datasource.name()));
+    let script = std::fs::read_to_string(demo_root().join(datasource.name()).join(seed)).unwrap();
+    let hash = script.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+    });
+    let name = format!(
+        "switchyard_injection_{}_{:08x}",
+        datasource.name(),
+        hash as u32
+    );
+    (script, name)
+}
+
+/// `url` (one of `schemes`) with its database replaced; `None` for another scheme.
+pub(crate) fn with_database(url: &str, schemes: &[&str], database: &str) -> Option<String> {
+    let (head, query) = match url.split_once('?') {
+        Some((head, query)) => (head, format!("?{query}")),
+        None => (url, String::new()),
+    };
+    let (scheme, rest) = schemes
+        .iter()
+        .find_map(|scheme| Some((*scheme, head.strip_prefix(scheme)?)))?;
+    let authority = rest.split('/').next().unwrap_or_default();
+    Some(format!("{scheme}{authority}/{database}{query}"))
+}

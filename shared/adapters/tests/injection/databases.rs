@@ -1,11 +1,12 @@
-//! The databases the suite runs on: SQLite from the demo's files, and on the PostgreSQL
-//! server a database of its own per datasource; and what a database holds, to check that
+//! The databases the suite runs on: SQLite from the demo's files, DuckDB over its CSV files,
+//! and on the PostgreSQL and MariaDB servers a database of its own per datasource; and what a database holds, to check that
 //! no payload changed it.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use serde_json::{json, Map, Value};
+use switchyard_adapters::mysql::MysqlDatasource;
 use switchyard_adapters::postgres::PostgresDatasource;
 use switchyard_adapters::sql::{SqlRows, SqliteDatasource};
 use switchyard_adapters::{AdapterError, LocalAdapters};
@@ -29,11 +30,13 @@ pub(crate) enum Engine {
     Sqlite,
     Postgres,
     Duckdb,
+    Mariadb,
 }
 
 pub(crate) enum Db {
     Sqlite(SqliteDatasource),
     Postgres(PostgresDatasource),
+    Mariadb(MysqlDatasource),
     #[cfg(feature = "duckdb")]
     Duckdb(switchyard_adapters::duckdb::DuckdbDatasource),
 }
@@ -47,6 +50,7 @@ impl Db {
         match self {
             Db::Sqlite(db) => db.query(template, parameters, DEADLINE),
             Db::Postgres(db) => db.query(template, parameters, DEADLINE).await,
+            Db::Mariadb(db) => db.query(template, parameters, DEADLINE).await,
             #[cfg(feature = "duckdb")]
             Db::Duckdb(db) => db.query(template, parameters, DEADLINE),
         }
@@ -64,6 +68,8 @@ pub(crate) struct Opened {
 pub(crate) enum StateReader {
     /// The server's catalog and every table's rows, read on a connection of its own.
     Postgres(Client),
+    /// The server's catalog and every table's checksum, read on a pool of its own.
+    Mariadb(mysql_async::Pool),
     /// Templates reading the catalog (`sqlite_master`, DuckDB's `information_schema`) and
     /// every table; the same templates are added to the served datasource, so the request
     /// layer's own in-memory copy is read the same way.
@@ -150,6 +156,25 @@ pub(crate) async fn open(engine: Engine, datasource: &Datasource) -> Opened {
         }
         #[cfg(not(feature = "duckdb"))]
         Engine::Duckdb => unreachable!("the DuckDB suite runs with the `duckdb` feature"),
+        Engine::Mariadb => {
+            let url = crate::mariadb::provision(datasource).await;
+            let variable = format!(
+                "SWITCHYARD_INJECTION_MYSQL_URL_{}",
+                datasource.name().to_ascii_uppercase()
+            );
+            std::env::set_var(&variable, &url);
+            let mut served = datasource.clone();
+            served.spec.connection = [("engine", "mysql".to_owned()), ("url_env", variable)]
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), v))
+                .collect();
+            let db = MysqlDatasource::connect(&served).await.unwrap();
+            Opened {
+                datasource: served,
+                db: Db::Mariadb(db),
+                state: StateReader::Mariadb(mysql_async::Pool::new(url.as_str())),
+            }
+        }
         Engine::Postgres => {
             let url = provision(datasource).await;
             let variable = format!(
@@ -216,6 +241,7 @@ pub(crate) async fn state(opened: &Opened) -> Vec<(String, Value)> {
             out
         }
         StateReader::Postgres(client) => postgres_state(client).await,
+        StateReader::Mariadb(pool) => crate::mariadb::state(pool).await,
     }
 }
 
@@ -316,20 +342,7 @@ async fn provision(datasource: &Datasource) -> String {
              {URL_VARIABLE}=postgres://postgres@127.0.0.1:55432/ev (./infra/scripts/test.sh does both)"
         )
     });
-    let seed = datasource
-        .spec
-        .connection
-        .get("seed_sql")
-        .unwrap_or_else(|| panic!("datasource `{}` has no seed_sql", datasource.name()));
-    let script = std::fs::read_to_string(demo_root().join(datasource.name()).join(seed)).unwrap();
-    let hash = script.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
-    });
-    let name = format!(
-        "switchyard_injection_{}_{:08x}",
-        datasource.name(),
-        hash as u32
-    );
+    let (script, name) = crate::catalog::seed(datasource);
     let (client, connection) = tokio_postgres::connect(&base, NoTls).await.unwrap();
     let task = tokio::spawn(connection);
     let exists = client
@@ -388,14 +401,6 @@ async fn provision(datasource: &Datasource) -> String {
 
 /// `url` with its database replaced.
 fn with_database(url: &str, database: &str) -> String {
-    let (head, query) = match url.split_once('?') {
-        Some((head, query)) => (head, format!("?{query}")),
-        None => (url, String::new()),
-    };
-    let rest = head
-        .strip_prefix("postgres://")
-        .or_else(|| head.strip_prefix("postgresql://"))
-        .unwrap_or_else(|| panic!("{URL_VARIABLE} must be a postgres:// URL"));
-    let authority = rest.split('/').next().unwrap();
-    format!("postgres://{authority}/{database}{query}")
+    crate::catalog::with_database(url, &["postgres://", "postgresql://"], database)
+        .unwrap_or_else(|| panic!("{URL_VARIABLE} must be a postgres:// URL"))
 }

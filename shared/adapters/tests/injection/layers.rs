@@ -83,7 +83,10 @@ fn literal_sql(sql: &str, values: &Map<String, Value>, engine: Engine) -> Option
                     format!("CAST(X'{hex}' AS TEXT)")
                 }
                 Engine::Postgres | Engine::Duckdb => return None,
+                Engine::Mariadb => mysql_literal(s),
             },
+            // MySQL reads `\` in a string as an escape.
+            Value::String(s) if engine == Engine::Mariadb => mysql_literal(s),
             Value::String(s) => format!("'{}'", s.replace('\'', "''")),
             _ => return None,
         });
@@ -91,6 +94,15 @@ fn literal_sql(sql: &str, values: &Map<String, Value>, engine: Engine) -> Option
     }
     out.push_str(&sql[last..]);
     Some(out)
+}
+
+/// A MySQL string literal of `s`: quotes doubled, backslashes and NUL escaped.
+fn mysql_literal(s: &str) -> String {
+    let escaped = s
+        .replace('\\', "\\\\")
+        .replace('\'', "''")
+        .replace('\0', "\\0");
+    format!("'{escaped}'")
 }
 
 pub(crate) fn request(

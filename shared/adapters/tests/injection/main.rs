@@ -1,8 +1,10 @@
 //! SQL injection payloads through every parameter of every SQL template of the demo catalog
 //! (`templates/demo`: each datasource of kind `sql`, read from the files), on SQLite (the
-//! demo's engine) and on a real PostgreSQL server: `./infra/scripts/postgres.sh start`, its
-//! URL in SWITCHYARD_TEST_PG_URL (`./infra/scripts/test.sh` does both). On the server each
-//! SQL datasource gets a database of its own, seeded once from its seed script.
+//! demo's engine), on DuckDB over the demo's CSV files, and on real PostgreSQL and MariaDB
+//! servers: `./infra/scripts/postgres.sh start` and `./infra/scripts/mariadb.sh start`,
+//! their URLs in SWITCHYARD_TEST_PG_URL and SWITCHYARD_TEST_MYSQL_URL
+//! (`./infra/scripts/test.sh` does all four). On a server each SQL datasource gets a
+//! database of its own, seeded once from its seed script.
 //!
 //! Each payload goes in bare and after the honest value (`Tesla' OR '1'='1`), through three
 //! layers, each with its promise:
@@ -23,6 +25,7 @@
 mod catalog;
 mod databases;
 mod layers;
+mod mariadb;
 mod payloads;
 
 use std::time::{Duration, Instant};
@@ -55,7 +58,7 @@ async fn suite(engine: Engine) -> Tally {
                 Some(twin) => twin,
                 None => continue,
             },
-            Engine::Sqlite | Engine::Postgres => seeded(source),
+            Engine::Sqlite | Engine::Postgres | Engine::Mariadb => seeded(source),
         };
         let opened = open(engine, &source).await;
         let before = state(&opened).await;
@@ -65,7 +68,7 @@ async fn suite(engine: Engine) -> Tally {
         let templates_dir = demo_root();
         let adapters = LocalAdapters::open(
             served,
-            (engine != Engine::Postgres).then_some(templates_dir.as_path()),
+            matches!(engine, Engine::Sqlite | Engine::Duckdb).then_some(templates_dir.as_path()),
         )
         .await
         .unwrap();
@@ -224,6 +227,12 @@ async fn payloads_through_every_sql_parameter_on_duckdb() {
 #[tokio::test]
 async fn payloads_through_every_sql_parameter_on_postgres() {
     let tally = suite(Engine::Postgres).await;
+    assert!(tally.0.get("request/refused").copied().unwrap_or(0) > 0);
+}
+
+#[tokio::test]
+async fn payloads_through_every_sql_parameter_on_mariadb() {
+    let tally = suite(Engine::Mariadb).await;
     assert!(tally.0.get("request/refused").copied().unwrap_or(0) > 0);
 }
 
