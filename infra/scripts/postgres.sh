@@ -34,8 +34,18 @@ case "${1:-}" in
     mkdir -p "$DATA"
     [ "$(id -u)" = 0 ] && chown postgres "$DATA"
     as_postgres "$BIN/initdb" -D "$DATA" -A trust -U postgres >/dev/null
-    as_postgres "$BIN/pg_ctl" -D "$DATA" -l "$DATA/server.log" \
-      -o "-c listen_addresses=127.0.0.1 -p $PORT -k $DATA" -w start >/dev/null
+    # Right after Debian's package is installed the first start has failed once here
+    # (pg_ctl: "Examine the log output"): show the log and try once more.
+    start_server() {
+      as_postgres "$BIN/pg_ctl" -D "$DATA" -l "$DATA/server.log" \
+        -o "-c listen_addresses=127.0.0.1 -p $PORT -k $DATA" -w start >/dev/null
+    }
+    if ! start_server; then
+      echo "postgres: the first start failed; its log:" >&2
+      tail -n 20 "$DATA/server.log" >&2 || true
+      sleep 2
+      start_server
+    fi
     psql -q -h 127.0.0.1 -p "$PORT" -U postgres -c "CREATE DATABASE ev" >/dev/null
     PGOPTIONS="-c client_min_messages=warning" psql -q -h 127.0.0.1 -p "$PORT" -U postgres -d ev -v ON_ERROR_STOP=1 -f templates/demo/ev/data/ev.sql >/dev/null
     echo "postgres: postgres://postgres@127.0.0.1:$PORT/ev"
