@@ -25,7 +25,7 @@ use switchyard_core::template::{Datasource, Template};
 use crate::adapter::{Adapter, Answer};
 use crate::error::{AdapterError, Result};
 use crate::placeholders::{rewrite, Style};
-use crate::sql::{self, check_read_only, connection_url, Engine, SqlRows};
+use crate::sql::{self, check_templates, connection_url, Engine, SqlRows};
 use crate::values::{bound, Bound};
 
 /// The session's SQL mode: strict, no ANSI quotes and no NO_BACKSLASH_ESCAPES (the check
@@ -60,11 +60,7 @@ impl MysqlDatasource {
             datasource: name.clone(),
             message,
         };
-        for template in &datasource.templates {
-            if let Some(sql) = &template.sql_template {
-                check_read_only(&template.id, sql, Engine::Mysql)?;
-            }
-        }
+        check_templates(datasource, Engine::Mysql)?;
         let (variable, url) = connection_url(datasource, "MySQL")?;
         // The URL may hold a password: name the variable, never its value.
         let opts = Opts::from_url(&url).map_err(|e| {
@@ -134,8 +130,8 @@ impl MysqlDatasource {
         };
         let sql = (template.sql_template.as_deref())
             .ok_or_else(|| sql_error("has no sql_template".into()))?;
-        // A catalog template was checked at connect; a generated query is checked here.
-        check_read_only(&template.id, sql, Engine::Mysql)?;
+        // Catalog templates were checked at connect, generated queries by the dispatcher
+        // (as on PostgreSQL).
         let (sql, names) = rewrite(&MySqlDialect {}, Style::QuestionMark, &template.id, sql)?;
         let values = (names.iter())
             .map(|name| typed(template, name, parameters.get(name)))

@@ -20,7 +20,7 @@ use tokio_postgres::{Client, NoTls, Row};
 use crate::adapter::{Adapter, Answer};
 use crate::error::{AdapterError, Result};
 use crate::placeholders::{self, Style};
-use crate::sql::{self, check_read_only, connection_url, Engine, SqlRows};
+use crate::sql::{self, check_templates, connection_url, Engine, SqlRows};
 
 /// Rewrite `:name` placeholders to `$1, $2, …`; returns the SQL and the names in order.
 /// Only the placeholders' own text changes (see [`crate::placeholders`]).
@@ -43,11 +43,7 @@ impl PostgresDatasource {
             datasource: name.clone(),
             message,
         };
-        for template in &datasource.templates {
-            if let Some(sql) = &template.sql_template {
-                check_read_only(&template.id, sql, Engine::Postgres)?;
-            }
-        }
+        check_templates(datasource, Engine::Postgres)?;
         let (variable, url) = connection_url(datasource, "PostgreSQL")?;
         let (client, connection) = tokio_postgres::connect(&url, NoTls)
             .await

@@ -271,6 +271,13 @@ fn mysql_tokens(
     Ok(())
 }
 
+/// Every template of `datasource` checked with [`check_read_only`] for `engine`.
+pub fn check_templates(datasource: &Datasource, engine: Engine) -> Result<()> {
+    (datasource.templates.iter())
+        .filter_map(|t| Some((t, t.sql_template.as_deref()?)))
+        .try_for_each(|(template, sql)| check_read_only(&template.id, sql, engine))
+}
+
 /// Finds the first write in a syntax tree: a statement other than a query anywhere in it,
 /// and in every query (subqueries, CTEs and set operations included) a row lock or a
 /// `SELECT … INTO` (PostgreSQL creates the table even from `SELECT … INTO t UNION …`).
@@ -396,11 +403,7 @@ impl SqliteDatasource {
         opened
             .pragma_update(None, "query_only", true)
             .map_err(|e| fail(e.to_string()))?;
-        for template in &datasource.templates {
-            if let Some(sql) = &template.sql_template {
-                check_read_only(&template.id, sql, Engine::Sqlite)?;
-            }
-        }
+        check_templates(datasource, Engine::Sqlite)?;
         Ok(SqliteDatasource {
             name,
             connection: Mutex::new(opened),
@@ -550,12 +553,7 @@ pub fn check_datasource(datasource: &switchyard_core::template::Datasource) -> R
     if engine == Engine::Duckdb {
         crate::duckdb_data::data_of(datasource)?;
     }
-    for template in &datasource.templates {
-        if let Some(sql) = &template.sql_template {
-            check_read_only(&template.id, sql, engine)?;
-        }
-    }
-    Ok(())
+    check_templates(datasource, engine)
 }
 
 impl Adapter for SqliteDatasource {
