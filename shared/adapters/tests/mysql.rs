@@ -194,7 +194,6 @@ async fn hostile_values_are_bound_and_change_nothing() {
         "Tesla'; DROP TABLE vehicles; --",
         r"Tesla\' OR 1=1 -- ",
         "Tesla' OR '1'='1",
-        "Tesla\0",
     ] {
         let rows = db
             .query(
@@ -215,6 +214,20 @@ async fn hostile_values_are_bound_and_change_nothing() {
         .await
         .unwrap();
     assert_eq!(rows.rows[0]["vehicle_count"], 40);
+    // A NUL byte is bound like any other character; whether "Tesla\0" equals "Tesla" is the
+    // collation's answer, not the driver's: utf8mb4_unicode_ci (mariadb.sh's) ignores control
+    // characters, as Unicode's collation algorithm says; a binary one does not. Either way
+    // it is one of the two counts, never an error or more rows.
+    let rows = db
+        .query(
+            count,
+            &params(json!({"make": "Tesla\0", "county": "King"})),
+            SECOND,
+        )
+        .await
+        .unwrap();
+    let nul = &rows.rows[0]["vehicle_count"];
+    assert!(*nul == 0 || *nul == 40, "{nul:?}");
 }
 
 #[tokio::test]

@@ -1,0 +1,1 @@
+//! No code: see this crate's `Cargo.toml` for why it exists.
