@@ -12,8 +12,10 @@
 # /2015-03-31/functions/switchyard-adapter/invocations runs `switchyard-adapter` with
 # SWITCHYARD_TEMPLATES=<repo>/templates/demo and no SWITCHYARD_DATASOURCE (every
 # datasource of the catalog). A second one on $SWITCHYARD_LAMBDA_SQL_PORT (default 55503)
-# serves the catalog tests/data/catalogs/mariadb, whose `ev` is on the MariaDB server of
-# infra/scripts/mariadb.sh (SWITCHYARD_TEST_MYSQL_URL, passed on when set). It compiles a
+# serves the catalog tests/data/catalogs/servers, whose `ev` is on the MariaDB server of
+# infra/scripts/mariadb.sh (SWITCHYARD_TEST_MYSQL_URL, passed on when set) and whose
+# `rust_docs` fetches pages from the web server a test starts on
+# $SWITCHYARD_TEST_WEB_PORT (default 55504; SWITCHYARD_TEST_WEB_URL). It compiles a
 # binary on its first invoke (a debug build), and does not rebuild on source changes
 # unless SWITCHYARD_LAMBDA_RELOAD=1.
 # State and logs: /tmp/switchyard-aws-local/ (moto.log, lambda.log, *.pid).
@@ -27,9 +29,10 @@ MOTO_PORT="${SWITCHYARD_MOTO_PORT:-55500}"
 LAMBDA_PORT="${SWITCHYARD_LAMBDA_PORT:-55501}"
 MOTO_IAM_PORT="${SWITCHYARD_MOTO_IAM_PORT:-55502}"
 LAMBDA_SQL_PORT="${SWITCHYARD_LAMBDA_SQL_PORT:-55503}"
+WEB_PORT="${SWITCHYARD_TEST_WEB_PORT:-55504}"
 STATE="/tmp/switchyard-aws-local"
 TIMEOUT="${SWITCHYARD_AWS_LOCAL_TIMEOUT:-60}"
-for port in "$MOTO_PORT" "$LAMBDA_PORT" "$MOTO_IAM_PORT" "$LAMBDA_SQL_PORT"; do
+for port in "$MOTO_PORT" "$LAMBDA_PORT" "$MOTO_IAM_PORT" "$LAMBDA_SQL_PORT" "$WEB_PORT"; do
   case "$port" in ''|*[!0-9]*) echo "aws-local: bad port '$port'" >&2; exit 2 ;; esac
   [ "$port" -ge 1 ] && [ "$port" -le 65535 ] || { echo "aws-local: bad port '$port'" >&2; exit 2; }
 done
@@ -37,6 +40,8 @@ MOTO_URL="http://127.0.0.1:$MOTO_PORT"
 LAMBDA_URL="http://127.0.0.1:$LAMBDA_PORT"
 MOTO_IAM_URL="http://127.0.0.1:$MOTO_IAM_PORT"
 LAMBDA_SQL_URL="http://127.0.0.1:$LAMBDA_SQL_PORT"
+# Served by the test that needs it, not by this script: the adapter only needs its address.
+WEB_URL="http://127.0.0.1:$WEB_PORT"
 
 # The process group a pid file names, if it still runs the command we started there.
 running() { # name pattern
@@ -143,11 +148,11 @@ start() {
   fi
 
   start_watch lambda "$LAMBDA_PORT" SWITCHYARD_LAMBDA_PORT "$ROOT/templates/demo"
-  local sql_env=()
+  local sql_env=(--env-var "SWITCHYARD_TEST_WEB_URL=$WEB_URL")
   [ -n "${SWITCHYARD_TEST_MYSQL_URL:-}" ] &&
-    sql_env=(--env-var "SWITCHYARD_TEST_MYSQL_URL=$SWITCHYARD_TEST_MYSQL_URL")
+    sql_env+=(--env-var "SWITCHYARD_TEST_MYSQL_URL=$SWITCHYARD_TEST_MYSQL_URL")
   start_watch lambda-sql "$LAMBDA_SQL_PORT" SWITCHYARD_LAMBDA_SQL_PORT \
-    "$ROOT/tests/data/catalogs/mariadb" "${sql_env[@]}"
+    "$ROOT/tests/data/catalogs/servers" "${sql_env[@]}"
 
   local deadline=$((SECONDS + TIMEOUT))
   until moto_up && moto_iam_up && lambda_up && lambda_sql_up; do
@@ -175,7 +180,7 @@ case "${1:-}" in
     if running moto moto_server >/dev/null && moto_up; then echo "moto: $MOTO_URL"; else echo "moto: down"; up=1; fi
     if running moto-iam moto_server >/dev/null && moto_iam_up; then echo "moto (IAM enforced): $MOTO_IAM_URL"; else echo "moto (IAM enforced): down"; up=1; fi
     if running lambda "lambda watch" >/dev/null && lambda_up; then echo "lambda: $LAMBDA_URL"; else echo "lambda: down"; up=1; fi
-    if running lambda-sql "lambda watch" >/dev/null && lambda_sql_up; then echo "lambda (MariaDB catalog): $LAMBDA_SQL_URL"; else echo "lambda (MariaDB catalog): down"; up=1; fi
+    if running lambda-sql "lambda watch" >/dev/null && lambda_sql_up; then echo "lambda (servers catalog): $LAMBDA_SQL_URL"; else echo "lambda (servers catalog): down"; up=1; fi
     exit "$up"
     ;;
   env)
@@ -190,6 +195,7 @@ export SWITCHYARD_TEST_MOTO_URL=$MOTO_URL
 export SWITCHYARD_TEST_LAMBDA_URL=$LAMBDA_URL
 export SWITCHYARD_TEST_MOTO_IAM_URL=$MOTO_IAM_URL
 export SWITCHYARD_TEST_LAMBDA_SQL_URL=$LAMBDA_SQL_URL
+export SWITCHYARD_TEST_WEB_URL=$WEB_URL
 EOF
     ;;
   *)

@@ -96,7 +96,8 @@ if ! canary 'fn main() { println!("{}", std::env::args().count()); }' ||
   echo "test.sh: FAILED: clippy-driver (${RUSTC_WORKSPACE_WRAPPER:-not found}) does not lint with CLIPPY_ARGS; use cargo clippy --workspace --all-targets -- -D warnings" >&2
   exit 1
 fi
-cargo test --workspace --all-targets --no-run
+# --timings: target/cargo-timings/ says where the compile time went.
+cargo test --workspace --all-targets --no-run --timings
 # The tests run binaries (the CLI; the adapter under cargo lambda watch).
 cargo build --workspace --bins
 

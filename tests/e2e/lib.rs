@@ -146,7 +146,9 @@ pub fn serve_base<S: AsRef<OsStr>>(cache: &Path, options: &[S]) -> Server {
     serve_command(switchyard_base(cache), options, Stdio::inherit(), "warn")
 }
 
-fn serve_command<S: AsRef<OsStr>>(
+/// `<command> <options> serve --port 0`, for a [`switchyard`] command given more
+/// environment; logs at `level` to `logs`.
+pub fn serve_command<S: AsRef<OsStr>>(
     mut command: Command,
     options: &[S],
     logs: Stdio,

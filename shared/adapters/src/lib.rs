@@ -21,6 +21,7 @@ pub mod schema;
 pub mod sql;
 pub mod tools;
 pub mod values;
+pub mod web;
 
 pub use adapter::{Adapter, AdapterFactory};
 pub use error::{AdapterError, Result};

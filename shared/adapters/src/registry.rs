@@ -19,6 +19,7 @@ use crate::mysql::MysqlDatasource;
 use crate::postgres::PostgresDatasource;
 use crate::sql::{self, Engine, SqliteDatasource};
 use crate::tools::ToolsAdapter;
+use crate::web::WebDatasource;
 
 /// The factory of a datasource kind.
 pub fn factory(kind: DatasourceKind) -> &'static dyn AdapterFactory {
@@ -28,6 +29,7 @@ pub fn factory(kind: DatasourceKind) -> &'static dyn AdapterFactory {
         DatasourceKind::Http | DatasourceKind::Graphql => &HttpFactory,
         DatasourceKind::Tools => &ToolsFactory,
         DatasourceKind::Documents => &DocumentsFactory,
+        DatasourceKind::Web => &WebFactory,
     }
 }
 
@@ -167,6 +169,24 @@ impl AdapterFactory for HttpFactory {
         _: Option<&'a Path>,
     ) -> BoxFuture<'a, Result<Option<Box<dyn Adapter>>>> {
         let opened = HttpDatasource::open(datasource).map(|api| Some(boxed(api)));
+        Box::pin(async move { opened })
+    }
+}
+
+/// `web` datasources: pages fetched on demand (the HTTP adapter's rules) and searched.
+struct WebFactory;
+
+impl AdapterFactory for WebFactory {
+    fn check(&self, datasource: &Datasource) -> Result<()> {
+        WebDatasource::check(datasource)
+    }
+
+    fn open<'a>(
+        &'a self,
+        datasource: &'a Datasource,
+        _: Option<&'a Path>,
+    ) -> BoxFuture<'a, Result<Option<Box<dyn Adapter>>>> {
+        let opened = WebDatasource::open(datasource).map(|web| Some(boxed(web)));
         Box::pin(async move { opened })
     }
 }

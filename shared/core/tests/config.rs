@@ -253,6 +253,16 @@ fn assert_refused_naming(key: &str, value: &str, field: &str) {
     assert!(message.contains(field), "{key}={value}: {message}");
 }
 
+/// A search timeout of 0 would leave every partition out of every question.
+#[test]
+fn a_zero_search_timeout_is_refused() {
+    assert_refused_naming(
+        "SWITCHYARD__COMPOSITE_RETRIEVAL__SEARCH_TIMEOUT_MS",
+        "0",
+        "composite_retrieval.search_timeout_ms",
+    );
+}
+
 /// The source named is the one that gave the refused value, whatever came after it.
 #[test]
 fn the_layer_that_gave_the_bad_value_is_named() {

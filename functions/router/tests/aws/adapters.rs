@@ -8,7 +8,7 @@ use axum::response::IntoResponse;
 use axum::routing::post;
 use serde_json::json;
 use switchyard_aws::LambdaInvoker;
-use switchyard_core::invoker::{AdapterInvoker, AdapterRequest};
+use switchyard_core::invoker::{AdapterInvoker, AdapterRequest, AdapterStatus};
 use switchyard_core::template::Catalog;
 use switchyard_core::Error;
 
@@ -137,11 +137,11 @@ async fn adapter_failures_are_named() {
 
 /// A server-backed SQL datasource through the Lambda path: the router's invoker calls the
 /// adapter function (under the second `cargo lambda watch` of `aws-local.sh`, serving
-/// tests/data/catalogs/mariadb), which queries the MariaDB server of `mariadb.sh`.
+/// tests/data/catalogs/servers), which queries the MariaDB server of `mariadb.sh`.
 #[tokio::test]
 async fn a_mariadb_datasource_answers_through_the_adapter_function() {
     let url = endpoint("SWITCHYARD_TEST_LAMBDA_SQL_URL");
-    let catalog = Catalog::load(&root().join("tests/data/catalogs/mariadb")).unwrap();
+    let catalog = Catalog::load(&root().join("tests/data/catalogs/servers")).unwrap();
     let invoker = LambdaInvoker::new(
         aws_sdk_lambda::Client::new(&sdk(&url).await),
         catalog.clone(),
@@ -163,9 +163,67 @@ async fn a_mariadb_datasource_answers_through_the_adapter_function() {
         answer.content, "40 Tesla vehicles are registered in King County.",
         "{answer:?}"
     );
-    // A hostile value is bound like any other: no rows, nothing changed.
+    // A hostile value never reaches the server: `make` takes only its allowed values.
     let answer = invoker.invoke(request("Tesla' OR '1'='1")).await.unwrap();
-    assert_eq!(answer.data["rows"][0]["vehicle_count"], 0, "{answer:?}");
+    assert_eq!(answer.status(), AdapterStatus::Error, "{answer:?}");
+    assert!(
+        answer.error().unwrap().contains("allowed values"),
+        "{answer:?}"
+    );
     let answer = invoker.invoke(request("Tesla")).await.unwrap();
     assert_eq!(answer.data["rows"][0]["vehicle_count"], 40, "{answer:?}");
+}
+
+/// A `web` datasource through the Lambda path: the adapter function (the second `cargo
+/// lambda watch`, serving tests/data/catalogs/servers) fetches the saved pages of
+/// tests/data/web from the web server this test runs at SWITCHYARD_TEST_WEB_URL.
+#[tokio::test]
+async fn a_web_datasource_answers_through_the_adapter_function() {
+    let url = endpoint("SWITCHYARD_TEST_LAMBDA_SQL_URL");
+    let web = endpoint("SWITCHYARD_TEST_WEB_URL");
+    let address = web.trim_start_matches("http://").to_owned();
+    let pages = root().join("tests/data/web");
+    let site = axum::Router::new().route(
+        "/pages/{*path}",
+        axum::routing::get(
+            move |axum::extract::Path(path): axum::extract::Path<String>| {
+                let file = pages.join(path.replace("..", ""));
+                async move {
+                    match std::fs::read(file) {
+                        Ok(body) => ([("content-type", "text/html")], body).into_response(),
+                        Err(_) => StatusCode::NOT_FOUND.into_response(),
+                    }
+                }
+            },
+        ),
+    );
+    let listener = tokio::net::TcpListener::bind(&address)
+        .await
+        .unwrap_or_else(|e| panic!("the test's web server cannot listen on {address}: {e}"));
+    tokio::spawn(async move { axum::serve(listener, site).await.unwrap() });
+
+    let catalog = Catalog::load(&root().join("tests/data/catalogs/servers")).unwrap();
+    let invoker = LambdaInvoker::new(
+        aws_sdk_lambda::Client::new(&sdk(&url).await),
+        catalog.clone(),
+        adapter_functions,
+    );
+    let request: AdapterRequest = serde_json::from_value(json!({
+        "request_id": "web", "datasource": "rust_docs", "template_id": "rustc_book",
+        "query": "How does the jobserver limit rustc's parallel jobs?",
+        "session_parameters": {"chapter": "jobserver"},
+        "deadline_ms": 5000,
+        "catalog_hash": catalog.content_hash(),
+    }))
+    .unwrap();
+    let answer = invoker.invoke(request).await.unwrap();
+    assert_eq!(
+        answer.data["url"],
+        format!("{web}/pages/rustc/jobserver.html"),
+        "{answer:?}"
+    );
+    assert!(
+        answer.content.contains("Jobserver") && answer.content.contains("jobserver"),
+        "{answer:?}"
+    );
 }

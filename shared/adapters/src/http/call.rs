@@ -61,6 +61,60 @@ impl HttpDatasource {
         }
     }
 
+    /// The URL a template requests with `parameters`, its query included: what a `web`
+    /// datasource caches a page by.
+    pub fn page_url(&self, template: &Template, parameters: &Map<String, Value>) -> Result<Url> {
+        let request = self.prepare(template, parameters, &mut Vec::new())?;
+        let mut url = request.url;
+        if !request.query.is_empty() {
+            url.query_pairs_mut().extend_pairs(&request.query);
+        }
+        Ok(url)
+    }
+
+    /// Fetch the page a `web` template names, as any template's request is made (hosts
+    /// checked for the request and every redirect, retries, the size cap, the deadline) but
+    /// asking for HTML unless the template sets `Accept`.
+    pub async fn fetch_page(
+        &self,
+        template: &Template,
+        parameters: &Map<String, Value>,
+        deadline: Duration,
+    ) -> Result<FetchedPage> {
+        let deadline = deadline.min(self.timeout);
+        let until = Instant::now() + deadline;
+        let mut secrets = Vec::new();
+        let fetched = async {
+            let mut request = self.prepare(template, parameters, &mut secrets)?;
+            let accept_set = template
+                .headers
+                .iter()
+                .flatten()
+                .any(|(key, _)| key.eq_ignore_ascii_case("accept"));
+            if !accept_set {
+                request
+                    .headers
+                    .insert(ACCEPT, HeaderValue::from_static(PAGE_ACCEPT));
+            }
+            let (_, body, truncated, url) = self.exchange(template, &request, until).await?;
+            Ok(FetchedPage {
+                url,
+                body,
+                truncated,
+            })
+        };
+        match timeout_at(until, fetched).await {
+            Ok(outcome) => outcome.map_err(|error| redact_error(error, &secrets)),
+            Err(_) => Err(self.fail(
+                template,
+                format!(
+                    "no complete page within the deadline of {} ms",
+                    deadline.as_millis()
+                ),
+            )),
+        }
+    }
+
     async fn run(
         &self,
         template: &Template,
@@ -69,7 +123,7 @@ impl HttpDatasource {
         secrets: &mut Vec<String>,
     ) -> Result<HttpResult> {
         let request = self.prepare(template, parameters, secrets)?;
-        let (status, body, cut) = self.exchange(template, &request, until).await?;
+        let (status, body, cut, _) = self.exchange(template, &request, until).await?;
         let parsed = parse_body(&body, cut, request.graphql, self.max_response_bytes)
             .map_err(|m| self.fail(template, m))?;
         let data = if request.graphql {
@@ -99,14 +153,14 @@ impl HttpDatasource {
     }
 
     /// Send `request`, retrying 429, 5xx and connection failures when it may be sent again;
-    /// gives the successful response's status and body (cut at the size cap, and whether
-    /// it was cut).
+    /// gives the successful response's status, body (cut at the size cap, and whether it
+    /// was cut) and URL after redirects.
     async fn exchange(
         &self,
         template: &Template,
         request: &Prepared,
         until: Instant,
-    ) -> Result<(StatusCode, Vec<u8>, bool)> {
+    ) -> Result<(StatusCode, Vec<u8>, bool, Url)> {
         let mut attempt = 0;
         loop {
             tracing::debug!(
@@ -175,12 +229,13 @@ impl HttpDatasource {
                 }
                 return Err(self.fail(template, message));
             }
+            let url = response.url().clone();
             let (body, cut) = read_capped(&mut response, self.max_response_bytes)
                 .await
                 .map_err(|e| {
                     self.fail(template, format!("reading the response: {}", describe(&e)))
                 })?;
-            return Ok((status, body, cut));
+            return Ok((status, body, cut, url));
         }
     }
 
@@ -295,6 +350,17 @@ impl HttpDatasource {
         check_scheme(&url).map_err(|m| format!("endpoint_template: {m}"))?;
         Ok(url)
     }
+}
+
+/// What a `web` datasource asks a server for: a page, else text.
+const PAGE_ACCEPT: &str = "text/html,application/xhtml+xml;q=0.9,text/plain;q=0.8";
+
+/// A fetched page: its URL after redirects and its body, cut at the size cap or not.
+#[derive(Debug, Clone)]
+pub struct FetchedPage {
+    pub url: Url,
+    pub body: Vec<u8>,
+    pub truncated: bool,
 }
 
 /// One request, ready to send (and to send again on a retry).

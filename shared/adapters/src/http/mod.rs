@@ -30,6 +30,7 @@ use crate::adapter::{Adapter, Answer};
 use crate::error::{describe, AdapterError, Result};
 use crate::render::{plain_text, render};
 use call::method;
+pub use call::FetchedPage;
 use hosts::{allowed, authority, check_scheme, client, HostRule};
 use placeholders::placeholders;
 use response::Mapping;

@@ -108,7 +108,7 @@ fn check_body(template: &Template, kind: DatasourceKind) -> std::result::Result<
         }
         DatasourceKind::Documents => return Ok(()),
         DatasourceKind::Sql => (BodyKind::Sql, "sql_template"),
-        DatasourceKind::Http => (BodyKind::Http, "endpoint_template"),
+        DatasourceKind::Http | DatasourceKind::Web => (BodyKind::Http, "endpoint_template"),
         DatasourceKind::Graphql => (BodyKind::Graphql, "graphql_template"),
         DatasourceKind::Tools => (BodyKind::Function, "tool_type"),
     };

@@ -28,6 +28,8 @@ pub enum DatasourceKind {
     Graphql,
     Tools,
     Documents,
+    /// Web pages fetched on demand (`endpoint_template`), searched for the question.
+    Web,
     /// A pure intent classifier: templates have no body and nothing is executed.
     Intent,
 }
@@ -40,6 +42,7 @@ impl DatasourceKind {
             DatasourceKind::Graphql => "graphql",
             DatasourceKind::Tools => "tools",
             DatasourceKind::Documents => "documents",
+            DatasourceKind::Web => "web",
             DatasourceKind::Intent => "intent",
         }
     }

@@ -20,6 +20,8 @@ pub struct CompositeRetrieval {
     #[validate(range(min = 1, message = "must be at least 1"))]
     pub max_templates_per_source: usize,
     pub parallel_search: bool,
+    /// 0 would leave every partition's search out of every question.
+    #[validate(range(min = 1, message = "must be at least 1"))]
     pub search_timeout_ms: u64,
     #[validate(nested)]
     pub template_scoring: TemplateScoring,

@@ -1,0 +1,315 @@
+//! `web` datasources: pages fetched on demand and searched for the question.
+//!
+//! A template names a page with its `endpoint_template` (GET; placeholders fill the path,
+//! `query_params` the query). The page is fetched as the HTTP adapter makes any request:
+//! only to the `base_url` host and `allowed_hosts`, checked again on every redirect, with
+//! its retries, size cap (`connection.max_response_bytes`) and deadline. Its main text is
+//! taken by dom_smoothie (a port of Mozilla's Readability: navigation, scripts, footers and
+//! other boilerplate dropped) as Markdown, cut into chunks as a document is (headings, then
+//! windows of words) and ranked by BM25 for the question. The answer gives the best
+//! passages with the page's URL and title.
+//!
+//! Connection settings beside the HTTP adapter's: `cache_ttl_seconds` (default 300; 0 does
+//! not cache), how long a fetched page is reused by this process, and `passages` (default
+//! 3), how many passages an answer gives.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use regex::Regex;
+use serde_json::{json, Map, Value};
+use switchyard_core::config::{Config, DocumentsConfig};
+use switchyard_core::documents::chunk::{chunk_document, terms, Chunk};
+use switchyard_core::documents::Document;
+use switchyard_core::expiring::ExpiringMap;
+use switchyard_core::invoker::AdapterRequest;
+use switchyard_core::keywords::TermIndex;
+use switchyard_core::rerank::BoxFuture;
+use switchyard_core::template::{Datasource, Template};
+
+use crate::adapter::{Adapter, Answer};
+use crate::error::{AdapterError, Result};
+use crate::http::{FetchedPage, HttpDatasource};
+
+const DEFAULT_CACHE_TTL_SECONDS: i64 = 300;
+const DEFAULT_PASSAGES: usize = 3;
+/// Pages kept per process: the cache never grows with the number of distinct URLs.
+const CACHED_PAGES: usize = 64;
+/// Characters of a passage shown in the answer's text (the data has it whole).
+const PREVIEW_CHARS: usize = 400;
+
+pub struct WebDatasource {
+    name: String,
+    http: HttpDatasource,
+    pages: ExpiringMap<Arc<Page>>,
+    ttl_seconds: i64,
+    passages: usize,
+    chunking: DocumentsConfig,
+}
+
+/// A fetched page as it is searched.
+struct Page {
+    url: String,
+    title: String,
+    chunks: Vec<Chunk>,
+    terms: TermIndex,
+    truncated: bool,
+    fetched_at: i64,
+}
+
+impl WebDatasource {
+    /// The checks an index build runs: the HTTP adapter's on every template (hosts,
+    /// placeholders, headers), GET only, and the web settings.
+    pub fn check(datasource: &Datasource) -> Result<()> {
+        HttpDatasource::check(datasource)?;
+        Settings::read(datasource)?;
+        Ok(())
+    }
+
+    pub fn open(datasource: &Datasource) -> Result<WebDatasource> {
+        let settings = Settings::read(datasource)?;
+        Ok(WebDatasource {
+            name: datasource.name().to_owned(),
+            http: HttpDatasource::open(datasource)?,
+            pages: ExpiringMap::new(CACHED_PAGES),
+            ttl_seconds: settings.ttl_seconds,
+            passages: settings.passages,
+            // Pages are cut and scored as documents are by default (the embedded config).
+            chunking: Config::default().documents,
+        })
+    }
+
+    /// The page `template` names with `parameters`: from the cache while fresh, else
+    /// fetched and read. Gives whether it came from the cache.
+    async fn page(
+        &self,
+        template: &Template,
+        parameters: &Map<String, Value>,
+        deadline: Duration,
+    ) -> Result<(Arc<Page>, bool)> {
+        let key = self.http.page_url(template, parameters)?;
+        let now = unix_now();
+        if self.ttl_seconds > 0 {
+            if let Some(page) = self.pages.get(key.as_str(), now) {
+                return Ok((page, true));
+            }
+        }
+        let fetched = self.http.fetch_page(template, parameters, deadline).await?;
+        let page = Arc::new(self.read(template, fetched, now)?);
+        if self.ttl_seconds > 0 {
+            self.pages
+                .put(key.as_str(), Arc::clone(&page), now + self.ttl_seconds);
+        }
+        Ok((page, false))
+    }
+
+    /// A fetched page's main text, chunked and indexed for BM25.
+    fn read(&self, template: &Template, fetched: FetchedPage, now: i64) -> Result<Page> {
+        let url = fetched.url.to_string();
+        let html = String::from_utf8_lossy(&fetched.body);
+        let (title, text) = main_text(&html, &url).map_err(|message| AdapterError::Datasource {
+            datasource: self.name.clone(),
+            message: format!("template `{}`: the page at {url}: {message}", template.id),
+        })?;
+        let document = Document {
+            id: url.clone(),
+            title: title.clone(),
+            text,
+            summary: None,
+            questions: Vec::new(),
+            metadata: Default::default(),
+        };
+        let chunks = chunk_document(
+            &document,
+            0,
+            self.chunking.chunk_words,
+            self.chunking.overlap_words,
+        );
+        let terms = TermIndex::new(
+            chunks.iter().map(|c| {
+                terms(&format!(
+                    "{title} {} {}",
+                    c.heading.as_deref().unwrap_or(""),
+                    c.text
+                ))
+            }),
+            self.chunking.k1,
+            self.chunking.b,
+        );
+        Ok(Page {
+            url,
+            title,
+            chunks,
+            terms,
+            truncated: fetched.truncated,
+            fetched_at: now,
+        })
+    }
+}
+
+/// The web settings of `connection`, each checked.
+struct Settings {
+    ttl_seconds: i64,
+    passages: usize,
+}
+
+impl Settings {
+    fn read(datasource: &Datasource) -> Result<Settings> {
+        let fail = |message: String| AdapterError::Datasource {
+            datasource: datasource.name().to_owned(),
+            message,
+        };
+        let number = |field: &str, default: i64, least: i64| -> Result<i64> {
+            match datasource.spec.connection.get(field) {
+                None => Ok(default),
+                Some(text) => text
+                    .trim()
+                    .parse::<i64>()
+                    .ok()
+                    .filter(|n| *n >= least)
+                    .ok_or_else(|| {
+                        fail(format!(
+                            "connection.{field} must be a whole number of at least {least}, found `{text}`"
+                        ))
+                    }),
+            }
+        };
+        for template in &datasource.templates {
+            let method = template.http_method.as_deref().unwrap_or("GET").trim();
+            if !method.eq_ignore_ascii_case("GET") {
+                return Err(fail(format!(
+                    "template `{}`: http_method: a web page is fetched with GET, found `{method}`",
+                    template.id
+                )));
+            }
+            if template.body.is_some() {
+                return Err(fail(format!(
+                    "template `{}`: body: a web page is fetched with GET, which sends none",
+                    template.id
+                )));
+            }
+        }
+        Ok(Settings {
+            ttl_seconds: number("cache_ttl_seconds", DEFAULT_CACHE_TTL_SECONDS, 0)?,
+            passages: number("passages", DEFAULT_PASSAGES as i64, 1)? as usize,
+        })
+    }
+}
+
+/// The page's title and main text as Markdown (headings kept, link targets dropped), by
+/// Readability's rules.
+fn main_text(html: &str, url: &str) -> std::result::Result<(String, String), String> {
+    let config = dom_smoothie::Config {
+        text_mode: dom_smoothie::TextMode::Markdown,
+        ..Default::default()
+    };
+    let mut readability = dom_smoothie::Readability::new(html, Some(url), Some(config))
+        .map_err(|e| format!("not a readable page: {e}"))?;
+    let article = readability
+        .parse()
+        .map_err(|e| format!("no main text found: {e}"))?;
+    let text = strip_link_targets(&article.text_content);
+    if text.trim().is_empty() {
+        return Err("no main text found".into());
+    }
+    Ok((article.title.trim().to_owned(), text))
+}
+
+/// `[words](target)` → `words`, `![alt](src)` → `alt`: the targets are not the page's text.
+fn strip_link_targets(markdown: &str) -> String {
+    static LINK: std::sync::OnceLock<Regex> = std::sync::OnceLock::new();
+    let link = LINK.get_or_init(|| {
+        Regex::new(r"!?\[([^\]]*)\]\((?:[^()]|\([^()]*\))*\)").expect("a valid regex")
+    });
+    link.replace_all(markdown, "$1").into_owned()
+}
+
+fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or_default()
+}
+
+impl Adapter for WebDatasource {
+    fn execute<'a>(
+        &'a self,
+        template: &'a Template,
+        parameters: &'a Map<String, Value>,
+        request: &'a AdapterRequest,
+        deadline: Duration,
+    ) -> BoxFuture<'a, Result<Answer>> {
+        Box::pin(async move {
+            let (page, cached) = self.page(template, parameters, deadline).await?;
+            Ok(answer(&page, &request.query, self.passages, cached))
+        })
+    }
+}
+
+/// The page's best passages for `question` (BM25; the opening passage when no word of the
+/// question is on the page, said by `matched: false`).
+fn answer(page: &Page, question: &str, passages: usize, cached: bool) -> Answer {
+    let scores = page.terms.scores(&terms(question));
+    let mut ranked: Vec<usize> = (0..page.chunks.len())
+        .filter(|&i| scores[i] > 0.0)
+        .collect();
+    ranked.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]).then(a.cmp(&b)));
+    ranked.truncate(passages);
+    let matched = !ranked.is_empty();
+    if !matched && !page.chunks.is_empty() {
+        ranked.push(0);
+    }
+    let found: Vec<Value> = ranked
+        .iter()
+        .map(|&i| {
+            json!({
+                "heading": page.chunks[i].heading,
+                "text": page.chunks[i].text,
+                "score": switchyard_core::json::decimal(scores[i]),
+            })
+        })
+        .collect();
+    let mut content = if matched {
+        format!("From \"{}\" ({}):", page.title, page.url)
+    } else {
+        format!(
+            "\"{}\" ({}) has no passage with the question's words; it opens with:",
+            page.title, page.url
+        )
+    };
+    for (n, &i) in ranked.iter().enumerate() {
+        let chunk = &page.chunks[i];
+        let mut preview: String = chunk.text.chars().take(PREVIEW_CHARS).collect();
+        if preview.len() < chunk.text.len() {
+            preview.push('…');
+        }
+        match &chunk.heading {
+            Some(heading) => content.push_str(&format!("\n{}. {heading}: {preview}", n + 1)),
+            None => content.push_str(&format!("\n{}. {preview}", n + 1)),
+        }
+    }
+    let data = json!({
+        "url": page.url,
+        "title": page.title,
+        "matched": matched,
+        "passages": found,
+        "cached": cached,
+        "fetched_at": page.fetched_at,
+        "truncated": page.truncated,
+    });
+    (content, data)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn link_targets_are_dropped_and_their_words_kept() {
+        assert_eq!(
+            strip_link_targets("See [the guide](https://x.test/a_(b)) and ![a chart](c.png)."),
+            "See the guide and a chart."
+        );
+        assert_eq!(strip_link_targets("no links"), "no links");
+    }
+}
