@@ -43,7 +43,7 @@ pub fn data_of(datasource: &Datasource) -> Result<Data> {
         }
         reader(file).ok_or_else(|| {
             fail(format!(
-                "connection.{key}: `{file}` must end in .csv (Parquet needs DuckDB's parquet extension, not built into this build)"
+                "connection.{key}: `{file}` must end in .csv or .parquet"
             ))
         })?;
         tables.insert(table.to_owned(), file.clone());
@@ -55,7 +55,7 @@ pub fn data_of(datasource: &Datasource) -> Result<Data> {
             "connection has both `database` and `table.<name>` files: name one or the other".into(),
         )),
         (None, true) => Err(fail(
-            "connection needs `database` (a DuckDB file) or `table.<name>` (a CSV file per table)"
+            "connection needs `database` (a DuckDB file) or `table.<name>` (a CSV or Parquet file per table)"
                 .into(),
         )),
     }
@@ -66,6 +66,7 @@ pub(crate) fn reader(file: &str) -> Option<&'static str> {
     let extension = Path::new(file).extension()?.to_str()?.to_ascii_lowercase();
     match extension.as_str() {
         "csv" => Some("read_csv"),
+        "parquet" => Some("read_parquet"),
         _ => None,
     }
 }

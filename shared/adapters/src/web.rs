@@ -208,20 +208,26 @@ fn main_text(html: &str, url: &str) -> std::result::Result<(String, String), Str
     let article = readability
         .parse()
         .map_err(|e| format!("no main text found: {e}"))?;
-    let text = strip_link_targets(&article.text_content);
+    let text = plain_markdown(&article.text_content);
     if text.trim().is_empty() {
         return Err("no main text found".into());
     }
     Ok((article.title.trim().to_owned(), text))
 }
 
-/// `[words](target)` → `words`, `![alt](src)` → `alt`: the targets are not the page's text.
-fn strip_link_targets(markdown: &str) -> String {
+/// Markdown as text to search and show: `[words](target)` → `words`, `![alt](src)` →
+/// `alt` (the targets are not the page's text), and `\.` → `.` (the converter escapes
+/// every character Markdown could read as syntax).
+fn plain_markdown(markdown: &str) -> String {
     static LINK: std::sync::OnceLock<Regex> = std::sync::OnceLock::new();
+    static ESCAPE: std::sync::OnceLock<Regex> = std::sync::OnceLock::new();
     let link = LINK.get_or_init(|| {
         Regex::new(r"!?\[([^\]]*)\]\((?:[^()]|\([^()]*\))*\)").expect("a valid regex")
     });
-    link.replace_all(markdown, "$1").into_owned()
+    let escape =
+        ESCAPE.get_or_init(|| Regex::new(r"\\([\\`*_{}\[\]()#+\-.!|~<>])").expect("a valid regex"));
+    let text = link.replace_all(markdown, "$1");
+    escape.replace_all(&text, "$1").into_owned()
 }
 
 fn unix_now() -> i64 {
@@ -305,11 +311,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn link_targets_are_dropped_and_their_words_kept() {
+    fn link_targets_and_escapes_are_dropped_and_the_words_kept() {
         assert_eq!(
-            strip_link_targets("See [the guide](https://x.test/a_(b)) and ![a chart](c.png)."),
+            plain_markdown("See [the guide](https://x.test/a_(b)) and ![a chart](c.png)."),
             "See the guide and a chart."
         );
-        assert_eq!(strip_link_targets("no links"), "no links");
+        assert_eq!(
+            plain_markdown(r"Rust 1\.76\.0 reads CARGO\_MAKEFLAGS \(and \[more\]\)"),
+            "Rust 1.76.0 reads CARGO_MAKEFLAGS (and [more])"
+        );
+        assert_eq!(plain_markdown("no links"), "no links");
     }
 }

@@ -270,8 +270,17 @@ fn missing_and_corrupt_files_and_unknown_columns_are_named() {
     assert!(neither.contains("connection needs `database`"), "{neither}");
     let bad_name = open(json!({"engine": "duckdb", "table.1x": "a.csv"}));
     assert!(bad_name.contains("connection.table.1x"), "{bad_name}");
-    let bad_kind = open(json!({"engine": "duckdb", "table.v": "a.parquet"}));
-    assert!(bad_kind.contains("must end in .csv"), "{bad_kind}");
+    let bad_kind = open(json!({"engine": "duckdb", "table.v": "a.json"}));
+    assert!(
+        bad_kind.contains("must end in .csv or .parquet"),
+        "{bad_kind}"
+    );
+    std::fs::write(dir.path().join("broken.parquet"), b"PAR1 but not Parquet").unwrap();
+    let corrupt = open(json!({"engine": "duckdb", "table.vehicles": "broken.parquet"}));
+    assert!(
+        corrupt.contains("connection.table.vehicles") && corrupt.contains("broken.parquet"),
+        "{corrupt}"
+    );
 
     // Same rows but a column renamed: the templates that name it fail at open.
     let csv = std::fs::read_to_string(
@@ -285,6 +294,47 @@ fn missing_and_corrupt_files_and_unknown_columns_are_named() {
         unknown.contains("does not prepare") && unknown.contains("county"),
         "{unknown}"
     );
+}
+
+/// A Parquet file (written here by DuckDB itself from the demo's CSV) is read as a table
+/// and answers as the CSV does; `read_parquet` stays refused in templates.
+#[test]
+fn a_parquet_file_answers_as_the_csv_does() {
+    let (ev, folder) = demo_ev();
+    let dir = tempfile::tempdir().unwrap();
+    let parquet = dir.path().join("vehicles.parquet");
+    duckdb::Connection::open_in_memory()
+        .unwrap()
+        .execute_batch(&format!(
+            "COPY (SELECT * FROM read_csv('{}')) TO '{}' (FORMAT parquet)",
+            folder.join("data/vehicles.csv").display(),
+            parquet.display()
+        ))
+        .unwrap();
+    let spec = on_duckdb(
+        &ev,
+        json!({"engine": "duckdb", "table.vehicles": "vehicles.parquet"}),
+    );
+    let from_parquet = DuckdbDatasource::open(&spec, dir.path()).unwrap();
+    let (from_csv, _) = ev_duckdb();
+    let count = spec
+        .templates
+        .iter()
+        .find(|t| t.id == "vehicles_count_by_make_in_county")
+        .unwrap();
+    let parameters = params(json!({"make": "Tesla", "county": "King"}));
+    let expected = from_csv.query(count, &parameters, SECOND).unwrap();
+    let got = from_parquet.query(count, &parameters, SECOND).unwrap();
+    assert_eq!(got.rows, expected.rows);
+    assert_eq!(got.rows[0]["vehicle_count"], 40);
+    let message = check_read_only(
+        "reader",
+        "SELECT * FROM read_parquet('/etc/passwd')",
+        Engine::Duckdb,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(message.contains("read_parquet"), "{message}");
 }
 
 /// A DuckDB database file is opened read-only: the file is the same afterwards.
