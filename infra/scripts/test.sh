@@ -7,7 +7,7 @@ if [ "${CI:-}" = true ]; then export CARGO_INCREMENTAL=0; fi
 # Everything is built for the host's target named explicitly, as cargo-lambda builds the
 # functions for `sam build` (x86_64-unknown-linux-gnu): one target directory,
 # target/<triple>/debug, so that build finds the workspace's crates compiled instead of
-# compiling them again (DuckDB's C++ alone takes about 16 minutes).
+# compiling them again (DuckDB's C++ alone takes 13 to 15 minutes).
 CARGO_BUILD_TARGET="$(rustc -vV | sed -n 's/^host: //p')"
 export CARGO_BUILD_TARGET
 export SWITCHYARD_BIN="$PWD/target/$CARGO_BUILD_TARGET/debug/switchyard"
