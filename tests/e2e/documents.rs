@@ -237,27 +237,15 @@ fn questions_no_template_fits_are_pointed_at_the_tables_that_could_answer() {
 
 /// An OpenAI-compatible chat server on 127.0.0.1 whose reply is `sql_for(question)`.
 fn fake_sql_model(sql_for: fn(&str) -> &'static str) -> String {
-    let (sender, receiver) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        runtime.block_on(async move {
-            let app = axum::Router::new().route(
-                "/v1/chat/completions",
-                axum::routing::post(move |axum::Json(body): axum::Json<Value>| async move {
-                    let user = body["messages"].as_array().and_then(|m| m.last()).map(|m| m["content"].to_string()).unwrap_or_default();
-                    axum::Json(json!({"choices": [{"index": 0, "finish_reason": "stop",
-                        "message": {"role": "assistant", "content": format!("```sql\n{};\n```", sql_for(&user))}}]}))
-                }),
-            );
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            sender.send(listener.local_addr().unwrap()).unwrap();
-            axum::serve(listener, app).await.unwrap();
-        });
-    });
-    format!("http://{}/v1", receiver.recv().unwrap())
+    let app = axum::Router::new().route(
+        "/v1/chat/completions",
+        axum::routing::post(move |axum::Json(body): axum::Json<Value>| async move {
+            let user = body["messages"].as_array().and_then(|m| m.last()).map(|m| m["content"].to_string()).unwrap_or_default();
+            axum::Json(json!({"choices": [{"index": 0, "finish_reason": "stop",
+                "message": {"role": "assistant", "content": format!("```sql\n{};\n```", sql_for(&user))}}]}))
+        }),
+    );
+    format!("http://{}/v1", switchyard_e2e::serve_app(app))
 }
 
 /// Off by default; on, a question no template fits is answered by a query the chat model

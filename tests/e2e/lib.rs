@@ -174,3 +174,24 @@ pub fn serve_command<S: AsRef<OsStr>>(
     assert!(base.starts_with("http://127.0.0.1:"), "{base}");
     Server { child, base }
 }
+
+/// Serve `app` on a free port of 127.0.0.1 from its own thread for the rest of the test
+/// process: the stand-in for a server the binary under test calls (a chat model, a rerank
+/// provider, a web site). Gives its address.
+pub fn serve_app(app: axum::Router) -> std::net::SocketAddr {
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime for the test server");
+        runtime.block_on(async move {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+                .await
+                .expect("a free port on 127.0.0.1");
+            sender.send(listener.local_addr().unwrap()).unwrap();
+            axum::serve(listener, app).await.unwrap();
+        });
+    });
+    receiver.recv().expect("the test server starts")
+}

@@ -175,37 +175,25 @@ fn fake_chat_model(
     use std::sync::Arc;
     let calls = Arc::new(AtomicUsize::new(0));
     let counted = calls.clone();
-    let (sender, receiver) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        runtime.block_on(async move {
-            let app = axum::Router::new().route(
-                "/v1/chat/completions",
-                axum::routing::post(move || {
-                    let counted = counted.clone();
-                    async move {
-                        counted.fetch_add(1, Ordering::SeqCst);
-                        if parts.is_empty() {
-                            return (axum::http::StatusCode::INTERNAL_SERVER_ERROR, axum::Json(json!({"error": "down"})));
-                        }
-                        let arguments = json!({ "sub_questions": parts }).to_string();
-                        let reply = json!({"choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
-                            "role": "assistant", "content": null,
-                            "tool_calls": [{"id": "c1", "type": "function",
-                                "function": {"name": "split_question", "arguments": arguments}}]}}]});
-                        (axum::http::StatusCode::OK, axum::Json(reply))
-                    }
-                }),
-            );
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            sender.send(listener.local_addr().unwrap()).unwrap();
-            axum::serve(listener, app).await.unwrap();
-        });
-    });
-    let address = receiver.recv().unwrap();
+    let app = axum::Router::new().route(
+        "/v1/chat/completions",
+        axum::routing::post(move || {
+            let counted = counted.clone();
+            async move {
+                counted.fetch_add(1, Ordering::SeqCst);
+                if parts.is_empty() {
+                    return (axum::http::StatusCode::INTERNAL_SERVER_ERROR, axum::Json(json!({"error": "down"})));
+                }
+                let arguments = json!({ "sub_questions": parts }).to_string();
+                let reply = json!({"choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+                    "role": "assistant", "content": null,
+                    "tool_calls": [{"id": "c1", "type": "function",
+                        "function": {"name": "split_question", "arguments": arguments}}]}}]});
+                (axum::http::StatusCode::OK, axum::Json(reply))
+            }
+        }),
+    );
+    let address = switchyard_e2e::serve_app(app);
     (format!("http://{address}/v1"), calls)
 }
 

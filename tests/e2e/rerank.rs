@@ -44,19 +44,10 @@ async fn rerank(State(provider): State<Arc<Provider>>, Json(body): Json<Value>) 
 fn start_provider() -> (Arc<Provider>, String) {
     let provider = Arc::new(Provider::default());
     let state = provider.clone();
-    let (sender, receiver) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let runtime = tokio::runtime::Runtime::new().unwrap();
-        runtime.block_on(async move {
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            sender.send(listener.local_addr().unwrap()).unwrap();
-            let app = axum::Router::new()
-                .route("/v1/rerank", post(rerank))
-                .with_state(state);
-            axum::serve(listener, app).await.unwrap();
-        });
-    });
-    let address = receiver.recv().unwrap();
+    let app = axum::Router::new()
+        .route("/v1/rerank", post(rerank))
+        .with_state(state);
+    let address = switchyard_e2e::serve_app(app);
     (provider, format!("http://{address}"))
 }
 

@@ -8,39 +8,24 @@ use axum::extract::Path;
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use serde_json::json;
-use switchyard_e2e::{repo_root, serve_command, switchyard_base};
+use switchyard_e2e::{repo_root, serve_app, serve_command, switchyard_base};
 
 /// The saved pages under /pages/ on a free port; the server lives as long as the test.
 fn site() -> String {
-    let (sender, address) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        runtime.block_on(async move {
-            let pages = repo_root().join("tests/data/web");
-            let app = axum::Router::new().route(
-                "/pages/{*path}",
-                axum::routing::get(move |Path(path): Path<String>| {
-                    let file =
-                        (!path.split('/').any(|part| part == "..")).then(|| pages.join(&path));
-                    async move {
-                        match file.map(std::fs::read) {
-                            Some(Ok(body)) => {
-                                ([("content-type", "text/html")], body).into_response()
-                            }
-                            _ => StatusCode::NOT_FOUND.into_response(),
-                        }
-                    }
-                }),
-            );
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            sender.send(listener.local_addr().unwrap()).unwrap();
-            axum::serve(listener, app).await.unwrap();
-        });
-    });
-    format!("http://{}", address.recv().unwrap())
+    let pages = repo_root().join("tests/data/web");
+    let app = axum::Router::new().route(
+        "/pages/{*path}",
+        axum::routing::get(move |Path(path): Path<String>| {
+            let file = (!path.split('/').any(|part| part == "..")).then(|| pages.join(&path));
+            async move {
+                match file.map(std::fs::read) {
+                    Some(Ok(body)) => ([("content-type", "text/html")], body).into_response(),
+                    _ => StatusCode::NOT_FOUND.into_response(),
+                }
+            }
+        }),
+    );
+    format!("http://{}", serve_app(app))
 }
 
 #[test]

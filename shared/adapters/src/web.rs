@@ -25,6 +25,7 @@ use switchyard_core::expiring::ExpiringMap;
 use switchyard_core::invoker::AdapterRequest;
 use switchyard_core::keywords::TermIndex;
 use switchyard_core::rerank::BoxFuture;
+use switchyard_core::service::unix_now;
 use switchyard_core::template::{Datasource, Template};
 
 use crate::adapter::{Adapter, Answer};
@@ -74,7 +75,8 @@ impl WebDatasource {
             pages: ExpiringMap::new(CACHED_PAGES),
             ttl_seconds: settings.ttl_seconds,
             passages: settings.passages,
-            // Pages are cut and scored as documents are by default (the embedded config).
+            // Pages are cut and scored with the documents section's embedded defaults: the
+            // factory opening an adapter has no deployment configuration to read.
             chunking: Config::default().documents,
         })
     }
@@ -228,13 +230,6 @@ fn plain_markdown(markdown: &str) -> String {
         ESCAPE.get_or_init(|| Regex::new(r"\\([\\`*_{}\[\]()#+\-.!|~<>])").expect("a valid regex"));
     let text = link.replace_all(markdown, "$1");
     escape.replace_all(&text, "$1").into_owned()
-}
-
-fn unix_now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or_default()
 }
 
 impl Adapter for WebDatasource {
