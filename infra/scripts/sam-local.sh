@@ -18,7 +18,7 @@
 #      /opt/templates/demo) instead of invoking them, and keeps sessions and caches in
 #      memory (the table variables empty). Nothing in a container talks to the host.
 #   4. `sam local invoke` of the router with events/*.json (API Gateway HTTP API v2), and
-#      of the tools, hr and policies adapters with events/adapter-*.json.
+#      of the tools, hr, ev and policies adapters with events/adapter-*.json.
 #   5. `sam local start-api` on 127.0.0.1 (warm containers) answers /v1/health,
 #      /v1/route, /v1/query and /v1/openapi.json, checked against openapi.json
 #      (sam_api_check.py).
@@ -117,6 +117,9 @@ cat >"$WORK/env.json" <<'JSON'
   "PoliciesAdapterFunction": {
     "SWITCHYARD_INDEX_BUCKET": "",
     "SWITCHYARD_INDEX": "/var/task/index/demo.idx"
+  },
+  "EvAdapterFunction": {
+    "SWITCHYARD_INDEX_BUCKET": ""
   }
 }
 JSON
@@ -173,6 +176,8 @@ invoke RouterFunction events/route.json "r['statusCode'] == 200 and 'calculator_
 invoke RouterFunction events/query-bad-json.json "r['statusCode'] == 400"
 invoke ToolsAdapterFunction events/adapter-tools.json "r['status'] == 'ok' and '30' in r['content']"
 invoke HrAdapterFunction events/adapter-hr.json "r['status'] == 'ok' and r['content'] == '14 employees work in Engineering.'"
+# DuckDB in the Lambda image, over the catalog layer's CSV (no bucket under sam local).
+invoke EvAdapterFunction events/adapter-ev.json "r['status'] == 'ok' and r['content'] == 'There are 71 registered Tesla vehicles.'"
 invoke PoliciesAdapterFunction events/adapter-policies.json "r['status'] == 'ok' and r['data']['chunks'][0]['document'] == 'car'"
 step_done "invokes"
 

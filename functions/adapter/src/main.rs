@@ -10,6 +10,7 @@
 //! `Service: adapter`).
 
 mod catalog;
+mod data;
 
 use std::path::{Path, PathBuf};
 
@@ -68,20 +69,41 @@ fn served_catalog(templates: &Path, datasource: Option<&str>) -> anyhow::Result<
 /// The catalog folder and this function's datasource, from the environment: the adapters
 /// and the hash of the catalog they come from.
 async fn load() -> anyhow::Result<(LocalAdapters, String)> {
+    let variable = |name: &str| std::env::var(name).ok();
+    let location = IndexLocation::from_env(variable);
+    let s3 = match location {
+        Some(IndexLocation::S3 { .. }) => Some(switchyard_aws::s3_client(
+            &switchyard_aws::sdk_config().await,
+        )),
+        _ => None,
+    };
+    let data_root = std::env::temp_dir().join("switchyard-data");
+    load_with(variable, location, s3, &data_root).await
+}
+
+/// [`load`] with its environment, index location, S3 client and the folder fetched data
+/// goes to given.
+async fn load_with(
+    variable: impl Fn(&str) -> Option<String>,
+    location: Option<IndexLocation>,
+    s3: Option<aws_sdk_s3::Client>,
+    data_root: &Path,
+) -> anyhow::Result<(LocalAdapters, String)> {
     let templates = PathBuf::from(
-        std::env::var_os("SWITCHYARD_TEMPLATES")
+        variable("SWITCHYARD_TEMPLATES")
             .context("SWITCHYARD_TEMPLATES must name the catalog folder")?,
     );
-    let datasource =
-        switchyard_aws::variable_set(|n| std::env::var(n).ok(), "SWITCHYARD_DATASOURCE");
+    let datasource = switchyard_aws::variable_set(&variable, "SWITCHYARD_DATASOURCE");
     let (catalog, hash) = served_catalog(&templates, datasource.as_deref())?;
     tracing::info!(catalog = catalog::short(&hash), "catalog loaded");
     switchyard_adapters::check_catalog(&catalog)?;
     let config = Config::from_env(None)?;
     let llm = LlmFeatures::from_config(&config.llm)?;
-    let documents = load_documents(&catalog).await?;
+    let documents = load_documents(&catalog, location.as_ref(), s3.as_ref()).await?;
+    let fetched =
+        data::fetch_duckdb_data(&catalog, location.as_ref(), s3.as_ref(), data_root).await?;
     let reranker = switchyard_rerank::from_config(&config.composite_retrieval.reranking)?;
-    let adapters = LocalAdapters::open(catalog, Some(&templates))
+    let adapters = LocalAdapters::open_with_files(catalog, Some(&templates), &fetched)
         .await?
         .with_documents(documents, &config, reranker)?
         .with_llm(llm);
@@ -92,7 +114,11 @@ async fn load() -> anyhow::Result<(LocalAdapters, String)> {
 /// (`SWITCHYARD_INDEX_BUCKET` and `SWITCHYARD_INDEX_PREFIX`, or the `SWITCHYARD_INDEX`
 /// file). Without either, documents datasources are unavailable; a missing or corrupt
 /// artifact stops the cold start, naming it.
-async fn load_documents(catalog: &Catalog) -> anyhow::Result<Vec<(ChunkIndex, String)>> {
+async fn load_documents(
+    catalog: &Catalog,
+    location: Option<&IndexLocation>,
+    s3: Option<&aws_sdk_s3::Client>,
+) -> anyhow::Result<Vec<(ChunkIndex, String)>> {
     let documents = catalog
         .datasources
         .iter()
@@ -100,17 +126,11 @@ async fn load_documents(catalog: &Catalog) -> anyhow::Result<Vec<(ChunkIndex, St
     if !documents {
         return Ok(Vec::new());
     }
-    let Some(location) = IndexLocation::from_env(|name| std::env::var(name).ok()) else {
+    let Some(location) = location else {
         tracing::warn!("neither SWITCHYARD_INDEX_BUCKET nor SWITCHYARD_INDEX is set: documents datasources are unavailable");
         return Ok(Vec::new());
     };
-    let s3 = match location {
-        IndexLocation::S3 { .. } => Some(switchyard_aws::s3_client(
-            &switchyard_aws::sdk_config().await,
-        )),
-        IndexLocation::File(_) => None,
-    };
-    Ok(documents_chunks(catalog, &location, s3.as_ref()).await?)
+    Ok(documents_chunks(catalog, location, s3).await?)
 }
 
 #[tokio::main]

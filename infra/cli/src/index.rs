@@ -1,6 +1,6 @@
 //! `switchyard index build|inspect|push`: write, verify and publish index artifacts.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, Result};
@@ -156,10 +156,12 @@ pub fn inspect(file: &Path) -> Result<()> {
 
 /// `index push`: publish the artifact to S3, and what `index build` wrote beside it: the
 /// chunk artifacts (documents datasources, the SQL schema) under `<prefix>/chunks/<name>`
-/// and an adapted encoder under `<prefix>/encoders/<sha256>.onnx`; print where they went.
-pub fn push(file: &Path, bucket: &str, prefix: &str) -> Result<()> {
+/// an adapted encoder under `<prefix>/encoders/<sha256>.onnx`, and the DuckDB datasources'
+/// data files under `<prefix>/data/<datasource>`; print where they went.
+pub fn push(file: &Path, templates: &Path, bucket: &str, prefix: &str) -> Result<()> {
     let bytes = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
     let index = Index::from_bytes(&bytes, &file.display().to_string())?;
+    let data = data_files(&index, templates)?;
     let mut chunks = Vec::new();
     let mut names: Vec<&str> = index
         .catalog
@@ -208,6 +210,17 @@ pub fn push(file: &Path, bucket: &str, prefix: &str) -> Result<()> {
                 .await?;
             pointers.insert("encoder".into(), serde_json::Value::from(place));
         }
+        // DuckDB datasources' data, then chunks: the index's pointer moves last, onto
+        // artifacts already there.
+        for (name, files) in &data {
+            let manifest = switchyard_aws::S3DataStore::new(client.clone(), bucket, prefix, name)
+                .push(files)
+                .await?;
+            pointers.insert(
+                format!("data/{name}"),
+                serde_json::to_value(manifest).expect("serialisable"),
+            );
+        }
         // Chunks first: the index's pointer moves last, onto artifacts already there.
         for (name, bytes) in &chunks {
             let prefix = switchyard_aws::chunks_prefix(prefix, name);
@@ -230,4 +243,39 @@ pub fn push(file: &Path, bucket: &str, prefix: &str) -> Result<()> {
     })?;
     println!("{}", serde_json::to_string_pretty(&pointers)?);
     Ok(())
+}
+
+/// The files of the index's DuckDB datasources, `(path in the datasource folder, file)`,
+/// read from the catalog folder `templates`, which must be the catalog the index was built
+/// from: the adapter function fetches them from S3 at cold start.
+fn data_files(index: &Index, templates: &Path) -> Result<Vec<(String, Vec<(String, PathBuf)>)>> {
+    let mut data = Vec::new();
+    for datasource in &index.catalog.datasources {
+        let Some(files) = switchyard_adapters::duckdb_data::data_files(datasource)? else {
+            continue;
+        };
+        if data.is_empty() {
+            let catalog = Catalog::load(templates)?;
+            anyhow::ensure!(
+                catalog.content_hash() == index.manifest.templates_hash,
+                "--templates {} is not the catalog the index was built from: its DuckDB datasources' data would not match (build the index from it, or name the catalog it was built from)",
+                templates.display()
+            );
+        }
+        let folder = templates.join(datasource.name());
+        let mut published = Vec::new();
+        for file in files {
+            let path = folder.join(&file.path);
+            anyhow::ensure!(
+                path.is_file(),
+                "{}: connection.{} of datasource `{}` names no file",
+                path.display(),
+                file.key,
+                datasource.name()
+            );
+            published.push((file.path, path));
+        }
+        data.push((datasource.name().to_owned(), published));
+    }
+    Ok(data)
 }

@@ -159,8 +159,11 @@ enum IndexCommand {
     /// Verify an artifact and print its manifest.
     Inspect { file: PathBuf },
     /// Publish an artifact to S3: uploaded under `<prefix>/<sha256>.idx`, read back and
-    /// checked, then made `<prefix>/current` (the router's pointer). AWS settings come
-    /// from the usual environment (`AWS_REGION`, credentials, `AWS_ENDPOINT_URL`).
+    /// checked, then made `<prefix>/current` (the router's pointer), after what it needs
+    /// beside it: the adapted encoder, the documents' chunks, and the DuckDB datasources'
+    /// data files from the catalog (`--templates`, the one the index was built from) under
+    /// `<prefix>/data/<datasource>`. AWS settings come from the usual environment
+    /// (`AWS_REGION`, credentials, `AWS_ENDPOINT_URL`).
     Push {
         file: PathBuf,
         #[arg(long, env = "SWITCHYARD_INDEX_BUCKET")]
@@ -199,7 +202,7 @@ fn main() -> Result<()> {
                 file,
                 bucket,
                 prefix,
-            } => index::push(file, bucket, prefix),
+            } => index::push(file, templates, bucket, prefix),
         },
         Command::Route { question, json } => {
             let router = open_router(templates, index_file, &config)?;

@@ -37,11 +37,11 @@ pub trait AdapterFactory: Sync {
     fn check(&self, datasource: &Datasource) -> Result<()>;
 
     /// The adapter serving `datasource`, checked again; `None` when this process cannot
-    /// serve it (its files or connection settings are absent here). `templates_dir` is the
-    /// catalog folder holding the datasources' files.
+    /// serve it (its files or connection settings are absent here). `folder` holds the
+    /// datasource's files: its folder in the catalog, or where they were fetched to.
     fn open<'a>(
         &'a self,
         datasource: &'a Datasource,
-        templates_dir: Option<&'a Path>,
+        folder: Option<&'a Path>,
     ) -> BoxFuture<'a, Result<Option<Box<dyn Adapter>>>>;
 }

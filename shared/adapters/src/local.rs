@@ -3,8 +3,8 @@
 //! built-in tools), each opened by [`crate::registry::open`]. Kinds without a local adapter
 //! are refused as unavailable, never answered with a made-up result.
 
-use std::collections::HashMap;
-use std::path::Path;
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -66,16 +66,32 @@ impl LlmFeatures {
 
 impl LocalAdapters {
     /// Open the local adapters of `catalog`. `templates_dir` is the catalog folder that
-    /// holds the datasources' files (SQLite seeds); a SQLite datasource without its folder
-    /// there is unavailable. A PostgreSQL datasource connects when the variable its
+    /// holds the datasources' files (SQLite seeds, DuckDB data), each in the folder named
+    /// after its datasource; a SQLite or DuckDB datasource without its folder there is
+    /// unavailable. A server-backed datasource connects when the variable its
     /// `connection.url_env` names is set, and is unavailable otherwise.
     pub async fn open(
         catalog: Catalog,
         templates_dir: Option<&Path>,
     ) -> crate::Result<LocalAdapters> {
+        Self::open_with_files(catalog, templates_dir, &BTreeMap::new()).await
+    }
+
+    /// [`LocalAdapters::open`], with the files of the datasources `fetched` names read from
+    /// the folder it gives instead (DuckDB data fetched from S3 by the adapter function).
+    pub async fn open_with_files(
+        catalog: Catalog,
+        templates_dir: Option<&Path>,
+        fetched: &BTreeMap<String, PathBuf>,
+    ) -> crate::Result<LocalAdapters> {
         let mut adapters = HashMap::new();
         for datasource in &catalog.datasources {
-            if let Some(opened) = registry::open(datasource, templates_dir).await? {
+            let name = datasource.name();
+            let folder = match fetched.get(name) {
+                Some(folder) => Some(folder.clone()),
+                None => templates_dir.map(|root| root.join(name)),
+            };
+            if let Some(opened) = registry::open(datasource, folder.as_deref()).await? {
                 adapters.insert(datasource.name().to_owned(), opened);
             }
         }

@@ -38,14 +38,13 @@ pub fn check(datasource: &Datasource) -> Result<()> {
     factory(datasource.spec.kind).check(datasource)
 }
 
-/// Open the adapter serving `datasource` (see [`AdapterFactory::open`]).
+/// Open the adapter serving `datasource` from its files in `folder` (see
+/// [`AdapterFactory::open`]).
 pub async fn open(
     datasource: &Datasource,
-    templates_dir: Option<&Path>,
+    folder: Option<&Path>,
 ) -> Result<Option<Box<dyn Adapter>>> {
-    factory(datasource.spec.kind)
-        .open(datasource, templates_dir)
-        .await
+    factory(datasource.spec.kind).open(datasource, folder).await
 }
 
 /// `intent` datasources: the matched intent is the answer; nothing is executed.
@@ -98,26 +97,21 @@ impl AdapterFactory for SqlFactory {
     fn open<'a>(
         &'a self,
         datasource: &'a Datasource,
-        templates_dir: Option<&'a Path>,
+        folder: Option<&'a Path>,
     ) -> BoxFuture<'a, Result<Option<Box<dyn Adapter>>>> {
         Box::pin(async move {
             let name = datasource.name();
             let engine = Engine::of(datasource)?;
+            let folder = folder.filter(|f| f.is_dir());
             Ok(match engine {
-                Engine::Sqlite => {
-                    let folder = templates_dir.map(|root| root.join(name));
-                    match folder.filter(|f| f.is_dir()) {
-                        Some(folder) => Some(boxed(SqliteDatasource::open(datasource, &folder)?)),
-                        None => None,
-                    }
-                }
-                Engine::Duckdb => {
-                    let folder = templates_dir.map(|root| root.join(name));
-                    match folder.filter(|f| f.is_dir()) {
-                        Some(folder) => open_duckdb(datasource, &folder)?,
-                        None => None,
-                    }
-                }
+                Engine::Sqlite => match folder {
+                    Some(folder) => Some(boxed(SqliteDatasource::open(datasource, folder)?)),
+                    None => None,
+                },
+                Engine::Duckdb => match folder {
+                    Some(folder) => open_duckdb(datasource, folder)?,
+                    None => None,
+                },
                 Engine::Postgres | Engine::Mysql => {
                     let configured = datasource
                         .spec

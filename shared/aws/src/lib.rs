@@ -1,5 +1,6 @@
 //! The AWS edges of Switchyard, each implementing one trait of `switchyard-core`:
-//! [`S3IndexStore`] (`IndexSource`, plus publishing), [`DynamoSessionStore`]
+//! [`S3IndexStore`] (`IndexSource`, plus publishing), [`S3DataStore`] (a DuckDB
+//! datasource's files, published and fetched), [`DynamoSessionStore`]
 //! (`SessionStore`), [`DynamoRerankCache`] (`RerankCache`), [`DynamoFeedbackStore`]
 //! (`FeedbackStore`), [`DynamoWorkflowStore`] (`WorkflowStore`),
 //! [`DynamoTopicStore`] (`TopicStore`) and [`LambdaInvoker`]
@@ -11,6 +12,7 @@
 //! the tests reach `moto_server` and `cargo lambda watch` on 127.0.0.1.
 
 pub mod artifacts;
+pub mod data_store;
 pub mod error;
 pub mod feedback;
 pub mod index_store;
@@ -21,6 +23,7 @@ pub mod topics;
 pub mod workflow;
 
 pub use artifacts::{documents_chunks, variable_set, IndexLocation};
+pub use data_store::{data_prefix, DataManifest, DataObject, S3DataStore};
 pub use feedback::DynamoFeedbackStore;
 pub use index_store::{chunks_prefix, IndexPointer, S3IndexStore};
 pub use invoker::LambdaInvoker;

@@ -19,7 +19,7 @@ use std::collections::BTreeSet;
 use serde_json::{json, Value};
 use switchyard_aws::{
     chunks_prefix, DynamoFeedbackStore, DynamoRerankCache, DynamoSessionStore, DynamoTopicStore,
-    DynamoWorkflowStore, S3IndexStore,
+    DynamoWorkflowStore, S3DataStore, S3IndexStore,
 };
 use switchyard_core::config::SessionsConfig;
 use switchyard_core::feedback::{Decision, Feedback, FeedbackStore};
@@ -317,11 +317,25 @@ async fn the_functions_policies_allow_every_call_their_code_makes() {
                 .unwrap();
         }
     }
+    // The ev adapter's data, and another datasource's, published as `index push` does.
+    let data = tempfile::tempdir().unwrap();
+    let csv = data.path().join("rows.csv");
+    std::fs::write(&csv, "id,make\n1,Tesla\n").unwrap();
+    for datasource in ["ev", "hr"] {
+        S3DataStore::new(admin_s3.clone(), &bucket, prefix, datasource)
+            .push(&[("data/rows.csv".to_owned(), csv.clone())])
+            .await
+            .unwrap();
+    }
     let s3_of = |function: &str| s3_statements(&template, function, &bucket, prefix);
     let router_s3_keys = moto.principal(&unique("router-s3"), s3_of(router)).await;
     let policies_keys = moto
         .principal(&unique("policies-s3"), s3_of("PoliciesAdapterFunction"))
         .await;
+    let ev_keys = moto
+        .principal(&unique("ev-s3"), s3_of("EvAdapterFunction"))
+        .await;
+    let ev_s3 = switchyard_aws::s3_client(&moto.sdk(&ev_keys).await);
     let router_s3 = switchyard_aws::s3_client(&moto.sdk(&router_s3_keys).await);
     let policies_s3 = switchyard_aws::s3_client(&moto.sdk(&policies_keys).await);
 
@@ -464,5 +478,26 @@ async fn the_functions_policies_allow_every_call_their_code_makes() {
     assert!(
         foreign.as_ref().is_err_and(|e| denied(&format!("{e:?}"))),
         "the policies adapter must not read the router's index: {foreign:?}"
+    );
+
+    // The DuckDB adapter fetches its own data at cold start, and nothing else.
+    let paths = ["data/rows.csv".to_owned()];
+    S3DataStore::new(ev_s3.clone(), &bucket, prefix, "ev")
+        .fetch(&paths, &data.path().join("ev"))
+        .await
+        .unwrap();
+    let foreign = S3DataStore::new(ev_s3.clone(), &bucket, prefix, "hr")
+        .fetch(&paths, &data.path().join("hr"))
+        .await;
+    assert!(
+        foreign.as_ref().is_err_and(|e| denied(&format!("{e:?}"))),
+        "the ev adapter must not read another datasource's data: {foreign:?}"
+    );
+    let index = S3IndexStore::new(ev_s3, &bucket, prefix)
+        .fetch_current()
+        .await;
+    assert!(
+        index.as_ref().is_err_and(|e| denied(&format!("{e:?}"))),
+        "the ev adapter must not read the router's index: {index:?}"
     );
 }

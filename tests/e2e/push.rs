@@ -1,0 +1,94 @@
+//! `index push` as a deploy runs it, against moto_server's S3 on 127.0.0.1: the index, its
+//! chunks and the DuckDB datasources' data files land where the functions read them.
+
+use sha2::{Digest, Sha256};
+use switchyard_e2e::{repo_root, run, run_ok, switchyard};
+
+fn moto() -> String {
+    std::env::var("SWITCHYARD_TEST_MOTO_URL").unwrap_or_else(|_| {
+        panic!("SWITCHYARD_TEST_MOTO_URL is not set: start the emulators with ./infra/scripts/aws-local.sh start and export what `aws-local.sh env` prints (./infra/scripts/test.sh does both)")
+    })
+}
+
+fn push(cache: &std::path::Path, templates: &std::path::Path, index: &std::path::Path, bucket: &str) -> std::process::Command {
+    let mut command = switchyard(cache);
+    command
+        .arg("--templates")
+        .arg(templates)
+        .args(["index", "push"])
+        .arg(index)
+        .args(["--bucket", bucket])
+        .env("AWS_ENDPOINT_URL", moto())
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test");
+    command
+}
+
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap().flatten() {
+        let target = to.join(entry.file_name());
+        if entry.path().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+#[test]
+fn push_publishes_the_duckdb_data_beside_the_index_and_refuses_another_catalog() {
+    let cache = tempfile::tempdir().unwrap();
+    let index = cache.path().join("demo.idx");
+    let demo = repo_root().join("templates/demo");
+    run_ok(
+        switchyard(cache.path())
+            .arg("--templates")
+            .arg(&demo)
+            .args(["index", "build", "--out"])
+            .arg(&index),
+    );
+    let bucket = format!("push-{}", std::process::id());
+    let http = reqwest::blocking::Client::new();
+    let created = http.put(format!("{}/{bucket}", moto())).send().unwrap();
+    assert!(created.status().is_success(), "{created:?}");
+
+    let printed: serde_json::Value =
+        serde_json::from_str(&run_ok(&mut push(cache.path(), &demo, &index, &bucket))).unwrap();
+    let data = &printed["data/ev"];
+    assert_eq!(data["datasource"], "ev", "{printed}");
+    let files = data["files"].as_array().unwrap();
+    assert_eq!(files.len(), 1, "{data}");
+    assert_eq!(files[0]["path"], "data/vehicles.csv");
+    let csv = std::fs::read(demo.join("ev/data/vehicles.csv")).unwrap();
+    assert_eq!(files[0]["sha256"], hex::encode(Sha256::digest(&csv)));
+    // What the adapter function reads: the manifest, then the object it names.
+    let get = |key: &str| {
+        let response = http.get(format!("{}/{bucket}/{key}", moto())).send().unwrap();
+        assert!(response.status().is_success(), "{key}: {response:?}");
+        response.bytes().unwrap().to_vec()
+    };
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&get("indexes/data/ev/current")).unwrap();
+    assert_eq!(&manifest, data);
+    assert_eq!(get(files[0]["key"].as_str().unwrap()), csv);
+    assert!(printed["index"]["key"].is_string(), "{printed}");
+
+    // The index of one catalog with the data of another would answer from data its
+    // templates were not checked against: refused, and nothing of the copy is published.
+    let other = cache.path().join("other");
+    copy_dir(&demo, &other);
+    let yaml = other.join("ev/templates.yaml");
+    let changed = std::fs::read_to_string(&yaml)
+        .unwrap()
+        .replace("Count the registered electric vehicles", "Count the electric vehicles");
+    std::fs::write(&yaml, changed).unwrap();
+    let output = run(&mut push(cache.path(), &other, &index, &bucket));
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("--templates") && stderr.contains("not the catalog the index was built from"),
+        "{stderr}"
+    );
+}
