@@ -10,7 +10,12 @@ fn moto() -> String {
     })
 }
 
-fn push(cache: &std::path::Path, templates: &std::path::Path, index: &std::path::Path, bucket: &str) -> std::process::Command {
+fn push(
+    cache: &std::path::Path,
+    templates: &std::path::Path,
+    index: &std::path::Path,
+    bucket: &str,
+) -> std::process::Command {
     let mut command = switchyard(cache);
     command
         .arg("--templates")
@@ -50,9 +55,24 @@ fn push_publishes_the_duckdb_data_beside_the_index_and_refuses_another_catalog()
             .arg(&index),
     );
     let bucket = format!("push-{}", std::process::id());
-    let http = reqwest::blocking::Client::new();
-    let created = http.put(format!("{}/{bucket}", moto())).send().unwrap();
-    assert!(created.status().is_success(), "{created:?}");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let s3 = runtime.block_on(async {
+        let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
+            .endpoint_url(moto())
+            .region(aws_config::Region::new("us-east-1"))
+            .credentials_provider(aws_sdk_s3::config::Credentials::new(
+                "test", "test", None, None, "tests",
+            ))
+            .load()
+            .await;
+        switchyard_aws::s3_client(&sdk)
+    });
+    runtime
+        .block_on(s3.create_bucket().bucket(&bucket).send())
+        .unwrap();
 
     let printed: serde_json::Value =
         serde_json::from_str(&run_ok(&mut push(cache.path(), &demo, &index, &bucket))).unwrap();
@@ -63,16 +83,18 @@ fn push_publishes_the_duckdb_data_beside_the_index_and_refuses_another_catalog()
     assert_eq!(files[0]["path"], "data/vehicles.csv");
     let csv = std::fs::read(demo.join("ev/data/vehicles.csv")).unwrap();
     assert_eq!(files[0]["sha256"], hex::encode(Sha256::digest(&csv)));
-    // What the adapter function reads: the manifest, then the object it names.
-    let get = |key: &str| {
-        let response = http.get(format!("{}/{bucket}/{key}", moto())).send().unwrap();
-        assert!(response.status().is_success(), "{key}: {response:?}");
-        response.bytes().unwrap().to_vec()
-    };
-    let manifest: serde_json::Value =
-        serde_json::from_slice(&get("indexes/data/ev/current")).unwrap();
-    assert_eq!(&manifest, data);
-    assert_eq!(get(files[0]["key"].as_str().unwrap()), csv);
+    // Read back as the adapter function reads it at cold start: the manifest, then the
+    // file it names, checked.
+    let fetched = tempfile::tempdir().unwrap();
+    let store = switchyard_aws::S3DataStore::new(s3, &bucket, "indexes", "ev");
+    let manifest = runtime
+        .block_on(store.fetch(&["data/vehicles.csv".to_owned()], fetched.path()))
+        .unwrap();
+    assert_eq!(&serde_json::to_value(&manifest).unwrap(), data);
+    assert_eq!(
+        std::fs::read(fetched.path().join("data/vehicles.csv")).unwrap(),
+        csv
+    );
     assert!(printed["index"]["key"].is_string(), "{printed}");
 
     // The index of one catalog with the data of another would answer from data its
@@ -80,15 +102,17 @@ fn push_publishes_the_duckdb_data_beside_the_index_and_refuses_another_catalog()
     let other = cache.path().join("other");
     copy_dir(&demo, &other);
     let yaml = other.join("ev/templates.yaml");
-    let changed = std::fs::read_to_string(&yaml)
-        .unwrap()
-        .replace("Count the registered electric vehicles", "Count the electric vehicles");
+    let changed = std::fs::read_to_string(&yaml).unwrap().replace(
+        "Count the registered electric vehicles",
+        "Count the electric vehicles",
+    );
     std::fs::write(&yaml, changed).unwrap();
     let output = run(&mut push(cache.path(), &other, &index, &bucket));
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
-        stderr.contains("--templates") && stderr.contains("not the catalog the index was built from"),
+        stderr.contains("--templates")
+            && stderr.contains("not the catalog the index was built from"),
         "{stderr}"
     );
 }

@@ -245,10 +245,13 @@ pub fn push(file: &Path, templates: &Path, bucket: &str, prefix: &str) -> Result
     Ok(())
 }
 
-/// The files of the index's DuckDB datasources, `(path in the datasource folder, file)`,
-/// read from the catalog folder `templates`, which must be the catalog the index was built
-/// from: the adapter function fetches them from S3 at cold start.
-fn data_files(index: &Index, templates: &Path) -> Result<Vec<(String, Vec<(String, PathBuf)>)>> {
+/// A datasource's data files: `(path in the datasource folder, the file on disk)`.
+type DataFiles = Vec<(String, PathBuf)>;
+
+/// The files of the index's DuckDB datasources by datasource, read from the catalog folder
+/// `templates`, which must be the catalog the index was built from: the adapter function
+/// fetches them from S3 at cold start.
+fn data_files(index: &Index, templates: &Path) -> Result<Vec<(String, DataFiles)>> {
     let mut data = Vec::new();
     for datasource in &index.catalog.datasources {
         let Some(files) = switchyard_adapters::duckdb_data::data_files(datasource)? else {
