@@ -1,6 +1,7 @@
 //! Golden files: `/v1/query`, `/v1/route`, `/v1/stats` and `/v1/health` answer the demo
 //! questions with the same JSON as when the files were written. Volatile values (request
-//! ids, timings, build times, today's date) are masked; scores compare within 1e-5.
+//! ids, timings, build times, today's date) are masked; numbers compare within
+//! [`SCORE_TOLERANCE`], everything else exactly.
 //!
 //! Every answer (and a few refusals) also validates against the OpenAPI document the
 //! server publishes at `/v1/openapi.json`.
@@ -55,12 +56,20 @@ fn mask_clock(body: &mut Value) {
     }
 }
 
-/// The differences between `expected` and `actual` (numbers within 1e-5), by JSON path.
+/// How far a score may move between CPUs. ONNX Runtime picks its float kernels by
+/// instruction set (AVX2, AVX-512), and their sums differ in the last bits: the adapted
+/// encoder's learned scores moved by up to 1.2e-4 on an AVX2-only EPYC against the file
+/// written on the machine that blessed it (base-model scores by less than 1e-5). A routing change moves
+/// a route, an answer or a score by far more.
+const SCORE_TOLERANCE: f64 = 1e-3;
+
+/// The differences between `expected` and `actual` (numbers within [`SCORE_TOLERANCE`]),
+/// by JSON path.
 fn differences(path: &str, expected: &Value, actual: &Value, out: &mut Vec<String>) {
     match (expected, actual) {
         (Value::Number(a), Value::Number(b)) => {
             let (a, b) = (a.as_f64().unwrap(), b.as_f64().unwrap());
-            if (a - b).abs() > 1e-5 {
+            if (a - b).abs() > SCORE_TOLERANCE {
                 out.push(format!("{path}: expected {a}, got {b}"));
             }
         }
