@@ -71,6 +71,12 @@ background system-packages system_packages
 cargo fmt --all -- --check
 # No crate's top-level modules import each other in a loop (issue 28).
 python3 infra/scripts/module-loops.py
+# No library crate re-exports another crate's items: each is imported from its owner
+# (ARCHITECTURE.md, "Crates").
+if grep -rnE --include='*.rs' '^\s*pub(\([a-z]+\))? use switchyard_' shared; then
+  echo "test.sh: FAILED: the lines above re-export another crate's items; import them from their crate instead" >&2
+  exit 1
+fi
 # `sam build` of each function reuses the dependencies compiled here (shared/feature-union).
 python3 infra/scripts/feature-union.py
 

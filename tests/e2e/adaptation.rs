@@ -8,10 +8,10 @@
 use std::path::Path;
 use std::process::Command;
 
-use switchyard_core::documents::schema::SCHEMA_ARTIFACT;
-use switchyard_core::documents::{artifact_beside, ChunkIndex};
-use switchyard_core::index::Index;
+use switchyard_documents::schema::SCHEMA_ARTIFACT;
+use switchyard_documents::{artifact_beside, ChunkIndex};
 use switchyard_e2e::{model_dir, run, run_ok, switchyard};
+use switchyard_index::index::Index;
 
 /// A few training steps on the demo catalog: enough to change the weights.
 fn adapting(cache: &Path) -> Command {

@@ -11,8 +11,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
-use switchyard_core::index::Index;
 use switchyard_e2e::{run, run_ok, serve_with_logs, switchyard};
+use switchyard_index::index::Index;
 
 /// The demo catalog's index, built by the CLI, with its probe vectors changed by `change`.
 fn changed_index(cache: &Path, name: &str, change: impl Fn(&mut Index)) -> PathBuf {

@@ -6,9 +6,9 @@
 //! The in-process adapters (`switchyard serve`, the router with `SWITCHYARD_TEMPLATES`) are
 //! built from the index's own catalog, so they cannot differ and do not check.
 
-use switchyard_core::invoker::AdapterRequest;
 /// Requests refused because they were routed with another catalog.
-pub use switchyard_core::metric::CATALOG_MISMATCHES;
+pub use switchyard_catalog::metric::CATALOG_MISMATCHES;
+use switchyard_core::invoker::AdapterRequest;
 
 /// A hash's first 12 hex characters: enough to tell two catalogs apart in a message.
 pub fn short(hash: &str) -> &str {
@@ -16,7 +16,7 @@ pub fn short(hash: &str) -> &str {
 }
 
 /// `Err` with the refusal's message when `request` was routed with another catalog than
-/// `served` (the [`switchyard_core::template::Catalog::content_hash`] of the whole catalog
+/// `served` (the [`switchyard_catalog::template::Catalog::content_hash`] of the whole catalog
 /// this function was deployed with), counted in [`CATALOG_MISMATCHES`]. A request naming
 /// no catalog comes from a router older than the check: served as before, with a warning.
 pub fn check(served: &str, request: &AdapterRequest) -> Result<(), String> {

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use switchyard_adapters::duckdb_data::data_files;
 use switchyard_aws::{IndexLocation, S3DataStore};
-use switchyard_core::template::Catalog;
+use switchyard_catalog::template::Catalog;
 
 /// The folder each DuckDB datasource of `catalog` was fetched into, below `root`: empty
 /// unless the index (and so the data) is in S3.

@@ -19,10 +19,10 @@ use lambda_runtime::LambdaEvent;
 use switchyard_adapters::local::LlmFeatures;
 use switchyard_adapters::LocalAdapters;
 use switchyard_aws::{documents_chunks, IndexLocation};
+use switchyard_catalog::template::{Catalog, DatasourceKind};
 use switchyard_core::config::Config;
-use switchyard_core::documents::ChunkIndex;
 use switchyard_core::invoker::{AdapterInvoker, AdapterOutcome, AdapterRequest, AdapterResponse};
-use switchyard_core::template::{Catalog, DatasourceKind};
+use switchyard_documents::ChunkIndex;
 
 /// Answer one request with the adapters of the catalog whose hash is `catalog_hash`; a
 /// request routed with another catalog, for another datasource, or a transport-level
@@ -304,11 +304,11 @@ mod tests {
     /// the question's model against the artifact's, nothing else about the model).
     fn policies_chunks(catalog: &Catalog, root: &std::path::Path) -> ChunkIndex {
         let policies = catalog.datasource("policies").unwrap();
-        let docs = switchyard_core::documents::load_corpus(
-            &switchyard_core::documents::corpus_path(policies, &root.join("policies")).unwrap(),
+        let docs = switchyard_documents::load_corpus(
+            &switchyard_documents::corpus_path(policies, &root.join("policies")).unwrap(),
         )
         .unwrap();
-        let embedder = switchyard_core::embed::HashingEmbedder::new(64);
+        let embedder = switchyard_index::embed::HashingEmbedder::new(64);
         ChunkIndex::build(
             "policies",
             &docs,

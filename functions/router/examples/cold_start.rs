@@ -17,11 +17,11 @@ use std::path::Path;
 use std::time::Instant;
 
 use switchyard_aws::S3IndexStore;
+use switchyard_catalog::template::Catalog;
 use switchyard_core::config::Config;
-use switchyard_core::index::Index;
-use switchyard_core::synthetic::synthetic_index;
-use switchyard_core::template::Catalog;
 use switchyard_embed::MiniLmEmbedder;
+use switchyard_index::index::Index;
+use switchyard_index::synthetic::synthetic_index;
 use switchyard_router::{cold_start, Clients, Settings};
 
 #[tokio::main]

@@ -16,23 +16,23 @@ use switchyard_aws::{
     chunks_prefix, documents_chunks, variable_set, DynamoFeedbackStore, DynamoRerankCache,
     DynamoSessionStore, DynamoTopicStore, DynamoWorkflowStore, LambdaInvoker, S3IndexStore,
 };
+use switchyard_catalog::error::{Error, Result};
+use switchyard_catalog::template::Catalog;
 use switchyard_core::config::Config;
-use switchyard_core::documents::schema::SCHEMA_ARTIFACT;
-use switchyard_core::documents::{artifact_beside, ChunkIndex};
-use switchyard_core::embed::CachedEmbedder;
 use switchyard_core::feedback::FeedbackStore;
-use switchyard_core::index::{FileIndexSource, Index, IndexSource};
 use switchyard_core::invoker::AdapterInvoker;
 use switchyard_core::orchestration::WorkflowStore;
 use switchyard_core::rerank::{RerankStage, Reranker};
 use switchyard_core::rerank_cache::{MemoryRerankCache, RerankCache};
-use switchyard_core::router::Router;
 use switchyard_core::service::Service;
-use switchyard_core::session::{MemorySessionStore, SessionStore};
-use switchyard_core::template::Catalog;
-use switchyard_core::topics::TopicStore;
-use switchyard_core::{Error, Result};
+use switchyard_documents::schema::SCHEMA_ARTIFACT;
+use switchyard_documents::{artifact_beside, ChunkIndex};
 use switchyard_embed::MiniLmEmbedder;
+use switchyard_index::embed::CachedEmbedder;
+use switchyard_index::index::{FileIndexSource, Index, IndexSource};
+use switchyard_routing::router::Router;
+use switchyard_routing::session::{MemorySessionStore, SessionStore};
+use switchyard_routing::topics::TopicStore;
 use tower::ServiceExt;
 
 /// Where the router's parts live, from the environment.

@@ -11,8 +11,8 @@
 //! `SWITCHYARD__…` configuration.
 
 use lambda_http::Request;
+use switchyard_catalog::metric;
 use switchyard_core::config::Config;
-use switchyard_core::metric;
 use switchyard_router::{app, cold_start, handle, Clients, Settings};
 
 #[tokio::main]

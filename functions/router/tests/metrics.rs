@@ -4,10 +4,10 @@
 use std::path::Path;
 
 use serde_json::{json, Value};
+use switchyard_catalog::template::Catalog;
 use switchyard_core::config::Config;
-use switchyard_core::index::Index;
-use switchyard_core::template::Catalog;
 use switchyard_embed::MiniLmEmbedder;
+use switchyard_index::index::Index;
 use switchyard_router::{app, cold_start, handle, Clients, IndexLocation, Settings};
 
 #[tokio::test]

@@ -12,8 +12,8 @@ use serde_json::Value;
 #[path = "common/template_yaml.rs"]
 mod template_yaml;
 use switchyard_aws::LambdaInvoker;
-use switchyard_core::metric;
-use switchyard_core::template::Catalog;
+use switchyard_catalog::metric;
+use switchyard_catalog::template::Catalog;
 use switchyard_router::{IndexLocation, Settings};
 use template_yaml::{root, template};
 
@@ -375,7 +375,7 @@ fn the_metric_list_is_what_the_code_emits() {
         assert_eq!(
             *per_datasource,
             metric::PER_DATASOURCE.contains(name),
-            "{name}: switchyard_core::metric::PER_DATASOURCE disagrees with its emit sites"
+            "{name}: switchyard_catalog::metric::PER_DATASOURCE disagrees with its emit sites"
         );
     }
 }

@@ -8,13 +8,15 @@ use std::time::Instant;
 
 use anyhow::{bail, Result};
 use serde::Serialize;
-use switchyard_core::config::{cache_dir, Config};
-use switchyard_core::embed::Embedder;
-use switchyard_core::index::{load_or_build, Index};
-use switchyard_core::router::{Access, Router};
-use switchyard_core::synthetic::synthetic_index;
-use switchyard_core::template::Catalog;
+use switchyard_catalog::auth::Access;
+use switchyard_catalog::config::cache_dir;
+use switchyard_catalog::template::Catalog;
+use switchyard_core::config::Config;
 use switchyard_eval::{load_dataset, percentiles, Percentiles};
+use switchyard_index::embed::Embedder;
+use switchyard_index::index::{load_or_build, Index};
+use switchyard_index::synthetic::synthetic_index;
+use switchyard_routing::router::Router;
 
 use crate::encoder;
 use crate::open::cached_index;
@@ -188,7 +190,7 @@ fn synthetic_report(
 
 fn time_each(
     texts: &[String],
-    mut f: impl FnMut(&str) -> switchyard_core::Result<()>,
+    mut f: impl FnMut(&str) -> switchyard_catalog::error::Result<()>,
 ) -> Result<Percentiles> {
     let mut samples = Vec::with_capacity(texts.len());
     for text in texts {

@@ -10,13 +10,13 @@ use std::sync::Arc;
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use switchyard_adapt::{file_sha256, Batching, Settings};
-use switchyard_core::config::{
-    cache_dir, AdaptationBatching, AdaptationConfig, AdaptationMode, Config,
-};
-use switchyard_core::embed::{CachedEmbedder, Embedder};
-use switchyard_core::index::{is_held_out, template_texts, EncoderManifest, Index};
-use switchyard_core::template::Catalog;
+use switchyard_catalog::config::cache_dir;
+use switchyard_catalog::template::Catalog;
+use switchyard_core::config::Config;
 use switchyard_embed::{adapted_model_id, MiniLmEmbedder, MINILM_MODEL_ID};
+use switchyard_index::config::{AdaptationBatching, AdaptationConfig, AdaptationMode};
+use switchyard_index::embed::{CachedEmbedder, Embedder};
+use switchyard_index::index::{is_held_out, template_texts, EncoderManifest, Index};
 
 /// The script that builds the base model's int8 graph builds the adapted one's too: the
 /// same fused graph and the same 7-bit quantization, so routing costs the same.
@@ -307,7 +307,7 @@ fn adapt(
     let weights_sha256 = encoder.save(dir)?;
     // The graph's build checks itself against the trained model's own vectors.
     let reference = dir.join("reference.json");
-    let texts: Vec<&str> = switchyard_core::index::PROBE_TEXTS.to_vec();
+    let texts: Vec<&str> = switchyard_index::index::PROBE_TEXTS.to_vec();
     let vectors = encoder.embed(&texts)?;
     let items: Vec<serde_json::Value> = texts
         .iter()

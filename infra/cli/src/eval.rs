@@ -4,10 +4,10 @@ use std::path::Path;
 
 use anyhow::Result;
 use switchyard_core::config::Config;
-use switchyard_core::router::Router;
 use switchyard_eval::conversation::{replay, ConversationReport, Replay, TurnAccuracy};
 use switchyard_eval::multi::{multi_intent, MultiIntentReport};
 use switchyard_eval::{embed_queries, evaluate, load_dataset, stage_table, EvalReport, StageRow};
+use switchyard_routing::router::Router;
 
 pub struct Options {
     pub json: bool,

@@ -4,11 +4,12 @@ use std::path::Path;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use switchyard_core::config::{cache_dir, Config};
-use switchyard_core::documents::{self, ChunkIndex};
-use switchyard_core::keywords::TermExpansion;
-use switchyard_core::template::{Catalog, DatasourceKind};
+use switchyard_catalog::config::cache_dir;
+use switchyard_catalog::template::{Catalog, DatasourceKind};
+use switchyard_core::config::Config;
+use switchyard_documents::ChunkIndex;
 use switchyard_eval::documents::{evaluate_retrieval, load_judged, stages, RetrievalReport};
+use switchyard_text::keywords::TermExpansion;
 
 use crate::encoder;
 use crate::open::{advance, progress_bar};
@@ -42,7 +43,7 @@ pub fn run(templates: &Path, config: &Config, options: &Options<'_>) -> Result<(
     let embedder = encoder::base(config)?.embedder;
     let bar = progress_bar();
     let start = Instant::now();
-    let (chunks, built) = documents::load_or_build(
+    let (chunks, built) = switchyard_documents::load_or_build(
         datasource,
         &templates.join(options.datasource),
         &cache_dir(),
@@ -118,7 +119,7 @@ fn evaluate(
     vectors: &[Vec<f32>],
     config: &Config,
     expansion: &TermExpansion,
-    stage: (&str, switchyard_core::documents::Signals),
+    stage: (&str, switchyard_documents::Signals),
 ) -> RetrievalReport {
     evaluate_retrieval(
         chunks,

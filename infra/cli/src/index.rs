@@ -4,15 +4,15 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, Result};
+use switchyard_catalog::template::{Catalog, Datasource, DatasourceKind};
 use switchyard_core::config::Config;
-use switchyard_core::documents::{self, ChunkIndex};
-use switchyard_core::embed::Embedder;
-use switchyard_core::index::Index;
-use switchyard_core::template::{Catalog, Datasource, DatasourceKind};
+use switchyard_documents::ChunkIndex;
+use switchyard_index::embed::Embedder;
+use switchyard_index::index::Index;
 
 use crate::encoder;
 use crate::open::{advance, progress_bar, schema_tables};
-use switchyard_core::documents::schema::{table_documents, SCHEMA_ARTIFACT};
+use switchyard_documents::schema::{table_documents, SCHEMA_ARTIFACT};
 
 /// `index build`: embed the catalog in `templates`, write the artifact to `out`, report.
 pub fn build(templates: &Path, config: &Config, out: &Path) -> Result<()> {
@@ -104,7 +104,7 @@ pub fn build(templates: &Path, config: &Config, out: &Path) -> Result<()> {
             &config.documents,
             &|_, _| {},
         )?;
-        let path = documents::artifact_beside(out, SCHEMA_ARTIFACT);
+        let path = switchyard_documents::artifact_beside(out, SCHEMA_ARTIFACT);
         schema.write(&path)?;
         eprintln!("built {} ({} SQL tables)", path.display(), tables.len());
     }
@@ -121,12 +121,12 @@ fn build_chunks(
 ) -> Result<()> {
     let name = datasource.name();
     let start = Instant::now();
-    let corpus = documents::corpus_path(datasource, &templates.join(name))?;
-    let docs = documents::load_corpus(&corpus)?;
+    let corpus = switchyard_documents::corpus_path(datasource, &templates.join(name))?;
+    let docs = switchyard_documents::load_corpus(&corpus)?;
     let bar = progress_bar();
     let chunks = ChunkIndex::build(name, &docs, embedder, &config.documents, &advance(&bar))?;
     bar.finish_and_clear();
-    let path = documents::artifact_beside(out, name);
+    let path = switchyard_documents::artifact_beside(out, name);
     chunks.write(&path)?;
     eprintln!(
         "built {} ({} documents, {} chunks, {} questions) in {:.1} s",
@@ -172,7 +172,7 @@ pub fn push(file: &Path, templates: &Path, bucket: &str, prefix: &str) -> Result
         .collect();
     names.push(SCHEMA_ARTIFACT);
     for name in names {
-        let path = documents::artifact_beside(file, name);
+        let path = switchyard_documents::artifact_beside(file, name);
         if path.is_file() {
             let bytes =
                 std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
@@ -239,7 +239,7 @@ pub fn push(file: &Path, templates: &Path, bucket: &str, prefix: &str) -> Result
             "index".into(),
             serde_json::to_value(pointer).expect("serialisable"),
         );
-        Ok::<_, switchyard_core::Error>(pointers)
+        Ok::<_, switchyard_catalog::error::Error>(pointers)
     })?;
     println!("{}", serde_json::to_string_pretty(&pointers)?);
     Ok(())

@@ -18,8 +18,9 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
-use switchyard_core::config::{AdaptationMode, Config};
+use switchyard_core::config::Config;
 use switchyard_eval::conversation::Replay;
+use switchyard_index::config::AdaptationMode;
 
 use crate::open::open_router;
 use switchyard_eval::tune::Costs;

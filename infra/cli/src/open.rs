@@ -6,12 +6,13 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use switchyard_adapters::schema;
-use switchyard_core::config::{cache_dir, Config};
-use switchyard_core::documents::schema::{table_documents, TableText, SCHEMA_ARTIFACT};
-use switchyard_core::documents::{self, ChunkIndex};
-use switchyard_core::index::{load_or_build, Index};
-use switchyard_core::router::Router;
-use switchyard_core::template::{Catalog, DatasourceKind};
+use switchyard_catalog::config::cache_dir;
+use switchyard_catalog::template::{Catalog, DatasourceKind};
+use switchyard_core::config::Config;
+use switchyard_documents::schema::{table_documents, TableText, SCHEMA_ARTIFACT};
+use switchyard_documents::ChunkIndex;
+use switchyard_index::index::{load_or_build, Index};
+use switchyard_routing::router::Router;
 
 use crate::encoder::{self, Encoder};
 
@@ -103,7 +104,7 @@ pub fn open_documents(
         let name = datasource.name();
         let (chunks, origin) = match index {
             Some(index) => {
-                let path = documents::artifact_beside(index, name);
+                let path = switchyard_documents::artifact_beside(index, name);
                 let chunks = ChunkIndex::read(&path).with_context(|| {
                     format!("the chunks of `{name}` (written beside the index by `index build`)")
                 })?;
@@ -111,7 +112,7 @@ pub fn open_documents(
             }
             None => {
                 let bar = progress_bar();
-                let (chunks, built) = documents::load_or_build(
+                let (chunks, built) = switchyard_documents::load_or_build(
                     datasource,
                     &templates.join(name),
                     &cache_dir(),
@@ -171,7 +172,7 @@ pub fn open_schema(
     config: &Config,
 ) -> Result<Option<ChunkIndex>> {
     if let Some(index) = index {
-        let path = documents::artifact_beside(index, SCHEMA_ARTIFACT);
+        let path = switchyard_documents::artifact_beside(index, SCHEMA_ARTIFACT);
         if !path.is_file() {
             return Ok(None);
         }
@@ -181,7 +182,7 @@ pub fn open_schema(
     if tables.is_empty() {
         return Ok(None);
     }
-    let (schema, _) = documents::load_or_build_from(
+    let (schema, _) = switchyard_documents::load_or_build_from(
         SCHEMA_ARTIFACT,
         &table_documents(&tables),
         &cache_dir(),

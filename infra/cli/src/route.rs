@@ -3,11 +3,12 @@
 use std::sync::Arc;
 
 use anyhow::Result;
+use switchyard_catalog::auth::Access;
 use switchyard_core::config::Config;
 use switchyard_core::invoker::IntentInvoker;
-use switchyard_core::router::{Access, Outcome, Router};
 use switchyard_core::service::{Question, Routed, Service};
-use switchyard_core::session::MemorySessionStore;
+use switchyard_routing::router::{Outcome, Router};
+use switchyard_routing::session::MemorySessionStore;
 
 /// Route `question` over every datasource with the service that `serve` and the router
 /// Lambda run (splitting it when it asks for several things); print the table, or the

@@ -8,12 +8,12 @@ use anyhow::{Context, Result};
 use switchyard_adapters::local::LlmFeatures;
 use switchyard_adapters::LocalAdapters;
 use switchyard_core::config::Config;
-use switchyard_core::documents::ChunkIndex;
 use switchyard_core::rerank::RerankStage;
 use switchyard_core::rerank_cache::MemoryRerankCache;
-use switchyard_core::router::Router;
 use switchyard_core::service::Service;
-use switchyard_core::session::MemorySessionStore;
+use switchyard_documents::ChunkIndex;
+use switchyard_routing::router::Router;
+use switchyard_routing::session::MemorySessionStore;
 
 /// Serve `router` (built with `config`'s sections); adapters run in-process with their
 /// files under `templates_dir`, and documents datasources from their chunk artifacts.

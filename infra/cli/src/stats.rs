@@ -1,7 +1,8 @@
 //! `switchyard stats`: templates per datasource and the configuration in force.
 
 use anyhow::Result;
-use switchyard_core::router::{Access, Router};
+use switchyard_catalog::auth::Access;
+use switchyard_routing::router::Router;
 
 pub fn run(router: &Router) -> Result<()> {
     let stats = switchyard_http::render::Render(router).stats(&Access::All);

@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use switchyard_core::config::Config;
 use switchyard_core::feedback::{FeedbackRecord, FeedbackStore};
-use switchyard_core::router::Router;
 use switchyard_eval::tune::{apply, fit, patch, resolved_share, Costs};
 use switchyard_eval::{embed_queries, load_dataset};
+use switchyard_routing::router::Router;
 
 /// Where the feedback comes from.
 pub enum Source {

@@ -7,9 +7,9 @@ use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{Map, Value};
+use switchyard_catalog::template::{Datasource, Template};
+use switchyard_catalog::BoxFuture;
 use switchyard_core::invoker::AdapterRequest;
-use switchyard_core::rerank::BoxFuture;
-use switchyard_core::template::{Datasource, Template};
 
 use crate::error::Result;
 

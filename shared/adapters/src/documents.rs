@@ -9,16 +9,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Map, Value};
-use switchyard_core::config::{Config, DocumentsConfig};
-use switchyard_core::documents::{
+use switchyard_catalog::json::decimal;
+use switchyard_catalog::template::{Datasource, Parameter, Template};
+use switchyard_catalog::BoxFuture;
+use switchyard_core::config::Config;
+use switchyard_core::invoker::AdapterRequest;
+use switchyard_core::rerank::{RerankCandidate, Reranker};
+use switchyard_documents::config::DocumentsConfig;
+use switchyard_documents::{
     check_model, filters_in_question, requested_filters, ChunkIndex, Hit, Query, Signals,
 };
-use switchyard_core::invoker::AdapterRequest;
-use switchyard_core::json::decimal;
-use switchyard_core::keywords::TermExpansion;
-use switchyard_core::rerank::BoxFuture;
-use switchyard_core::rerank::{RerankCandidate, Reranker};
-use switchyard_core::template::{Datasource, Parameter, Template};
+use switchyard_text::keywords::TermExpansion;
 
 use crate::adapter::{Adapter, Answer};
 use crate::error::{AdapterError, Result};
@@ -264,7 +265,7 @@ impl Adapter for DocumentsAdapter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use switchyard_core::embed::HashingEmbedder;
+    use switchyard_index::embed::HashingEmbedder;
 
     /// Scores chunks by how late they come: a provider that disagrees with the search.
     struct Reversing;
@@ -279,7 +280,7 @@ mod tests {
             &'a self,
             _: &'a str,
             candidates: &'a [RerankCandidate],
-        ) -> BoxFuture<'a, switchyard_core::Result<Vec<f32>>> {
+        ) -> BoxFuture<'a, switchyard_catalog::error::Result<Vec<f32>>> {
             let n = candidates.len() as f32;
             Box::pin(async move { Ok((0..candidates.len()).map(|i| i as f32 / n).collect()) })
         }
@@ -293,9 +294,9 @@ mod tests {
             &'a self,
             _: &'a str,
             _: &'a [RerankCandidate],
-        ) -> BoxFuture<'a, switchyard_core::Result<Vec<f32>>> {
+        ) -> BoxFuture<'a, switchyard_catalog::error::Result<Vec<f32>>> {
             Box::pin(async {
-                Err(switchyard_core::Error::Rerank {
+                Err(switchyard_catalog::error::Error::Rerank {
                     reranker: "failing".into(),
                     message: "503".into(),
                     source: None,
@@ -306,10 +307,10 @@ mod tests {
 
     fn adapter(reranker: Option<Arc<dyn Reranker>>) -> DocumentsAdapter {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../templates/demo");
-        let catalog = switchyard_core::template::Catalog::load(&root).unwrap();
+        let catalog = switchyard_catalog::template::Catalog::load(&root).unwrap();
         let policies = catalog.datasource("policies").unwrap();
-        let corpus = switchyard_core::documents::corpus_path(policies, &root.join("policies"));
-        let docs = switchyard_core::documents::load_corpus(&corpus.unwrap()).unwrap();
+        let corpus = switchyard_documents::corpus_path(policies, &root.join("policies"));
+        let docs = switchyard_documents::load_corpus(&corpus.unwrap()).unwrap();
         let config = Config::default();
         let chunks = ChunkIndex::build(
             "policies",

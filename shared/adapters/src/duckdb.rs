@@ -25,8 +25,8 @@ use duckdb::types::{TimeUnit, Value as DuckValue};
 use duckdb::{AccessMode, Config, Connection};
 use serde_json::{Map, Value};
 use sqlparser::dialect::DuckDbDialect;
-use switchyard_core::rerank::BoxFuture;
-use switchyard_core::template::{Datasource, Template};
+use switchyard_catalog::template::{Datasource, Template};
+use switchyard_catalog::BoxFuture;
 
 use crate::adapter::{Adapter, Answer};
 use crate::duckdb_data::{data_of, reader, Data, TABLE_PREFIX};

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::{Component, Path};
 
-use switchyard_core::template::{Datasource, DatasourceKind};
+use switchyard_catalog::template::{Datasource, DatasourceKind};
 
 use crate::error::{AdapterError, Result};
 

@@ -29,5 +29,3 @@ pub enum AdapterError {
 }
 
 pub type Result<T, E = AdapterError> = std::result::Result<T, E>;
-
-pub(crate) use switchyard_core::error::describe;

@@ -27,7 +27,7 @@ pub use adapter::{Adapter, AdapterFactory};
 pub use error::{AdapterError, Result};
 pub use local::LocalAdapters;
 
-use switchyard_core::template::Catalog;
+use switchyard_catalog::template::Catalog;
 
 /// The checks an index build runs on a catalog, so a template that could never run is
 /// refused before it is published: SQL must be one read-only statement; HTTP, GraphQL and

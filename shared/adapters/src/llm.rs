@@ -9,7 +9,7 @@
 use std::time::Duration;
 
 use serde_json::{json, Map, Value};
-use switchyard_core::template::{ParamType, Template};
+use switchyard_catalog::template::{ParamType, Template};
 use switchyard_llm::{ApiKey, ChatClient, ChatRequest, Dialect, LlmError, Tool};
 
 use crate::error::{AdapterError, Result};

@@ -8,18 +8,18 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use switchyard_catalog::error::Error;
+use switchyard_catalog::template::{Catalog, DatasourceKind, Template};
+use switchyard_catalog::BoxFuture;
 use switchyard_core::blocking::run_blocking;
 use switchyard_core::config::{Config, LlmConfig};
-use switchyard_core::documents::ChunkIndex;
 use switchyard_core::invoker::{
     find, respond, AdapterInvoker, AdapterOutcome, AdapterRequest, AdapterResponse, AdapterStatus,
     GENERATED_SQL,
 };
-use switchyard_core::params::extract;
 use switchyard_core::rerank::Reranker;
-use switchyard_core::template::{Catalog, DatasourceKind, Template};
-use switchyard_core::BoxFuture;
-use switchyard_core::Error;
+use switchyard_documents::ChunkIndex;
+use switchyard_text::params::extract;
 
 use crate::adapter::Adapter;
 use crate::documents::{ChunkRerank, DocumentsAdapter};

@@ -19,8 +19,8 @@ use mysql_async::{Opts, OptsBuilder, Params, Pool, PoolConstraints, PoolOpts, Tx
 use mysql_async::{Row, Value as MyValue};
 use serde_json::{Map, Value};
 use sqlparser::dialect::MySqlDialect;
-use switchyard_core::rerank::BoxFuture;
-use switchyard_core::template::{Datasource, Template};
+use switchyard_catalog::template::{Datasource, Template};
+use switchyard_catalog::BoxFuture;
 
 use crate::adapter::{Adapter, Answer};
 use crate::error::{AdapterError, Result};

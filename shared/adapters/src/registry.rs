@@ -8,9 +8,9 @@ use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{Map, Value};
+use switchyard_catalog::template::{Datasource, DatasourceKind, Template};
+use switchyard_catalog::BoxFuture;
 use switchyard_core::invoker::{intent_answer, AdapterRequest};
-use switchyard_core::rerank::BoxFuture;
-use switchyard_core::template::{Datasource, DatasourceKind, Template};
 
 use crate::adapter::{Adapter, AdapterFactory, Answer};
 use crate::error::Result;

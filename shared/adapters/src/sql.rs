@@ -17,8 +17,8 @@ use sqlparser::ast::{Expr, ObjectName, Query, SetExpr, Statement, TableFactor, V
 use sqlparser::dialect::{Dialect, DuckDbDialect, MySqlDialect, PostgreSqlDialect, SQLiteDialect};
 use sqlparser::parser::{Parser, ParserError};
 use sqlparser::tokenizer::{Token, Tokenizer, Whitespace};
-use switchyard_core::rerank::BoxFuture;
-use switchyard_core::template::{Datasource, Template};
+use switchyard_catalog::template::{Datasource, Template};
+use switchyard_catalog::BoxFuture;
 
 use crate::adapter::{Adapter, Answer};
 use crate::error::{AdapterError, Result};
@@ -548,7 +548,7 @@ pub fn text_table(rows: &SqlRows) -> String {
 
 /// The index build's check of a SQL datasource: every template must be one read-only
 /// statement for the datasource's engine (the adapter checks again at start).
-pub fn check_datasource(datasource: &switchyard_core::template::Datasource) -> Result<()> {
+pub fn check_datasource(datasource: &switchyard_catalog::template::Datasource) -> Result<()> {
     let engine = Engine::of(datasource)?;
     if engine == Engine::Duckdb {
         crate::duckdb_data::data_of(datasource)?;

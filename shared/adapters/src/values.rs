@@ -4,7 +4,7 @@
 //! not of its declared type is refused here, naming the parameter.
 
 use serde_json::Value;
-use switchyard_core::template::{ParamType, Template};
+use switchyard_catalog::template::{ParamType, Template};
 
 use crate::error::{AdapterError, Result};
 

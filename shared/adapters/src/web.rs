@@ -18,15 +18,16 @@ use std::time::Duration;
 
 use regex::Regex;
 use serde_json::{json, Map, Value};
-use switchyard_core::config::{Config, DocumentsConfig};
-use switchyard_core::documents::chunk::{chunk_document, terms, Chunk};
-use switchyard_core::documents::Document;
-use switchyard_core::expiring::ExpiringMap;
+use switchyard_catalog::expiring::ExpiringMap;
+use switchyard_catalog::template::{Datasource, Template};
+use switchyard_catalog::BoxFuture;
+use switchyard_core::config::Config;
 use switchyard_core::invoker::AdapterRequest;
-use switchyard_core::keywords::TermIndex;
-use switchyard_core::rerank::BoxFuture;
 use switchyard_core::service::unix_now;
-use switchyard_core::template::{Datasource, Template};
+use switchyard_documents::chunk::{chunk_document, terms, Chunk};
+use switchyard_documents::config::DocumentsConfig;
+use switchyard_documents::Document;
+use switchyard_text::keywords::TermIndex;
 
 use crate::adapter::{Adapter, Answer};
 use crate::error::{AdapterError, Result};
@@ -266,7 +267,7 @@ fn answer(page: &Page, question: &str, passages: usize, cached: bool) -> Answer 
             json!({
                 "heading": page.chunks[i].heading,
                 "text": page.chunks[i].text,
-                "score": switchyard_core::json::decimal(scores[i]),
+                "score": switchyard_catalog::json::decimal(scores[i]),
             })
         })
         .collect();

@@ -8,8 +8,8 @@ use axum::routing::get;
 use axum::{Json, Router};
 use serde_json::{json, Value};
 use switchyard_adapters::{check_catalog, LocalAdapters};
+use switchyard_catalog::template::Catalog;
 use switchyard_core::invoker::{AdapterInvoker, AdapterRequest, AdapterStatus};
-use switchyard_core::template::Catalog;
 
 async fn forecast_api() -> String {
     let app = Router::new().route(

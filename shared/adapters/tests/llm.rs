@@ -13,7 +13,7 @@ use axum::{Json, Router};
 use serde_json::{json, Value};
 use switchyard_adapters::llm::{tool_schema, Assistant};
 use switchyard_adapters::AdapterError;
-use switchyard_core::template::Template;
+use switchyard_catalog::template::Template;
 
 const GENEROUS: Duration = Duration::from_secs(5);
 

@@ -14,8 +14,8 @@ use serde_json::{json, Value};
 use switchyard_adapters::llm::Assistant;
 use switchyard_adapters::local::LlmFeatures;
 use switchyard_adapters::LocalAdapters;
+use switchyard_catalog::template::Catalog;
 use switchyard_core::invoker::{AdapterInvoker, AdapterRequest, AdapterStatus};
-use switchyard_core::template::Catalog;
 
 /// A chat-completions server answering every call with `status` and `reply`.
 async fn model(status: StatusCode, reply: Value) -> String {

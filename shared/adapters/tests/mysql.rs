@@ -12,7 +12,7 @@ use switchyard_adapters::mysql::{Flavor, MysqlDatasource};
 use switchyard_adapters::placeholders::{rewrite, Style};
 use switchyard_adapters::schema::{introspect, introspect_mysql};
 use switchyard_adapters::sql::{check_read_only, Engine};
-use switchyard_core::template::{Catalog, Datasource, Template};
+use switchyard_catalog::template::{Catalog, Datasource, Template};
 
 const URL_VARIABLE: &str = "SWITCHYARD_TEST_MYSQL_URL";
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::{json, Map, Value};
 use switchyard_adapters::postgres::{to_positional, PostgresDatasource};
 use switchyard_adapters::schema::{introspect, introspect_postgres};
-use switchyard_core::template::{Catalog, Datasource, Template};
+use switchyard_catalog::template::{Catalog, Datasource, Template};
 use tokio_postgres::NoTls;
 
 const URL_VARIABLE: &str = "SWITCHYARD_TEST_PG_URL";

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 use switchyard_adapters::sql::{check_read_only, Engine, SqliteDatasource};
-use switchyard_core::template::{Catalog, Datasource, Template};
+use switchyard_catalog::template::{Catalog, Datasource, Template};
 
 fn demo() -> (Catalog, PathBuf) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../templates/demo");

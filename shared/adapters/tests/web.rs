@@ -15,8 +15,8 @@ use axum::routing::get;
 use axum::Router;
 use serde_json::{json, Value};
 use switchyard_adapters::{check_catalog, LocalAdapters};
+use switchyard_catalog::template::Catalog;
 use switchyard_core::invoker::{AdapterInvoker, AdapterRequest, AdapterStatus};
-use switchyard_core::template::Catalog;
 
 /// Requests the server answered, by path.
 type Hits = Arc<Mutex<BTreeMap<String, usize>>>;

@@ -4,10 +4,10 @@
 
 use std::path::{Path, PathBuf};
 
-use switchyard_core::documents::{artifact_beside, ChunkIndex};
-use switchyard_core::index::IndexSource;
-use switchyard_core::template::{Catalog, DatasourceKind};
-use switchyard_core::{Error, Result};
+use switchyard_catalog::error::{Error, Result};
+use switchyard_catalog::template::{Catalog, DatasourceKind};
+use switchyard_documents::{artifact_beside, ChunkIndex};
+use switchyard_index::index::IndexSource;
 
 use crate::index_store::{chunks_prefix, S3IndexStore};
 

@@ -12,7 +12,7 @@ use std::path::{Component, Path, PathBuf};
 use aws_sdk_s3::primitives::ByteStream;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-use switchyard_core::{Error, Result};
+use switchyard_catalog::error::{Error, Result};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::error::AwsError;

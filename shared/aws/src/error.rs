@@ -3,7 +3,7 @@
 //! `AdapterFailed`) at the trait boundary, the SDK error still reachable through
 //! `source()`, and the message the same one-line chain callers saw before.
 
-use switchyard_core::error::{describe, BoxError, Error};
+use switchyard_catalog::error::{describe, BoxError, Error};
 
 #[derive(Debug, thiserror::Error)]
 pub enum AwsError {

@@ -7,9 +7,9 @@
 use aws_sdk_s3::primitives::ByteStream;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-use switchyard_core::documents::ChunkIndex;
-use switchyard_core::index::{EncoderManifest, Index, IndexSource};
-use switchyard_core::{Error, Result};
+use switchyard_catalog::error::{Error, Result};
+use switchyard_documents::ChunkIndex;
+use switchyard_index::index::{EncoderManifest, Index, IndexSource};
 
 use crate::error::AwsError;
 

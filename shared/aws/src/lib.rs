@@ -6,7 +6,7 @@
 //! [`DynamoTopicStore`] (`TopicStore`) and [`LambdaInvoker`]
 //! (`AdapterInvoker`). A failed SDK call is an [`AwsError`] naming the call and the
 //! bucket, key, table or function, the SDK's error kept as its source; it reaches callers
-//! as the domain's `switchyard_core::Error`, the `AwsError` as that one's source.
+//! as the domain's `switchyard_catalog::error::Error`, the `AwsError` as that one's source.
 //!
 //! Endpoints follow the SDK's usual configuration, `AWS_ENDPOINT_URL` included, which is how
 //! the tests reach `moto_server` and `cargo lambda watch` on 127.0.0.1.

@@ -4,9 +4,9 @@
 use std::collections::HashMap;
 
 use aws_sdk_dynamodb::types::AttributeValue;
-use switchyard_core::rerank::BoxFuture;
+use switchyard_catalog::error::Result;
+use switchyard_catalog::BoxFuture;
 use switchyard_core::rerank_cache::{CachedScores, RerankCache};
-use switchyard_core::Result;
 
 use crate::error::TableStore;
 

@@ -14,11 +14,11 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use aws_sdk_dynamodb::types::AttributeValue;
-use switchyard_core::config::SessionsConfig;
-use switchyard_core::metric;
-use switchyard_core::session::{push_bounded, SessionStore, Turn};
-use switchyard_core::BoxFuture;
-use switchyard_core::Result;
+use switchyard_catalog::error::Result;
+use switchyard_catalog::metric;
+use switchyard_catalog::BoxFuture;
+use switchyard_routing::config::SessionsConfig;
+use switchyard_routing::session::{push_bounded, SessionStore, Turn};
 
 use crate::error::TableStore;
 

@@ -6,8 +6,9 @@ use std::collections::HashMap;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use sha2::{Digest, Sha256};
-use switchyard_core::topics::{TopicStore, Topics};
-use switchyard_core::{BoxFuture, Result};
+use switchyard_catalog::error::Result;
+use switchyard_catalog::BoxFuture;
+use switchyard_routing::topics::{TopicStore, Topics};
 
 use crate::error::TableStore;
 

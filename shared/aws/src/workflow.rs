@@ -9,8 +9,9 @@
 use std::collections::HashMap;
 
 use aws_sdk_dynamodb::types::AttributeValue;
+use switchyard_catalog::error::Result;
+use switchyard_catalog::BoxFuture;
 use switchyard_core::orchestration::{Checkpoint, WorkflowStore};
-use switchyard_core::{BoxFuture, Result};
 
 use crate::error::TableStore;
 

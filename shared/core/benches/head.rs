@@ -10,11 +10,11 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use switchyard_core::config::RouterConfig;
-use switchyard_core::index::{DatasourceVectors, Index};
-use switchyard_core::synthetic::synthetic_index;
-use switchyard_core::template::Catalog;
+use switchyard_catalog::template::Catalog;
 use switchyard_embed::MiniLmEmbedder;
+use switchyard_index::config::RouterConfig;
+use switchyard_index::index::{DatasourceVectors, Index};
+use switchyard_index::synthetic::synthetic_index;
 
 fn clinc() -> Index {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");

@@ -12,13 +12,14 @@ use std::path::Path;
 use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, Criterion};
+use switchyard_catalog::auth::Access;
+use switchyard_catalog::template::Catalog;
 use switchyard_core::config::Config;
-use switchyard_core::embed::Embedder;
-use switchyard_core::index::Index;
 use switchyard_core::orchestration::{choose, decompose, spans, Decomposer, Span, SpanRouting};
-use switchyard_core::router::{Access, Router, Routing};
-use switchyard_core::template::Catalog;
 use switchyard_embed::MiniLmEmbedder;
+use switchyard_index::embed::Embedder;
+use switchyard_index::index::Index;
+use switchyard_routing::router::{Router, Routing};
 
 /// Multi-part and single questions over the demo's HR, EV and tools datasources.
 const QUESTIONS: &[&str] = &[

@@ -11,14 +11,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
-use switchyard_core::config::{IndexConfig, RouterConfig};
-use switchyard_core::embed::Embedder;
-use switchyard_core::index::Index;
-use switchyard_core::router::{Access, Router};
-use switchyard_core::synthetic::synthetic_index;
-use switchyard_core::template::Catalog;
+use switchyard_catalog::auth::Access;
+use switchyard_catalog::template::Catalog;
 use switchyard_embed::MiniLmEmbedder;
 use switchyard_eval::load_dataset;
+use switchyard_index::config::{IndexConfig, RouterConfig};
+use switchyard_index::embed::Embedder;
+use switchyard_index::index::Index;
+use switchyard_index::synthetic::synthetic_index;
+use switchyard_routing::router::Router;
 
 struct Fixture {
     embedder: Arc<dyn Embedder>,

@@ -1,9 +1,9 @@
 //! The service's error: its own refusals (feedback on an unknown request, a workflow that
 //! another request is running) and, kept whole with `#[from]`, the domain's error from
-//! below (catalog, index, routing, documents, stores, adapters), which already gathers
-//! the narrower crates' errors.
+//! below (`switchyard_catalog::error::Error`: catalog, index, routing, documents, stores,
+//! adapters), which already gathers the narrower crates' errors.
 
-pub use switchyard_catalog::error::{describe, BoxError, Error, Result};
+use switchyard_catalog::error::Error;
 
 /// What a request to the service (`Service::query`, `route`, `feedback`,
 /// `forget_session`) can fail with.

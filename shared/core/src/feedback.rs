@@ -12,9 +12,9 @@ use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result};
-use crate::router::{Outcome, Routing};
-use crate::BoxFuture;
+use switchyard_catalog::error::{Error, Result};
+use switchyard_catalog::BoxFuture;
+use switchyard_routing::router::{Outcome, Routing};
 
 /// What the router decided for one answered request: enough to replay the decision at
 /// another threshold or clarify margin.

@@ -9,10 +9,10 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::error::{Error, Result};
-use crate::params::extract;
-use crate::template::{Catalog, Datasource, DatasourceKind, Template};
-use crate::BoxFuture;
+use switchyard_catalog::error::{Error, Result};
+use switchyard_catalog::template::{Catalog, Datasource, DatasourceKind, Template};
+use switchyard_catalog::BoxFuture;
+use switchyard_text::params::extract;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AdapterRequest {

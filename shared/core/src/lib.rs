@@ -1,20 +1,12 @@
 //! Switchyard's service: what it does with a question beyond routing it — conversations
-//! (context; topics are re-exported from `switchyard-routing`), multi-part questions
+//! (context; topics live in `switchyard-routing`), multi-part questions
 //! (orchestration, workflows), adapter invocation, rerank and its cache, feedback — and
 //! the transport-independent operations (`service`).
 //! No AWS here: the functions and the CLI plug their edges (S3, DynamoDB, Lambda, HTTP
 //! servers) into the traits defined here and below.
 //!
-//! The crates below are re-exported under their module names, so `switchyard_core::auth`
-//! is `switchyard_catalog::auth`: a crate below cannot import one above, which makes an
-//! import loop between them a compile error. `config` is core's own: it gathers the
-//! sections each crate below owns into one `Config`.
-
-pub use switchyard_catalog::{auth, expiring, json, metric, template};
-pub use switchyard_documents as documents;
-pub use switchyard_index::{embed, head, index, scoring, synthetic};
-pub use switchyard_routing::{router, session, topics};
-pub use switchyard_text::{keywords, params, similarity};
+//! Each crate below is imported from where its items are defined (nothing is re-exported):
+//! `config` is core's own, gathering the sections each crate below owns into one `Config`.
 
 pub mod blocking;
 pub mod config;
@@ -27,5 +19,4 @@ pub mod rerank;
 pub mod rerank_cache;
 pub mod service;
 
-pub use error::{Error, Result, ServiceError};
-pub use switchyard_catalog::BoxFuture;
+pub use error::ServiceError;

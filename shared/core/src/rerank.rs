@@ -9,12 +9,12 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::error::Result;
-use crate::metric;
 use crate::rerank_cache::{cache_key, CachedScores, RerankCache};
-use crate::router::{Candidates, RerankStatus, Reranked, Router};
-use crate::template::{Datasource, Template};
-pub use crate::BoxFuture;
+use switchyard_catalog::error::Result;
+use switchyard_catalog::metric;
+use switchyard_catalog::template::{Datasource, Template};
+use switchyard_catalog::BoxFuture;
+use switchyard_routing::router::{Candidates, RerankStatus, Reranked, Router};
 
 /// One candidate for a reranker to judge.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -7,15 +7,16 @@ mod common;
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value};
+use switchyard_catalog::auth::Access;
+use switchyard_catalog::template::Catalog;
+use switchyard_catalog::BoxFuture;
 use switchyard_core::config::Config;
-use switchyard_core::embed::{Embedder, HashingEmbedder};
-use switchyard_core::index::Index;
 use switchyard_core::invoker::{AdapterInvoker, AdapterOutcome, AdapterRequest, AdapterResponse};
-use switchyard_core::router::{Access, Router};
 use switchyard_core::service::{Question, Service};
-use switchyard_core::session::MemorySessionStore;
-use switchyard_core::template::Catalog;
-use switchyard_core::BoxFuture;
+use switchyard_index::embed::{Embedder, HashingEmbedder};
+use switchyard_index::index::Index;
+use switchyard_routing::router::Router;
+use switchyard_routing::session::MemorySessionStore;
 
 /// Keeps every request and answers each with `answer` (an adapter's refusal, say).
 struct Recording {
@@ -27,7 +28,7 @@ impl AdapterInvoker for Recording {
     fn invoke<'a>(
         &'a self,
         request: AdapterRequest,
-    ) -> BoxFuture<'a, switchyard_core::Result<AdapterResponse>> {
+    ) -> BoxFuture<'a, switchyard_catalog::error::Result<AdapterResponse>> {
         self.calls.lock().unwrap().push(request);
         let outcome = self.answer.clone();
         Box::pin(async move {

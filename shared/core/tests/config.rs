@@ -1,6 +1,8 @@
 //! Loading and validation of the layered configuration, every section gathered.
 
 use switchyard_core::config::*;
+use switchyard_index::config::{AdaptationBatching, AutoThreshold, Threshold};
+use switchyard_text::config::StringAlgorithm;
 
 fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
     pairs

@@ -7,11 +7,12 @@ mod common;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
+use switchyard_catalog::auth::Access;
+use switchyard_catalog::template::Catalog;
 use switchyard_core::config::Config;
-use switchyard_core::embed::{Embedder, HashingEmbedder};
-use switchyard_core::index::Index;
-use switchyard_core::router::{Access, Outcome, Router, Routing};
-use switchyard_core::template::Catalog;
+use switchyard_index::embed::{Embedder, HashingEmbedder};
+use switchyard_index::index::Index;
+use switchyard_routing::router::{Outcome, Router, Routing};
 
 fn config_with(pairs: &[(&str, &str)]) -> Config {
     Config::load(

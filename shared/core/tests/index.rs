@@ -4,11 +4,11 @@ mod common;
 
 use std::sync::Arc;
 
-use switchyard_core::config::{IndexConfig, RouterConfig, TemplateScoring, TemplateScoringMethod};
-use switchyard_core::embed::{normalize, Embedder};
-use switchyard_core::index::{load_or_build, DatasourceVectors, Index};
-use switchyard_core::router::Router;
-use switchyard_core::template::Catalog;
+use switchyard_catalog::template::Catalog;
+use switchyard_index::config::{IndexConfig, RouterConfig, TemplateScoring, TemplateScoringMethod};
+use switchyard_index::embed::{normalize, Embedder};
+use switchyard_index::index::{load_or_build, DatasourceVectors, Index};
+use switchyard_routing::router::Router;
 
 fn built() -> (Index, Vec<u8>) {
     let dir = common::small_catalog();
@@ -30,11 +30,11 @@ fn refused(bytes: &[u8]) -> String {
         .expect("the artifact is bad");
     // The index's own error is kept as the cause: a bad artifact, not a model mismatch.
     let cause = std::error::Error::source(&error)
-        .and_then(|e| e.downcast_ref::<switchyard_core::index::IndexError>());
+        .and_then(|e| e.downcast_ref::<switchyard_index::index::IndexError>());
     assert!(
         matches!(
             cause,
-            Some(switchyard_core::index::IndexError::Artifact { .. })
+            Some(switchyard_index::index::IndexError::Artifact { .. })
         ),
         "{error:?}"
     );
@@ -126,7 +126,7 @@ impl Embedder for OtherModel {
     fn dimension(&self) -> usize {
         8
     }
-    fn embed(&self, texts: &[&str]) -> switchyard_core::Result<Vec<Vec<f32>>> {
+    fn embed(&self, texts: &[&str]) -> switchyard_catalog::error::Result<Vec<Vec<f32>>> {
         Ok(texts.iter().map(|_| vec![0.0; 8]).collect())
     }
 }
@@ -143,11 +143,11 @@ fn index_of_another_model_is_refused_at_start() {
     .err()
     .expect("mismatched model");
     let cause = std::error::Error::source(&error)
-        .and_then(|e| e.downcast_ref::<switchyard_core::index::IndexError>());
+        .and_then(|e| e.downcast_ref::<switchyard_index::index::IndexError>());
     assert!(
         matches!(
             cause,
-            Some(switchyard_core::index::IndexError::Model { .. })
+            Some(switchyard_index::index::IndexError::Model { .. })
         ),
         "{error:?}"
     );

@@ -5,8 +5,8 @@
 
 use switchyard_core::config::Config;
 use switchyard_core::rerank_cache::{CachedScores, MemoryRerankCache, RerankCache};
-use switchyard_core::session::{MemorySessionStore, SessionStore, Turn, TurnOutcome};
-use switchyard_core::topics::{MemoryTopicStore, TopicStore, Topics};
+use switchyard_routing::session::{MemorySessionStore, SessionStore, Turn, TurnOutcome};
+use switchyard_routing::topics::{MemoryTopicStore, TopicStore, Topics};
 
 const KEYS: usize = 100_000;
 const CAPACITY: usize = 1_000;

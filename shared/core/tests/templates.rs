@@ -4,7 +4,7 @@
 mod common;
 
 use common::{catalog, ASSISTANT_DATASOURCE, ASSISTANT_TEMPLATES, HR_DATASOURCE, HR_TEMPLATES};
-use switchyard_core::template::Catalog;
+use switchyard_catalog::template::Catalog;
 
 fn load_error(files: &[(&str, &str)]) -> String {
     let dir = catalog(files);

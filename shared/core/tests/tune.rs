@@ -16,13 +16,14 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use switchyard_core::config::RouterConfig;
+use switchyard_catalog::auth::Access;
+use switchyard_catalog::template::Catalog;
 use switchyard_core::feedback::{judged, Decision, Feedback};
-use switchyard_core::index::Index;
-use switchyard_core::router::{Access, Outcome, Router};
-use switchyard_core::template::Catalog;
 use switchyard_eval::tune::{apply, fit, Costs};
 use switchyard_eval::{embed_queries, load_dataset, LabeledQuery};
+use switchyard_index::config::RouterConfig;
+use switchyard_index::index::Index;
+use switchyard_routing::router::{Outcome, Router};
 
 /// In-scope accuracy (right template, answered) and out-of-scope recall (not answered).
 fn scores(router: &Router, queries: &[(&LabeledQuery, &Vec<f32>)]) -> (f64, f64) {

@@ -28,7 +28,7 @@ use sha2::{Digest, Sha256};
 pub use corpus::{corpus_path, load_corpus, Document};
 pub use error::DocumentsError;
 pub use index::{ChunkIndex, ChunkManifest, DocumentEntry, CHUNK_FORMAT_VERSION};
-pub use search::{ChunkScores, Found, Fusion, Hit, Query, Signals};
+pub use search::{ChunkScores, Found, Hit, Query, Signals};
 
 use crate::config::DocumentsConfig;
 use switchyard_catalog::error::Result;

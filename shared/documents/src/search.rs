@@ -12,8 +12,7 @@ use super::chunk::terms;
 use super::index::ChunkIndex;
 use crate::config::DocumentsConfig;
 use switchyard_index::embed::dot;
-/// How vector and keyword scores are combined: the same choice as the templates' keywords.
-pub use switchyard_text::config::Fusion;
+use switchyard_text::config::Fusion;
 use switchyard_text::keywords::TermExpansion;
 
 /// Which scores a search uses: all of them in service; one at a time in `eval-docs --stages`.

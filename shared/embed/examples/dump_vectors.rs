@@ -16,12 +16,12 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde_json::json;
+use switchyard_catalog::template::Catalog;
 use switchyard_core::config::Config;
-use switchyard_core::embed::Embedder;
-use switchyard_core::index::template_texts;
-use switchyard_core::template::Catalog;
 use switchyard_embed::MiniLmEmbedder;
 use switchyard_eval::load_dataset;
+use switchyard_index::embed::Embedder;
+use switchyard_index::index::template_texts;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 

@@ -1,6 +1,6 @@
 //! What can go wrong loading or running the model. Each error names the file or the step,
 //! and keeps the runtime's or the tokenizer's own error as its source; the domain sees it
-//! as `switchyard_core::Error::ModelMissing` (missing files, with the command that fetches
+//! as `switchyard_catalog::error::Error::ModelMissing` (missing files, with the command that fetches
 //! them) or `Error::Embedder` (the rest, cause kept).
 
 use std::path::PathBuf;
@@ -47,14 +47,16 @@ pub enum EmbedError {
     Graph { origin: String, problem: String },
 }
 
-impl From<EmbedError> for switchyard_core::Error {
+impl From<EmbedError> for switchyard_catalog::error::Error {
     fn from(error: EmbedError) -> Self {
         match error {
-            EmbedError::Missing { dir, missing } => switchyard_core::Error::ModelMissing {
-                dir,
-                missing: format!("missing {}", missing.join(", ")),
-            },
-            other => switchyard_core::Error::Embedder(Box::new(other)),
+            EmbedError::Missing { dir, missing } => {
+                switchyard_catalog::error::Error::ModelMissing {
+                    dir,
+                    missing: format!("missing {}", missing.join(", ")),
+                }
+            }
+            other => switchyard_catalog::error::Error::Embedder(Box::new(other)),
         }
     }
 }

@@ -27,10 +27,10 @@ use ort::session::builder::GraphOptimizationLevel;
 use ort::session::Session;
 use ort::value::Tensor;
 use rayon::prelude::*;
-use switchyard_core::config::EmbeddingConfig;
-use switchyard_core::embed::Embedder;
-use switchyard_core::index::EncoderManifest;
-use switchyard_core::Result;
+use switchyard_catalog::error::Result;
+use switchyard_index::config::EmbeddingConfig;
+use switchyard_index::embed::Embedder;
+use switchyard_index::index::EncoderManifest;
 use tokenizers::{Encoding, Tokenizer, TruncationParams};
 
 pub use error::EmbedError;
@@ -312,7 +312,7 @@ fn environment(runtime: &Path) -> Result<&'static Environment> {
                 .map_err(|e| format!("starting ONNX Runtime from {}: {e}", runtime.display()))
         })
         .as_ref()
-        .map_err(|e| switchyard_core::Error::from(EmbedError::RuntimeLibrary(e.clone())))
+        .map_err(|e| switchyard_catalog::error::Error::from(EmbedError::RuntimeLibrary(e.clone())))
 }
 
 fn open_session(environment: &Environment, model: &[u8], path: &Path) -> Result<Session> {

@@ -4,8 +4,8 @@ use std::path::Path;
 
 use serde::Deserialize;
 use switchyard_core::config::Config;
-use switchyard_core::embed::{dot, Embedder};
 use switchyard_embed::{MiniLmEmbedder, MINILM_MODEL_ID};
+use switchyard_index::embed::{dot, Embedder};
 
 #[derive(Deserialize)]
 struct Reference {

@@ -13,12 +13,13 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
+use switchyard_catalog::auth::Access;
 use switchyard_catalog::error::Result;
-use switchyard_core::config::SessionsConfig;
 use switchyard_core::conversation::{
     contextualize, turn_of, unexecuted_outcome, AssistantTurn, ContextTexts,
 };
-use switchyard_routing::router::{Access, Router, Routing};
+use switchyard_routing::config::SessionsConfig;
+use switchyard_routing::router::{Router, Routing};
 use switchyard_routing::session::{push_bounded, Turn};
 
 use super::{ratio, Embedded, LabeledQuery};

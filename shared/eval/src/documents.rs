@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::{percentiles, Percentiles};
 use crate::error::EvalError;
 use switchyard_catalog::error::Result;
-use switchyard_core::config::DocumentsConfig;
+use switchyard_documents::config::DocumentsConfig;
 use switchyard_documents::{ChunkIndex, Query, Signals};
 use switchyard_text::keywords::TermExpansion;
 

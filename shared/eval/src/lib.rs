@@ -16,9 +16,11 @@ use std::time::Instant;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
+use switchyard_catalog::auth::Access;
 use switchyard_catalog::error::Result;
-use switchyard_core::config::{Fusion, RouterConfig};
-use switchyard_routing::router::{Access, Outcome, Router};
+use switchyard_index::config::RouterConfig;
+use switchyard_routing::router::{Outcome, Router};
+use switchyard_text::config::Fusion;
 
 pub use error::EvalError;
 

@@ -8,10 +8,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 
 use super::{percentiles, ratio, Embedded, LabeledQuery, Percentiles};
+use switchyard_catalog::auth::Access;
 use switchyard_catalog::error::Result;
 use switchyard_core::config::OrchestrationConfig;
 use switchyard_core::orchestration::{decompose, Decomposer};
-use switchyard_routing::router::{Access, Router};
+use switchyard_routing::router::Router;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct CountRow {

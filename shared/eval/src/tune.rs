@@ -15,10 +15,11 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::LabeledQuery;
+use switchyard_catalog::auth::Access;
 use switchyard_catalog::error::Result;
-use switchyard_core::config::{RouterConfig, Threshold};
 use switchyard_core::feedback::FeedbackRecord;
-use switchyard_routing::router::{Access, Match, Outcome, Router};
+use switchyard_index::config::{RouterConfig, Threshold};
+use switchyard_routing::router::{Match, Outcome, Router};
 
 /// A reward at least this high is a good answer.
 pub const GOOD_REWARD: f32 = 0.5;

@@ -14,8 +14,8 @@ use std::sync::Arc;
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use switchyard_catalog::metric;
 use switchyard_core::config::ServerConfig;
-use switchyard_core::metric;
 use tokio::sync::Semaphore;
 
 use crate::ApiError;

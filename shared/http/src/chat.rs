@@ -23,8 +23,9 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
+use switchyard_catalog::error::Error;
 use switchyard_core::service::Question;
-use switchyard_core::{Error, ServiceError};
+use switchyard_core::ServiceError;
 use utoipa::ToSchema;
 
 use crate::error::ApiError;

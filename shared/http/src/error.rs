@@ -3,7 +3,8 @@
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use switchyard_core::{Error as DomainError, ServiceError};
+use switchyard_catalog::error::Error as DomainError;
+use switchyard_core::ServiceError;
 
 use crate::wire::{ErrorBody, ErrorDetail};
 

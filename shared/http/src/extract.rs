@@ -6,7 +6,7 @@ use axum::http::request::Parts;
 use lambda_http::request::RequestContext;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
-use switchyard_core::auth::Identity;
+use switchyard_catalog::auth::Identity;
 
 use crate::error::ApiError;
 

@@ -27,8 +27,8 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
 use axum::Json;
-use switchyard_core::auth::{authorize, owner, Access};
-use switchyard_core::metric;
+use switchyard_catalog::auth::{authorize, owner, Access};
+use switchyard_catalog::metric;
 use switchyard_core::service::{Question, Service};
 
 pub use error::ApiError;

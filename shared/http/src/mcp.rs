@@ -135,7 +135,7 @@ impl ServerHandler for Tools {
             Err(
                 ApiError::InvalidRequest { field, message }
                 | ApiError::Service(switchyard_core::ServiceError::Domain(
-                    switchyard_core::Error::InvalidRequest { field, message },
+                    switchyard_catalog::error::Error::InvalidRequest { field, message },
                 )),
             ) => Err(ErrorData::invalid_params(
                 format!("{field}: {message}"),

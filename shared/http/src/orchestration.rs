@@ -3,8 +3,8 @@
 
 use serde_json::json;
 use switchyard_core::orchestration::{Decomposition, Task, TaskState, TaskStatus};
-use switchyard_core::router::Routing;
 use switchyard_core::service::{Orchestrated as Run_, Routed};
+use switchyard_routing::router::Routing;
 
 use crate::render::{timings, to_value, Render};
 use crate::wire::*;

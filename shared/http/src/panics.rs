@@ -18,7 +18,7 @@ use std::task::Poll;
 use axum::extract::Request;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use switchyard_core::metric;
+use switchyard_catalog::metric;
 
 use crate::chat::ChatError;
 use crate::error::ApiError;

@@ -3,13 +3,14 @@
 use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
-use switchyard_core::documents::schema::SchemaContext;
-use switchyard_core::error::Error;
-use switchyard_core::index::DriftStatus;
+use switchyard_catalog::error::Error;
 use switchyard_core::invoker::AdapterResponse;
-use switchyard_core::router::{Match, Router, Routing, StageTimings, Weights};
 use switchyard_core::service::{Answer, Execution, Routed, SessionUse};
-use switchyard_core::session::{ContextReport, Weighted};
+use switchyard_documents::schema::SchemaContext;
+use switchyard_index::index::DriftStatus;
+use switchyard_index::scoring::Weights;
+use switchyard_routing::router::{Match, Router, Routing, StageTimings};
+use switchyard_routing::session::{ContextReport, Weighted};
 
 use crate::wire::*;
 
@@ -46,7 +47,7 @@ impl Render<'_> {
     }
 
     /// Templates per datasource and the configuration in force, for allowed datasources only.
-    pub fn stats(&self, access: &switchyard_core::auth::Access) -> Stats {
+    pub fn stats(&self, access: &switchyard_catalog::auth::Access) -> Stats {
         let index = self.0.index();
         let child_adapters: BTreeMap<String, AdapterStats> = index
             .catalog

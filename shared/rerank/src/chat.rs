@@ -8,8 +8,9 @@ use std::pin::Pin;
 use std::task::Poll;
 
 use serde_json::Value;
-use switchyard_core::rerank::{BoxFuture, RerankCandidate, Reranker};
-use switchyard_core::{Error, Result};
+use switchyard_catalog::error::{Error, Result};
+use switchyard_catalog::BoxFuture;
+use switchyard_core::rerank::{RerankCandidate, Reranker};
 
 use crate::error::RerankError;
 use switchyard_llm::{excerpt, ChatClient, ChatRequest, Dialect};

@@ -5,8 +5,9 @@
 use reqwest::header::{HeaderMap, AUTHORIZATION};
 use serde::Deserialize;
 use serde_json::json;
-use switchyard_core::rerank::{BoxFuture, RerankCandidate, Reranker};
-use switchyard_core::{Error, Result};
+use switchyard_catalog::error::{Error, Result};
+use switchyard_catalog::BoxFuture;
+use switchyard_core::rerank::{RerankCandidate, Reranker};
 
 use crate::error::RerankError;
 use switchyard_llm::{bearer, excerpt, JsonEndpoint};

@@ -2,7 +2,7 @@
 //! API's error (`LlmError`, kept as the source) or an answer the reranker cannot use. It
 //! reaches the router as the domain's `Error::Rerank`, this error as that one's source.
 
-use switchyard_core::Error;
+use switchyard_catalog::error::Error;
 use switchyard_llm::LlmError;
 
 #[derive(Debug, thiserror::Error)]

@@ -20,9 +20,9 @@ pub use splitter::ChatSplitter;
 use std::sync::Arc;
 use std::time::Duration;
 
-use switchyard_core::config::{RerankProvider, Reranking};
+use switchyard_catalog::error::Error;
 use switchyard_core::rerank::Reranker;
-use switchyard_core::Error;
+use switchyard_index::config::{RerankProvider, Reranking};
 use switchyard_llm::{ApiKey, ChatClient, Dialect, JsonEndpoint, LlmError};
 
 use crate::chat::ChatJudge;

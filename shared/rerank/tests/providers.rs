@@ -8,9 +8,9 @@ use std::time::{Duration, Instant};
 use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::Router;
 use serde_json::{json, Value};
-use switchyard_core::config::{RerankProvider, Reranking};
+use switchyard_catalog::error::Error;
 use switchyard_core::rerank::{RerankCandidate, Reranker};
-use switchyard_core::Error;
+use switchyard_index::config::{RerankProvider, Reranking};
 use switchyard_rerank::from_config;
 
 /// One request as the fake server saw it.
@@ -105,7 +105,7 @@ fn key_env(name: &str, value: &str) -> String {
     name.to_owned()
 }
 
-fn rerank_error(result: switchyard_core::Result<Vec<f32>>) -> String {
+fn rerank_error(result: switchyard_catalog::error::Result<Vec<f32>>) -> String {
     match result {
         Ok(scores) => panic!("expected an error, got scores {scores:?}"),
         Err(error @ Error::Rerank { .. }) => {

@@ -8,9 +8,9 @@ use axum::response::IntoResponse;
 use axum::routing::post;
 use serde_json::json;
 use switchyard_aws::LambdaInvoker;
+use switchyard_catalog::error::Error;
+use switchyard_catalog::template::Catalog;
 use switchyard_core::invoker::{AdapterInvoker, AdapterRequest, AdapterStatus};
-use switchyard_core::template::Catalog;
-use switchyard_core::Error;
 
 use crate::setup::{adapter_functions, endpoint, root, sdk};
 

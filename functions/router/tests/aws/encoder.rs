@@ -9,10 +9,10 @@
 
 use serde_json::json;
 use switchyard_aws::S3IndexStore;
+use switchyard_catalog::template::Catalog;
 use switchyard_core::config::Config;
-use switchyard_core::index::{EncoderManifest, Index};
-use switchyard_core::template::Catalog;
 use switchyard_embed::{adapted_model_id, Graph, MiniLmEmbedder, MINILM_MODEL_ID};
+use switchyard_index::index::{EncoderManifest, Index};
 use switchyard_router::{app, cold_start, IndexLocation, Settings};
 
 use crate::setup::{adapter_functions, clients, create_bucket, endpoint, query, root};

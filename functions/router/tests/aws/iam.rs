@@ -21,14 +21,14 @@ use switchyard_aws::{
     chunks_prefix, DynamoFeedbackStore, DynamoRerankCache, DynamoSessionStore, DynamoTopicStore,
     DynamoWorkflowStore, S3DataStore, S3IndexStore,
 };
-use switchyard_core::config::SessionsConfig;
 use switchyard_core::feedback::{Decision, Feedback, FeedbackStore};
 use switchyard_core::orchestration::{Checkpoint, WorkflowStore};
 use switchyard_core::rerank_cache::{CachedScores, RerankCache};
-use switchyard_core::router::Outcome;
 use switchyard_core::service::unix_now;
-use switchyard_core::session::SessionStore;
-use switchyard_core::topics::{TopicStore, Topics};
+use switchyard_routing::config::SessionsConfig;
+use switchyard_routing::router::Outcome;
+use switchyard_routing::session::SessionStore;
+use switchyard_routing::topics::{TopicStore, Topics};
 
 use crate::sessions::executed;
 use crate::setup::{create_bucket, create_table, unique};

@@ -5,11 +5,11 @@
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde_json::json;
 use switchyard_aws::S3IndexStore;
+use switchyard_catalog::template::Catalog;
 use switchyard_core::config::Config;
-use switchyard_core::index::IndexSource;
-use switchyard_core::session::Turn;
-use switchyard_core::template::Catalog;
+use switchyard_index::index::IndexSource;
 use switchyard_router::{app, cold_start, IndexLocation, Settings};
+use switchyard_routing::session::Turn;
 
 use crate::setup::{
     adapter_functions, clients, create_bucket, create_table, demo_index_bytes, embedder, endpoint,
@@ -208,8 +208,8 @@ async fn a_missing_or_corrupt_index_names_the_bucket_and_key() {
 /// anything but a chunk artifact is refused before upload.
 #[tokio::test]
 async fn the_schema_published_beside_the_index_answers_no_match() {
-    use switchyard_core::documents::schema::{table_documents, TableText, SCHEMA_ARTIFACT};
-    use switchyard_core::documents::ChunkIndex;
+    use switchyard_documents::schema::{table_documents, TableText, SCHEMA_ARTIFACT};
+    use switchyard_documents::ChunkIndex;
 
     let moto = endpoint("SWITCHYARD_TEST_MOTO_URL");
     let clients = clients(&moto, &moto).await;
@@ -272,7 +272,7 @@ async fn the_schema_published_beside_the_index_answers_no_match() {
     };
     let mut strict = config;
     strict.composite_retrieval.confidence_threshold =
-        switchyard_core::config::Threshold::Fixed(0.99);
+        switchyard_index::config::Threshold::Fixed(0.99);
     let (service, _) = cold_start(&settings, strict, clients, adapter_functions)
         .await
         .unwrap();

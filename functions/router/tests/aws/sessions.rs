@@ -6,13 +6,14 @@ use std::sync::Arc;
 
 use serde_json::json;
 use switchyard_aws::{DynamoFeedbackStore, DynamoSessionStore, DynamoTopicStore, S3IndexStore};
-use switchyard_core::config::{Config, SessionsConfig};
+use switchyard_core::config::Config;
 use switchyard_core::feedback::{Decision, Feedback, FeedbackStore};
-use switchyard_core::router::Outcome;
 use switchyard_core::service::unix_now;
-use switchyard_core::session::{SessionStore, Turn, TurnOutcome};
-use switchyard_core::topics::{TopicStore, Topics};
 use switchyard_router::{app, cold_start, IndexLocation, Settings};
+use switchyard_routing::config::SessionsConfig;
+use switchyard_routing::router::Outcome;
+use switchyard_routing::session::{SessionStore, Turn, TurnOutcome};
+use switchyard_routing::topics::{TopicStore, Topics};
 
 use crate::setup::{
     adapter_functions, clients, create_bucket, create_table, demo_index_bytes, endpoint, query, sdk,

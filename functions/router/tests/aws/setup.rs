@@ -10,10 +10,10 @@ use aws_sdk_dynamodb::types::{
 };
 use lambda_http::Body;
 use serde_json::{json, Value};
+use switchyard_catalog::template::Catalog;
 use switchyard_core::config::Config;
-use switchyard_core::index::Index;
-use switchyard_core::template::Catalog;
 use switchyard_embed::MiniLmEmbedder;
+use switchyard_index::index::Index;
 use switchyard_router::{handle, Clients};
 
 pub fn endpoint(variable: &str) -> String {

@@ -9,17 +9,18 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use serde_json::json;
 use switchyard_adapters::LocalAdapters;
 use switchyard_aws::{DynamoWorkflowStore, S3IndexStore};
-use switchyard_core::auth::Access;
+use switchyard_catalog::auth::Access;
+use switchyard_catalog::error::Error;
+use switchyard_catalog::BoxFuture;
 use switchyard_core::config::Config;
-use switchyard_core::index::Index;
 use switchyard_core::invoker::{AdapterInvoker, AdapterRequest, AdapterResponse};
 use switchyard_core::orchestration::{Checkpoint, TaskState, TaskStatus, WorkflowStore};
-use switchyard_core::router::Router;
 use switchyard_core::service::{unix_now, Answer, Question, Service};
-use switchyard_core::session::MemorySessionStore;
-use switchyard_core::BoxFuture;
-use switchyard_core::{Error, ServiceError};
+use switchyard_core::ServiceError;
+use switchyard_index::index::Index;
 use switchyard_router::{app, cold_start, Settings};
+use switchyard_routing::router::Router;
+use switchyard_routing::session::MemorySessionStore;
 
 use crate::setup::{
     clients, create_bucket, create_table, demo_index_bytes, embedder, endpoint, query, root, sdk,
@@ -38,7 +39,7 @@ impl AdapterInvoker for FlakyInvoker {
     fn invoke<'a>(
         &'a self,
         request: AdapterRequest,
-    ) -> BoxFuture<'a, switchyard_core::Result<AdapterResponse>> {
+    ) -> BoxFuture<'a, switchyard_catalog::error::Result<AdapterResponse>> {
         Box::pin(async move {
             let call = {
                 let mut calls = self.calls.lock().unwrap();
@@ -353,7 +354,7 @@ async fn a_failed_phase_resumes_from_its_checkpoint_without_rerunning_phase_one(
     );
     let ours = store.load(&workflow_id, unix_now()).await.unwrap().unwrap();
     assert_eq!(ours, stored, "our checkpoint is untouched");
-    let scoped = switchyard_core::auth::scoped("sub:someone-else", &workflow_id);
+    let scoped = switchyard_catalog::auth::scoped("sub:someone-else", &workflow_id);
     let kept = store.load(&scoped, unix_now()).await.unwrap().unwrap();
     assert_eq!(kept.owner, "sub:someone-else");
 }

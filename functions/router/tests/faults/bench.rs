@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
 use aws_sdk_lambda::primitives::Blob;
 use serde_json::json;
-use switchyard_core::config::{Config, RerankProvider};
+use switchyard_core::config::Config;
+use switchyard_index::config::RerankProvider;
 use switchyard_router::{
     app, cold_start, Clients, ColdStart, IndexLocation, RouterService, Settings,
 };
@@ -141,7 +142,7 @@ impl Bench {
     pub async fn cold_start(
         &self,
         config: Config,
-    ) -> switchyard_core::Result<(RouterService, ColdStart)> {
+    ) -> switchyard_catalog::error::Result<(RouterService, ColdStart)> {
         let moto = sdk(&self.moto.url).await;
         let clients = Clients {
             s3: switchyard_aws::s3_client(&moto),

@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use aws_sdk_dynamodb::types::AttributeValue;
-use switchyard_core::session::Turn;
+use switchyard_routing::session::Turn;
 
 use crate::bench::Bench;
 use crate::load::{adapter_of, rerank_of, saved, session_status, Phase, Reply};

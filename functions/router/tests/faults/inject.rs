@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use switchyard_aws::S3IndexStore;
 use switchyard_core::config::Config;
-use switchyard_core::index::Index;
+use switchyard_index::index::Index;
 use switchyard_router::app;
 
 use crate::bench::{region, Bench};

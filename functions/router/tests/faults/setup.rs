@@ -5,10 +5,10 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
+use switchyard_catalog::template::Catalog;
 use switchyard_core::config::Config;
-use switchyard_core::index::Index;
-use switchyard_core::template::Catalog;
 use switchyard_embed::MiniLmEmbedder;
+use switchyard_index::index::Index;
 
 pub static PANICS: AtomicUsize = AtomicUsize::new(0);
 

@@ -11,16 +11,17 @@ use std::time::Duration;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT};
 use reqwest::{Method, StatusCode, Url};
 use serde_json::{json, Map, Value};
-use switchyard_core::template::Template;
+use switchyard_catalog::template::Template;
 use switchyard_llm::{read_capped, redact_json};
 use tokio::time::{sleep, timeout_at, Instant};
 
-use crate::error::{describe, Result};
+use crate::error::Result;
 use crate::http::hosts::{authority, check_scheme};
 use crate::http::placeholders::{fill_json, fill_path, query_texts, whole_placeholder};
 use crate::http::response::{graphql_data, graphql_errors, parse_body, Mapping};
 use crate::http::secrets::{expand_env, redact_error};
 use crate::http::{HttpDatasource, HttpResult};
+use switchyard_catalog::error::describe;
 
 /// Pauses before the retries of a 429, 5xx or connection failure (never past the deadline).
 const RETRY_BACKOFF: [Duration; 2] = [Duration::from_millis(100), Duration::from_millis(200)];

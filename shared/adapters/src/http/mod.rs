@@ -23,11 +23,11 @@ use std::time::Duration;
 use reqwest::header::HeaderName;
 use reqwest::{Client, Url};
 use serde_json::{json, Map, Value};
-use switchyard_core::rerank::BoxFuture;
-use switchyard_core::template::{Datasource, Template};
+use switchyard_catalog::template::{Datasource, Template};
+use switchyard_catalog::BoxFuture;
 
 use crate::adapter::{Adapter, Answer};
-use crate::error::{describe, AdapterError, Result};
+use crate::error::{AdapterError, Result};
 use crate::render::{plain_text, render};
 use call::method;
 pub use call::FetchedPage;
@@ -35,6 +35,7 @@ use hosts::{allowed, authority, check_scheme, client, HostRule};
 use placeholders::placeholders;
 use response::Mapping;
 use secrets::expand_env;
+use switchyard_catalog::error::describe;
 
 /// The response size cap when `connection.max_response_bytes` is not set: 1 MiB.
 pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 1 << 20;

@@ -14,14 +14,15 @@ use chrono::NaiveDate;
 use rusqlite::types::{FromSql, FromSqlResult, ValueRef};
 use rusqlite::Connection;
 use serde::{Deserialize, Serialize};
-use switchyard_core::template::{Datasource, DatasourceKind};
+use switchyard_catalog::template::{Datasource, DatasourceKind};
 use tokio_postgres::types::{FromSql as PgFromSql, ToSql};
 use tokio_postgres::Client;
 
-use crate::error::{describe, AdapterError, Result};
+use crate::error::{AdapterError, Result};
 use crate::mysql::MysqlDatasource;
 use crate::postgres::PostgresDatasource;
 use crate::sql::{Engine, SqliteDatasource};
+use switchyard_catalog::error::describe;
 
 /// Rows read per table for its summaries.
 pub const SAMPLE_ROWS: usize = 10_000;

@@ -1,6 +1,6 @@
 //! Introspection of the demo's SQL datasources (SQLite, DuckDB) and of in-memory databases.
 use super::*;
-use switchyard_core::template::Catalog;
+use switchyard_catalog::template::Catalog;
 
 fn demo() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../templates/demo")

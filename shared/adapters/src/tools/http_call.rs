@@ -1,7 +1,7 @@
 //! `http_call` tools: a tool whose `execution` is an HTTP request, as an HTTP template.
 
 use serde_json::Value;
-use switchyard_core::template::{Datasource, Template};
+use switchyard_catalog::template::{Datasource, Template};
 
 use super::shown;
 use crate::error::{AdapterError, Result};

@@ -1,5 +1,5 @@
 //! Built-in tools: `calculator`, `date_time` and `json_transform`, run on parameters that
-//! `switchyard_core::params::extract` already found and typed, and `http_call` tools, run
+//! `switchyard_text::params::extract` already found and typed, and `http_call` tools, run
 //! by the HTTP adapter.
 //!
 //! Results are JSON values: numbers are rounded to [`RESULT_DECIMALS`] places (so
@@ -19,9 +19,9 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, NaiveDate, Utc};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
-use switchyard_core::params::parse_date;
-use switchyard_core::rerank::BoxFuture;
-use switchyard_core::template::{Datasource, Template};
+use switchyard_catalog::template::{Datasource, Template};
+use switchyard_catalog::BoxFuture;
+use switchyard_text::params::parse_date;
 
 use crate::adapter::{Adapter, Answer};
 use crate::error::{AdapterError, Result};

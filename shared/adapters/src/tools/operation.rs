@@ -2,7 +2,7 @@
 //! tool or operation is refused at `index build` (the tools factory's check) instead of
 //! at the first question that reaches it, and each tool matches on its own operations.
 
-use switchyard_core::template::Template;
+use switchyard_catalog::template::Template;
 
 /// The calculator's operations.
 pub const CALCULATOR_OPERATIONS: &str =

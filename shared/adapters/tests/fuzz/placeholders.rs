@@ -10,7 +10,7 @@ use proptest::prelude::*;
 use serde_json::{json, Map, Value};
 use switchyard_adapters::http::HttpDatasource;
 use switchyard_adapters::AdapterError;
-use switchyard_core::template::{Datasource, Template};
+use switchyard_catalog::template::{Datasource, Template};
 
 use crate::setup::config;
 

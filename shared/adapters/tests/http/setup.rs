@@ -6,7 +6,7 @@ use std::time::Duration;
 use axum::Router;
 use serde_json::{json, Map, Value};
 use switchyard_adapters::http::HttpDatasource;
-use switchyard_core::template::{Datasource, Template};
+use switchyard_catalog::template::{Datasource, Template};
 
 pub(crate) const SECOND: Duration = Duration::from_secs(1);
 pub(crate) const GENEROUS: Duration = Duration::from_secs(5);

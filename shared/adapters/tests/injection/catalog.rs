@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 
 use regex::Regex;
 use serde_json::{Map, Value};
-use switchyard_core::params::extract;
-use switchyard_core::template::{Catalog, Datasource, DatasourceKind, ParamType, Template};
+use switchyard_catalog::template::{Catalog, Datasource, DatasourceKind, ParamType, Template};
+use switchyard_text::params::extract;
 
 pub(crate) fn demo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../templates/demo")

@@ -5,7 +5,7 @@
 use mysql_async::prelude::Queryable;
 use mysql_async::{Pool, Row};
 use serde_json::Value;
-use switchyard_core::template::Datasource;
+use switchyard_catalog::template::Datasource;
 
 const URL_VARIABLE: &str = "SWITCHYARD_TEST_MYSQL_URL";
 

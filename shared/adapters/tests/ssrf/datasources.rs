@@ -3,8 +3,8 @@
 
 use serde_json::{json, Map, Value};
 use switchyard_adapters::http::HttpDatasource;
+use switchyard_catalog::template::{Catalog, Datasource, Template};
 use switchyard_core::invoker::AdapterRequest;
-use switchyard_core::template::{Catalog, Datasource, Template};
 
 use crate::servers::Recorder;
 

@@ -19,8 +19,8 @@ use std::time::Duration;
 use serde_json::{json, Map};
 use switchyard_adapters::http::HttpDatasource;
 use switchyard_adapters::{check_catalog, LocalAdapters};
+use switchyard_catalog::template::Datasource;
 use switchyard_core::invoker::{AdapterInvoker, AdapterStatus};
-use switchyard_core::template::Datasource;
 
 use checks::{assert_in_place, assert_refused_naming, not_a_segment, percent_decode};
 use datasources::{api, find, template, tool_request, tools_catalog, values};

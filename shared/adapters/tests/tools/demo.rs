@@ -5,7 +5,7 @@ use std::path::Path;
 use serde_json::Map;
 use switchyard_adapters::tools;
 use switchyard_adapters::tools::tool_content;
-use switchyard_core::template::{Catalog, Template};
+use switchyard_catalog::template::{Catalog, Template};
 
 use crate::helpers::now;
 
@@ -19,7 +19,7 @@ fn demo_tools() -> Vec<Template> {
 
 /// Extract, run and render one question against one template.
 fn answer(template: &Template, question: &str) -> Result<String, String> {
-    let extraction = switchyard_core::params::extract(template, question, &Map::new());
+    let extraction = switchyard_text::params::extract(template, question, &Map::new());
     if !extraction.missing.is_empty() || !extraction.invalid.is_empty() {
         return Err(format!(
             "missing {:?}, invalid {:?}",

@@ -4,7 +4,7 @@ use chrono::{DateTime, TimeZone, Utc};
 use serde_json::{json, Map, Value};
 use switchyard_adapters::tools;
 use switchyard_adapters::AdapterError;
-use switchyard_core::template::Template;
+use switchyard_catalog::template::Template;
 
 pub(crate) fn now() -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2024, 3, 15, 12, 30, 0).unwrap()

@@ -1,18 +1,17 @@
 //! The configuration: every section, gathered. Each section is owned by the crate that
-//! reads it and re-exported here; the sections the service alone reads are defined here
-//! (`orchestration`, `feedback`, `rerank_cache`, `llm`, `server`). Layered by
+//! reads it and imported from there (nothing is re-exported); the sections the service
+//! alone reads are defined here (`orchestration`, `feedback`, `rerank_cache`, `llm`,
+//! `server`). Layered by
 //! `switchyard_catalog::config`: embedded defaults (`config.yaml`), then a file, then
 //! environment variables `SWITCHYARD__SECTION__KEY=value`.
 
 mod sections;
 
 pub use sections::*;
-pub use switchyard_catalog::auth::AuthConfig;
-pub use switchyard_catalog::config::{cache_dir, ENV_PREFIX};
-pub use switchyard_documents::config::*;
-pub use switchyard_index::config::*;
-pub use switchyard_routing::config::*;
-pub use switchyard_text::config::*;
+use switchyard_catalog::auth::AuthConfig;
+use switchyard_documents::config::*;
+use switchyard_index::config::*;
+use switchyard_routing::config::*;
 
 use std::path::{Path, PathBuf};
 

@@ -27,12 +27,12 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value};
 
-use crate::config::{ContextConfig, SessionsConfig};
-use crate::router::{Match, Outcome, Router, Routing};
-use crate::session::{
+use switchyard_routing::config::{ContextConfig, SessionsConfig};
+use switchyard_routing::router::{Match, Outcome, Router, Routing};
+use switchyard_routing::session::{
     AssistantReport, ContextReport, ContextUsed, TemplateRef, Turn, TurnOutcome, Weighted,
 };
-use crate::topics::Topics;
+use switchyard_routing::topics::Topics;
 
 mod texts;
 

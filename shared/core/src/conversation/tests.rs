@@ -1,6 +1,7 @@
 use super::*;
 use crate::config::Config;
-use crate::router::{Ranking, RerankStatus, StageTimings, Weights};
+use switchyard_index::scoring::Weights;
+use switchyard_routing::router::{Ranking, RerankStatus, StageTimings};
 
 fn template(datasource: &str, template_id: &str) -> TemplateRef {
     TemplateRef {

@@ -2,9 +2,9 @@
 //! the assistant said just before it (alone, from its offer on, and with the turn); and the
 //! cues that say an assistant offered something and the turn accepted it.
 
-use crate::config::SessionsConfig;
-use crate::router::Routing;
-use crate::session::Turn;
+use switchyard_routing::config::SessionsConfig;
+use switchyard_routing::router::Routing;
+use switchyard_routing::session::Turn;
 
 /// What the assistant said just before this turn, routed alone (what it offers) and with
 /// the turn.
@@ -45,13 +45,14 @@ pub fn assistant_text(assistant: &str) -> String {
     let skip = assistant
         .chars()
         .count()
-        .saturating_sub(crate::router::MAX_QUERY_CHARS);
+        .saturating_sub(switchyard_routing::router::MAX_QUERY_CHARS);
     assistant.chars().skip(skip).collect()
 }
 
 /// The text routed as "what the assistant said + this turn", within the query limit.
 pub fn assistant_question(assistant: &str, query: &str) -> String {
-    let room = crate::router::MAX_QUERY_CHARS.saturating_sub(query.chars().count() + 1);
+    let room =
+        switchyard_routing::router::MAX_QUERY_CHARS.saturating_sub(query.chars().count() + 1);
     let skip = assistant.chars().count().saturating_sub(room);
     let said: String = assistant.chars().skip(skip).collect();
     format!("{said} {query}")
@@ -125,7 +126,8 @@ pub fn joint_question(turns: &[Turn], query: &str, config: &SessionsConfig) -> O
     }
     let previous = turns.last()?.query.as_deref()?;
     // Keep the joint text inside the query limit: the end of the previous question.
-    let room = crate::router::MAX_QUERY_CHARS.saturating_sub(query.chars().count() + 1);
+    let room =
+        switchyard_routing::router::MAX_QUERY_CHARS.saturating_sub(query.chars().count() + 1);
     let skip = previous.chars().count().saturating_sub(room);
     let previous: String = previous.chars().skip(skip).collect();
     Some(format!("{previous} {query}"))

@@ -14,8 +14,8 @@
 use std::collections::HashMap;
 
 use crate::config::OrchestrationConfig;
-use crate::router::Routing;
-use crate::session::TemplateRef;
+use switchyard_routing::router::Routing;
+use switchyard_routing::session::TemplateRef;
 
 /// A run of segments `[first, end)`.
 pub type Span = (usize, usize);

@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use super::workflow::{Checkpoint, TaskState, TaskStatus, WorkflowStore};
 use crate::invoker::{AdapterInvoker, AdapterRequest};
-use crate::metric;
+use switchyard_catalog::metric;
 
 /// What running (or resuming) a workflow did.
 #[derive(Debug, Clone)]

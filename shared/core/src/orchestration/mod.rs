@@ -28,9 +28,10 @@ pub use workflow::{
 };
 
 use crate::config::OrchestrationConfig;
-use crate::error::Result;
-use crate::router::{Access, Router, Routing};
-use crate::template::Catalog;
+use switchyard_catalog::auth::Access;
+use switchyard_catalog::error::Result;
+use switchyard_catalog::template::Catalog;
+use switchyard_routing::router::{Router, Routing};
 
 /// What the catalog and configuration give decomposition, built once per router.
 #[derive(Debug, Clone)]

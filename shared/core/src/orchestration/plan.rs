@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::split::{tokens, Link};
 use super::SubQuestion;
-use crate::error::{Error, Result};
+use switchyard_catalog::error::{Error, Result};
 
 /// One sub-question to run on one template.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use super::split::{tokens, Cues, Link};
 use crate::config::OrchestrationConfig;
-use crate::template::Catalog;
+use switchyard_catalog::template::Catalog;
 
 /// Words that start examples without being an action ("what is", "how many", "i want").
 const NOT_VERBS: &[&str] = &[

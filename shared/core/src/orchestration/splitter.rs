@@ -5,9 +5,10 @@
 use super::decompose::{valid_split, SpanRouting};
 use super::SubQuestion;
 use crate::config::OrchestrationConfig;
-use crate::error::Result;
-use crate::router::{Access, Router, Routing, MAX_QUERY_CHARS};
-use crate::BoxFuture;
+use switchyard_catalog::auth::Access;
+use switchyard_catalog::error::Result;
+use switchyard_catalog::BoxFuture;
+use switchyard_routing::router::{Router, Routing, MAX_QUERY_CHARS};
 
 pub trait QuestionSplitter: Send + Sync {
     /// Names the splitter in reports and errors (`chat:gpt-4o-mini`).

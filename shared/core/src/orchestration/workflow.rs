@@ -8,9 +8,9 @@ use std::sync::Mutex;
 use serde::{Deserialize, Serialize};
 
 use super::plan::Task;
-use crate::error::Result;
 use crate::invoker::{AdapterResponse, AdapterStatus};
-use crate::BoxFuture;
+use switchyard_catalog::error::Result;
+use switchyard_catalog::BoxFuture;
 
 /// Longest `workflow_id` accepted.
 pub const MAX_WORKFLOW_ID_CHARS: usize = 128;
@@ -123,7 +123,7 @@ impl Checkpoint {
     /// Where it is stored: its id scoped by its owner (`auth::scoped`), so two callers'
     /// workflows of one id never meet.
     pub fn key(&self) -> String {
-        crate::auth::scoped(&self.owner, &self.workflow_id)
+        switchyard_catalog::auth::scoped(&self.owner, &self.workflow_id)
     }
 
     /// The checkpoint as stored: without question texts unless `text_kept`; whole while

@@ -9,11 +9,11 @@ use super::routed::TurnContext;
 use super::{Execution, Orchestrated, Question, Routed, Service};
 use crate::blocking::run_blocking;
 use crate::invoker::{AdapterRequest, AdapterStatus, QueryVector, GENERATED_SQL};
-use crate::metric;
 use crate::orchestration::Checkpoint;
-use crate::router::{Outcome, Routing};
-use crate::session::carried_parameters;
-use crate::template::DatasourceKind;
+use switchyard_catalog::metric;
+use switchyard_catalog::template::DatasourceKind;
+use switchyard_routing::router::{Outcome, Routing};
+use switchyard_routing::session::carried_parameters;
 
 /// What running a routed question gave: the winner's execution, a split question's
 /// workflow, or a `no_match`'s text-to-SQL fallback.

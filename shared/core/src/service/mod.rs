@@ -18,28 +18,29 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::Map;
 
-use crate::auth::{scoped, Access};
 use crate::blocking::run_blocking;
 use crate::config::Config;
 use crate::conversation::{
     contextualize, AssistantTurn, ContextTexts, Contextualized, MAX_ASSISTANT_CHARS,
 };
-use crate::documents::schema::{schema_context, SchemaContext};
-use crate::documents::ChunkIndex;
-use crate::error::{Error, Result, ServiceError};
+use crate::error::ServiceError;
 use crate::feedback::{Decision, Feedback, FeedbackRecord, FeedbackStore, MemoryFeedbackStore};
 use crate::invoker::{AdapterInvoker, AdapterResponse, RoutedWith};
-use crate::keywords::TermExpansion;
-use crate::metric;
 use crate::orchestration::{
     Decomposer, FusionStrategy, MemoryWorkflowStore, QuestionSplitter, WorkflowStore,
     MAX_WORKFLOW_ID_CHARS,
 };
 use crate::rerank::RerankStage;
-use crate::router::{Outcome, Router, Routing};
-use crate::session::{ContextReport, ContextUsed, SessionStore, Weighted};
-use crate::topics::{MemoryTopicStore, TopicStore};
 pub use routed::{Plan, Routed};
+use switchyard_catalog::auth::{scoped, Access};
+use switchyard_catalog::error::{Error, Result};
+use switchyard_catalog::metric;
+use switchyard_documents::schema::{schema_context, SchemaContext};
+use switchyard_documents::ChunkIndex;
+use switchyard_routing::router::{Outcome, Router, Routing};
+use switchyard_routing::session::{ContextReport, ContextUsed, SessionStore, Weighted};
+use switchyard_routing::topics::{MemoryTopicStore, TopicStore};
+use switchyard_text::keywords::TermExpansion;
 pub use workflows::Orchestrated;
 
 /// Longest session id accepted.

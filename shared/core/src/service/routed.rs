@@ -2,11 +2,11 @@
 //! changes once decided, and what the service built around it in its own steps (the
 //! conversation's part, the tables that could answer a `no_match`, the split).
 
-use crate::documents::schema::SchemaContext;
 use crate::orchestration::{Decomposition, Task};
-use crate::router::Routing;
-use crate::session::{ContextReport, Turn, Weighted};
-use crate::topics::Topics;
+use switchyard_documents::schema::SchemaContext;
+use switchyard_routing::router::Routing;
+use switchyard_routing::session::{ContextReport, Turn, Weighted};
+use switchyard_routing::topics::Topics;
 
 /// A routed question: the routing that stands and what was learned around it.
 #[derive(Debug)]

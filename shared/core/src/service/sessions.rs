@@ -8,17 +8,20 @@ use serde_json::Map;
 use super::execution::Executed;
 use super::routed::{Routed, TurnContext};
 use super::{Execution, Orchestrated, Question, Service, SessionUse};
-use crate::auth::scoped;
-use crate::auth::Access;
 use crate::conversation::{assistant_text, turn_of, unexecuted_outcome};
-use crate::error::{Result, ServiceError};
+use crate::error::ServiceError;
 use crate::invoker::AdapterStatus;
-use crate::metric;
 use crate::orchestration::TaskStatus;
-use crate::params::extract;
-use crate::router::{Outcome, Router, Routing};
-use crate::session::{carried_parameters, push_bounded, within_window, Turn, TurnOutcome};
-use crate::topics::Topics;
+use switchyard_catalog::auth::scoped;
+use switchyard_catalog::auth::Access;
+use switchyard_catalog::error::Result;
+use switchyard_catalog::metric;
+use switchyard_routing::router::{Outcome, Router, Routing};
+use switchyard_routing::session::{
+    carried_parameters, push_bounded, within_window, Turn, TurnOutcome,
+};
+use switchyard_routing::topics::Topics;
+use switchyard_text::params::extract;
 
 impl Service {
     /// Forget a session of `owner`'s (`DELETE /v1/sessions/{id}`); true when there was one.

@@ -8,15 +8,17 @@ use serde_json::Map;
 
 use super::routed::{Plan, Routed};
 use super::{new_request_id, Question, Service};
-use crate::auth::scoped;
 use crate::blocking::run_blocking;
-use crate::error::{Error, Result, ServiceError};
-use crate::metric;
+use crate::error::ServiceError;
 use crate::orchestration::{
     decompose, fuse, phases, plan, run, validated_parts, Checkpoint, Decomposition, Fused,
     QuestionSplitter, Requests, Run,
 };
-use crate::router::{Access, Routing};
+use switchyard_catalog::auth::scoped;
+use switchyard_catalog::auth::Access;
+use switchyard_catalog::error::{Error, Result};
+use switchyard_catalog::metric;
+use switchyard_routing::router::Routing;
 
 /// A split question's run: its workflow after this request, and the fused answer.
 #[derive(Debug)]

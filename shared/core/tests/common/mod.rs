@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use switchyard_core::config::Config;
-use switchyard_core::embed::Embedder;
 use switchyard_embed::MiniLmEmbedder;
+use switchyard_index::embed::Embedder;
 
 /// The repository's root (two levels above this crate).
 pub fn repo_root() -> PathBuf {

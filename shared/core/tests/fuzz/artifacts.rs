@@ -3,8 +3,8 @@
 
 use proptest::prelude::*;
 use serde_json::Value;
-use switchyard_core::documents::ChunkIndex;
-use switchyard_core::index::Index;
+use switchyard_documents::ChunkIndex;
+use switchyard_index::index::Index;
 
 use crate::frames::{
     load_any, mutated, mutation, refused_naming_origin, seal, sections, use_chunks, use_index,

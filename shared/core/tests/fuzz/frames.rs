@@ -4,12 +4,14 @@
 use proptest::prelude::*;
 use proptest::sample::Index as Position;
 use sha2::{Digest, Sha256};
-use switchyard_core::config::{DocumentsConfig, RouterConfig};
-use switchyard_core::documents::{ChunkIndex, Query, Signals};
-use switchyard_core::embed::{Embedder, HashingEmbedder};
-use switchyard_core::index::Index;
-use switchyard_core::keywords::TermExpansion;
-use switchyard_core::router::{Access, Router};
+use switchyard_catalog::auth::Access;
+use switchyard_documents::config::DocumentsConfig;
+use switchyard_documents::{ChunkIndex, Query, Signals};
+use switchyard_index::config::RouterConfig;
+use switchyard_index::embed::{Embedder, HashingEmbedder};
+use switchyard_index::index::Index;
+use switchyard_routing::router::Router;
+use switchyard_text::keywords::TermExpansion;
 
 use crate::setup::{embedder, ORIGIN};
 

@@ -6,10 +6,10 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use switchyard_core::documents::chunk::Chunk;
-use switchyard_core::documents::{ChunkIndex, DocumentEntry};
-use switchyard_core::head::Head;
-use switchyard_core::index::Index;
+use switchyard_documents::chunk::Chunk;
+use switchyard_documents::{ChunkIndex, DocumentEntry};
+use switchyard_index::head::Head;
+use switchyard_index::index::Index;
 
 use crate::frames::{load_any, seal, sections};
 use crate::setup::{artifacts, chunk_artifact, ORIGIN};

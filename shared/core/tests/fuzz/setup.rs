@@ -6,11 +6,11 @@ use std::sync::{Arc, OnceLock};
 use cap::Cap;
 use proptest::prelude::ProptestConfig;
 use proptest::test_runner::RngSeed;
+use switchyard_catalog::template::Catalog;
 use switchyard_core::config::Config;
-use switchyard_core::documents::{ChunkIndex, Document};
-use switchyard_core::embed::{Embedder, HashingEmbedder};
-use switchyard_core::index::Index;
-use switchyard_core::template::Catalog;
+use switchyard_documents::{ChunkIndex, Document};
+use switchyard_index::embed::{Embedder, HashingEmbedder};
+use switchyard_index::index::Index;
 
 use crate::common;
 

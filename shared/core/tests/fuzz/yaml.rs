@@ -5,7 +5,7 @@ use std::path::Path;
 
 use proptest::prelude::*;
 use proptest::sample::Index as Position;
-use switchyard_core::template::Catalog;
+use switchyard_catalog::template::Catalog;
 
 use crate::setup::{assert_peak_bounded, config};
 

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 
 use crate::helpers::config;
 use switchyard_core::orchestration::*;
-use switchyard_core::session::TemplateRef;
+use switchyard_routing::session::TemplateRef;
 
 #[test]
 fn spans_cover_every_split_into_at_most_max_parts() {

@@ -3,9 +3,9 @@
 use crate::helpers::{config, cues};
 use switchyard_core::orchestration::*;
 
-fn catalog() -> switchyard_core::template::Catalog {
+fn catalog() -> switchyard_catalog::template::Catalog {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../templates/demo");
-    switchyard_core::template::Catalog::load(&dir).expect("demo catalog")
+    switchyard_catalog::template::Catalog::load(&dir).expect("demo catalog")
 }
 
 #[test]

@@ -8,10 +8,10 @@ use std::time::Duration;
 use serde_json::{json, Map, Value};
 
 use crate::helpers::{checkpoint, response, task};
-use switchyard_core::error::Error;
+use switchyard_catalog::error::Error;
+use switchyard_catalog::BoxFuture;
 use switchyard_core::invoker::{AdapterInvoker, AdapterRequest, AdapterResponse};
 use switchyard_core::orchestration::*;
-use switchyard_core::BoxFuture;
 
 /// Answers after a pause, counting how many calls are in flight at once.
 #[derive(Default)]
@@ -26,7 +26,7 @@ impl AdapterInvoker for SlowInvoker {
     fn invoke<'a>(
         &'a self,
         request: AdapterRequest,
-    ) -> BoxFuture<'a, switchyard_core::error::Result<AdapterResponse>> {
+    ) -> BoxFuture<'a, switchyard_catalog::error::Result<AdapterResponse>> {
         Box::pin(async move {
             let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
             self.most_in_flight.fetch_max(now, Ordering::SeqCst);

@@ -310,7 +310,7 @@ pub struct FeedbackRecorded {
     pub datasource: Option<String>,
     pub template_id: Option<String>,
     #[schema(value_type = String)]
-    pub outcome: switchyard_core::router::Outcome,
+    pub outcome: switchyard_routing::router::Outcome,
     #[serde(serialize_with = "score")]
     pub confidence: f32,
 }
@@ -351,10 +351,10 @@ pub struct MultistageScoring {
     pub enabled: bool,
     /// `learned` or `similarity`.
     #[schema(value_type = String)]
-    pub ranking: switchyard_core::router::Ranking,
+    pub ranking: switchyard_routing::router::Ranking,
     /// `execute`, `clarify` or `no_match`.
     #[schema(value_type = String)]
-    pub outcome: switchyard_core::router::Outcome,
+    pub outcome: switchyard_routing::router::Outcome,
     #[serde(serialize_with = "score")]
     pub rank_score: f32,
     #[serde(serialize_with = "score")]
@@ -377,7 +377,7 @@ pub struct MultistageScoring {
     /// What the rerank stage did: `{"status": "disabled" | "no_provider" | "not_needed" |
     /// "applied" | "failed", ...}`.
     #[schema(value_type = Object)]
-    pub rerank: switchyard_core::router::RerankStatus,
+    pub rerank: switchyard_routing::router::RerankStatus,
 }
 
 #[derive(Debug, Clone, Serialize, ToSchema)]

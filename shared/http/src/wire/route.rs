@@ -13,7 +13,7 @@ use super::{OrchestrationReport, SchemaTableReport, ScoringDetails, SessionConte
 pub struct RouteReport {
     pub query: String,
     #[schema(value_type = String)]
-    pub outcome: switchyard_core::router::Outcome,
+    pub outcome: switchyard_routing::router::Outcome,
     pub clarify_choices: Vec<TemplateRef>,
     pub total_matches: usize,
     pub matches_above_threshold: usize,
@@ -67,7 +67,7 @@ pub struct MatchReport {
     pub above_threshold: bool,
     /// Set when a negative example of the datasource was nearer: never chosen.
     #[schema(value_type = Option<Object>)]
-    pub declined_by: Option<switchyard_core::router::Declined>,
+    pub declined_by: Option<switchyard_routing::router::Declined>,
     pub scoring_details: ScoringDetails,
     /// The conversation's probability for this template (with a session only).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -103,15 +103,15 @@ pub struct RouteConfiguration {
     /// `configured`, `automatic`, `automatic_for_build_settings` or
     /// `fallback_single_datasource`.
     #[schema(value_type = String)]
-    pub threshold_source: switchyard_core::router::ThresholdSource,
+    pub threshold_source: switchyard_routing::router::ThresholdSource,
     #[schema(value_type = String)]
-    pub ranking: switchyard_core::router::Ranking,
+    pub ranking: switchyard_routing::router::Ranking,
     pub adapters_searched: Vec<String>,
     pub adapters_timed_out: Vec<String>,
     pub multistage_enabled: bool,
     pub reranking_enabled: bool,
     #[schema(value_type = Object)]
-    pub rerank: switchyard_core::router::RerankStatus,
+    pub rerank: switchyard_routing::router::RerankStatus,
     pub string_similarity_enabled: bool,
     pub scoring_weights: ScoringWeights,
 }
@@ -152,7 +152,7 @@ pub struct StatsConfiguration {
     #[serde(serialize_with = "score")]
     pub confidence_threshold: f32,
     #[schema(value_type = String)]
-    pub threshold_source: switchyard_core::router::ThresholdSource,
+    pub threshold_source: switchyard_routing::router::ThresholdSource,
     pub max_templates_per_source: usize,
     pub parallel_search: bool,
     pub search_timeout_ms: u64,

@@ -4,7 +4,7 @@
 //! milliseconds are written to the microsecond (0.047, not 0.047009999999999996).
 
 use serde::{Serialize, Serializer};
-use switchyard_core::json::decimal;
+use switchyard_catalog::json::decimal;
 
 /// `#[serde(serialize_with = "score")]` for an f32, `Option<f32>` or `Option<Option<f32>>`.
 pub(crate) fn score<T: Score, S: Serializer>(x: &T, serializer: S) -> Result<S::Ok, S::Error> {

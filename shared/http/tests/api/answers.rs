@@ -4,8 +4,9 @@
 use std::collections::BTreeSet;
 
 use serde_json::{json, Value};
+use switchyard_catalog::auth::Access;
 use switchyard_core::config::Config;
-use switchyard_core::router::{Access, Outcome};
+use switchyard_routing::router::Outcome;
 
 use crate::setup::{api, call, config_with};
 

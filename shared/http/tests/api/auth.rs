@@ -4,8 +4,8 @@ use std::collections::BTreeSet;
 
 use serde_json::json;
 use sha2::{Digest, Sha256};
-use switchyard_core::auth::Identity;
-use switchyard_core::router::Access;
+use switchyard_catalog::auth::Access;
+use switchyard_catalog::auth::Identity;
 
 use crate::setup::{api, call, call_as, config_with, with_key, TestApi};
 

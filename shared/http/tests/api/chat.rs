@@ -7,14 +7,15 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use switchyard_core::auth::Access;
+use switchyard_catalog::auth::Access;
+use switchyard_catalog::error::Error;
+use switchyard_catalog::template::Catalog;
+use switchyard_catalog::BoxFuture;
 use switchyard_core::config::Config;
 use switchyard_core::invoker::AdapterResponse;
 use switchyard_core::invoker::{find, respond_intent, AdapterInvoker, AdapterRequest};
 use switchyard_core::service::{Question, Service};
-use switchyard_core::session::{SessionStore, Turn};
-use switchyard_core::template::Catalog;
-use switchyard_core::{BoxFuture, Error};
+use switchyard_routing::session::{SessionStore, Turn};
 
 use crate::setup::{call, small_router, ApiResponse};
 

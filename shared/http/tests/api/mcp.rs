@@ -4,7 +4,7 @@
 
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
-use switchyard_core::auth::Identity;
+use switchyard_catalog::auth::Identity;
 
 use crate::setup::{api, call_as, config_with, with_key, TestApi};
 

@@ -7,12 +7,12 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use metrics::{Counter, Gauge, Histogram, Key, KeyName, Metadata, Recorder, SharedString, Unit};
-use switchyard_core::auth::Identity;
+use switchyard_catalog::auth::Identity;
+use switchyard_catalog::BoxFuture;
 use switchyard_core::config::Config;
 use switchyard_core::invoker::{AdapterInvoker, AdapterRequest, AdapterResponse, IntentInvoker};
 use switchyard_core::service::Service;
-use switchyard_core::session::MemorySessionStore;
-use switchyard_core::BoxFuture;
+use switchyard_routing::session::MemorySessionStore;
 
 use crate::setup::{send, small_router, ApiResponse};
 
@@ -26,7 +26,7 @@ impl AdapterInvoker for Panicking {
     fn invoke<'a>(
         &'a self,
         request: AdapterRequest,
-    ) -> BoxFuture<'a, switchyard_core::Result<AdapterResponse>> {
+    ) -> BoxFuture<'a, switchyard_catalog::error::Result<AdapterResponse>> {
         let armed = self
             .panics
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))

@@ -6,11 +6,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
+use switchyard_catalog::auth::Access;
+use switchyard_catalog::error::Error;
+use switchyard_catalog::BoxFuture;
 use switchyard_core::config::Config;
-use switchyard_core::rerank::{BoxFuture, RerankCandidate, RerankStage, Reranker};
+use switchyard_core::rerank::{RerankCandidate, RerankStage, Reranker};
 use switchyard_core::rerank_cache::MemoryRerankCache;
-use switchyard_core::router::Access;
-use switchyard_core::Error;
 
 use crate::setup::{api, call, config_with, service, TestApi};
 
@@ -40,7 +41,7 @@ impl Reranker for ScriptedReranker {
         &'a self,
         _query: &'a str,
         candidates: &'a [RerankCandidate],
-    ) -> BoxFuture<'a, switchyard_core::Result<Vec<f32>>> {
+    ) -> BoxFuture<'a, switchyard_catalog::error::Result<Vec<f32>>> {
         self.calls.fetch_add(1, Ordering::SeqCst);
         Box::pin(async move {
             tokio::time::sleep(self.delay).await;

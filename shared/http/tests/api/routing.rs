@@ -4,12 +4,14 @@
 use std::sync::Arc;
 
 use serde_json::Value;
+use switchyard_catalog::auth::Access;
 use switchyard_core::config::Config;
-use switchyard_core::index::Index;
 use switchyard_core::invoker::IntentInvoker;
-use switchyard_core::router::{Access, Router, Weights};
 use switchyard_core::service::Service;
-use switchyard_core::session::MemorySessionStore;
+use switchyard_index::index::Index;
+use switchyard_index::scoring::Weights;
+use switchyard_routing::router::Router;
+use switchyard_routing::session::MemorySessionStore;
 
 use crate::common;
 use crate::setup::{call, config_with, router_for, small_router};

@@ -5,12 +5,12 @@ use std::sync::Arc;
 
 use serde_json::json;
 use sha2::{Digest, Sha256};
+use switchyard_catalog::error::Error;
+use switchyard_catalog::BoxFuture;
 use switchyard_core::config::Config;
 use switchyard_core::invoker::IntentInvoker;
 use switchyard_core::service::Service;
-use switchyard_core::session::{SessionStore, Turn};
-use switchyard_core::BoxFuture;
-use switchyard_core::Error;
+use switchyard_routing::session::{SessionStore, Turn};
 
 use crate::setup::{api, call, call_as, config_with, small_router, with_key, ApiResponse, TestApi};
 

@@ -4,14 +4,14 @@
 use std::sync::Arc;
 
 use serde_json::{json, Value};
-use switchyard_core::auth::Identity;
+use switchyard_catalog::auth::Identity;
+use switchyard_catalog::template::Catalog;
 use switchyard_core::config::Config;
-use switchyard_core::index::Index;
 use switchyard_core::invoker::IntentInvoker;
-use switchyard_core::router::Router;
 use switchyard_core::service::Service;
-use switchyard_core::session::MemorySessionStore;
-use switchyard_core::template::Catalog;
+use switchyard_index::index::Index;
+use switchyard_routing::router::Router;
+use switchyard_routing::session::MemorySessionStore;
 use tower::ServiceExt;
 
 use crate::common;

@@ -27,8 +27,7 @@ pub use decide::{decide, order};
 pub use routing::{
     Candidates, Declined, Match, Outcome, Ranking, RerankStatus, Reranked, Routing, StageTimings,
 };
-pub use switchyard_catalog::auth::Access;
-pub use switchyard_index::scoring::Weights;
+use switchyard_catalog::auth::Access;
 pub use threshold::{ThresholdSource, FALLBACK_THRESHOLD};
 
 use crate::error::RoutingError;

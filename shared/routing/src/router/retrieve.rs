@@ -15,7 +15,8 @@ use switchyard_text::config::Fusion;
 
 use super::deadline;
 use super::routing::{Candidates, Declined, Match, Ranking, StageTimings};
-use super::{ms_since, Access, Router};
+use super::{ms_since, Router};
+use switchyard_catalog::auth::Access;
 
 /// One template found in a partition, before it becomes a [`Match`].
 #[derive(Debug, Clone, Copy)]
