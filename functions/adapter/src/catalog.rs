@@ -7,7 +7,7 @@
 //! built from the index's own catalog, so they cannot differ and do not check.
 
 /// Requests refused because they were routed with another catalog.
-pub use switchyard_catalog::metric::CATALOG_MISMATCHES;
+use switchyard_catalog::metric::CATALOG_MISMATCHES;
 use switchyard_core::invoker::AdapterRequest;
 
 /// A hash's first 12 hex characters: enough to tell two catalogs apart in a message.

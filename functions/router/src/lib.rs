@@ -11,7 +11,7 @@ use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
 use lambda_http::{Body, Request, Response};
 use switchyard_adapters::local::LlmFeatures;
 use switchyard_adapters::LocalAdapters;
-pub use switchyard_aws::IndexLocation;
+use switchyard_aws::IndexLocation;
 use switchyard_aws::{
     chunks_prefix, documents_chunks, variable_set, DynamoFeedbackStore, DynamoRerankCache,
     DynamoSessionStore, DynamoTopicStore, DynamoWorkflowStore, LambdaInvoker, S3IndexStore,

@@ -4,11 +4,12 @@
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde_json::json;
+use switchyard_aws::IndexLocation;
 use switchyard_aws::S3IndexStore;
 use switchyard_catalog::template::Catalog;
 use switchyard_core::config::Config;
 use switchyard_index::index::IndexSource;
-use switchyard_router::{app, cold_start, IndexLocation, Settings};
+use switchyard_router::{app, cold_start, Settings};
 use switchyard_routing::session::Turn;
 
 use crate::setup::{

@@ -5,11 +5,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use serde_json::json;
+use switchyard_aws::IndexLocation;
 use switchyard_aws::{DynamoFeedbackStore, DynamoSessionStore, DynamoTopicStore, S3IndexStore};
 use switchyard_core::config::Config;
 use switchyard_core::feedback::{Decision, Feedback, FeedbackStore};
 use switchyard_core::service::unix_now;
-use switchyard_router::{app, cold_start, IndexLocation, Settings};
+use switchyard_router::{app, cold_start, Settings};
 use switchyard_routing::config::SessionsConfig;
 use switchyard_routing::router::Outcome;
 use switchyard_routing::session::{SessionStore, Turn, TurnOutcome};
