@@ -11,11 +11,10 @@ use std::time::{Duration, Instant};
 use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
 use aws_sdk_lambda::primitives::Blob;
 use serde_json::json;
+use switchyard_aws::IndexLocation;
 use switchyard_core::config::Config;
 use switchyard_index::config::RerankProvider;
-use switchyard_router::{
-    app, cold_start, Clients, ColdStart, IndexLocation, RouterService, Settings,
-};
+use switchyard_router::{app, cold_start, Clients, ColdStart, RouterService, Settings};
 
 use crate::fakes::{adapter_functions, start_lambda_proxy, LambdaProxy, ADAPTER_FUNCTION, HEALTHY};
 use crate::load::Load;
