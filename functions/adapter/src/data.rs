@@ -57,7 +57,7 @@ pub async fn fetch_duckdb_data(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::{handle, load_with};
     use switchyard_core::invoker::{AdapterRequest, AdapterStatus};
@@ -66,7 +66,8 @@ mod tests {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../templates/demo")
     }
 
-    async fn moto_s3() -> aws_sdk_s3::Client {
+    /// An S3 client on the test's moto_server (`SWITCHYARD_TEST_MOTO_URL`).
+    pub(crate) async fn moto_s3() -> aws_sdk_s3::Client {
         let moto = std::env::var("SWITCHYARD_TEST_MOTO_URL").expect(
             "SWITCHYARD_TEST_MOTO_URL is not set: start the emulators with ./infra/scripts/aws-local.sh start (./infra/scripts/test.sh does)",
         );

@@ -323,18 +323,7 @@ mod tests {
     /// and answers; an absent one stops the cold start naming its place.
     #[tokio::test]
     async fn a_documents_datasource_reads_its_chunks_from_beside_the_index_in_s3() {
-        let moto = std::env::var("SWITCHYARD_TEST_MOTO_URL").expect(
-            "SWITCHYARD_TEST_MOTO_URL is not set: start the emulators with ./infra/scripts/aws-local.sh start (./infra/scripts/test.sh does)",
-        );
-        let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
-            .endpoint_url(&moto)
-            .region(aws_config::Region::new("us-east-1"))
-            .credentials_provider(aws_sdk_s3::config::Credentials::new(
-                "test", "test", None, None, "tests",
-            ))
-            .load()
-            .await;
-        let s3 = switchyard_aws::s3_client(&sdk);
+        let s3 = crate::data::tests::moto_s3().await;
         let bucket = format!("adapter-chunks-{}", std::process::id());
         s3.create_bucket().bucket(&bucket).send().await.unwrap();
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../templates/demo");
