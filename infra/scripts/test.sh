@@ -77,6 +77,13 @@ if grep -rnE --include='*.rs' '^\s*pub(\([a-z]+\))? use switchyard_' shared func
   echo "test.sh: FAILED: the lines above re-export another crate's items; import them from their crate instead" >&2
   exit 1
 fi
+# The adapter function links no router code, no HNSW and no ONNX Runtime (ARCHITECTURE.md,
+# "Crates"): what it runs is the contract, the adapters and the artifacts' reader.
+if cargo tree -p switchyard-adapter -e normal --prefix none |
+  grep -E '^(switchyard-(index|routing|core|embed|eval|http|aws)|instant-distance|ort) '; then
+  echo "test.sh: FAILED: the adapter function depends on the crates above; see ARCHITECTURE.md, Crates" >&2
+  exit 1
+fi
 # `sam build` of each function reuses the dependencies compiled here (shared/feature-union).
 python3 infra/scripts/feature-union.py
 

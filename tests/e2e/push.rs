@@ -68,7 +68,7 @@ fn push_publishes_the_duckdb_data_beside_the_index_and_refuses_another_catalog()
             ))
             .load()
             .await;
-        switchyard_aws::s3_client(&sdk)
+        switchyard_s3::s3_client(&sdk)
     });
     runtime
         .block_on(s3.create_bucket().bucket(&bucket).send())
@@ -86,7 +86,7 @@ fn push_publishes_the_duckdb_data_beside_the_index_and_refuses_another_catalog()
     // Read back as the adapter function reads it at cold start: the manifest, then the
     // file it names, checked.
     let fetched = tempfile::tempdir().unwrap();
-    let store = switchyard_aws::S3DataStore::new(s3, &bucket, "indexes", "ev");
+    let store = switchyard_s3::S3DataStore::new(s3, &bucket, "indexes", "ev");
     let manifest = runtime
         .block_on(store.fetch(&["data/vehicles.csv".to_owned()], fetched.path()))
         .unwrap();

@@ -8,7 +8,7 @@
 
 /// Requests refused because they were routed with another catalog.
 use switchyard_catalog::metric::CATALOG_MISMATCHES;
-use switchyard_core::invoker::AdapterRequest;
+use switchyard_contract::adapter::AdapterRequest;
 
 /// A hash's first 12 hex characters: enough to tell two catalogs apart in a message.
 pub fn short(hash: &str) -> &str {

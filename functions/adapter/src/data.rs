@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use switchyard_adapters::duckdb_data::data_files;
-use switchyard_aws::{IndexLocation, S3DataStore};
 use switchyard_catalog::template::Catalog;
+use switchyard_s3::{IndexLocation, S3DataStore};
 
 /// The folder each DuckDB datasource of `catalog` was fetched into, below `root`: empty
 /// unless the index (and so the data) is in S3.
@@ -60,7 +60,7 @@ pub async fn fetch_duckdb_data(
 pub(crate) mod tests {
     use super::*;
     use crate::{handle, load_with};
-    use switchyard_core::invoker::{AdapterRequest, AdapterStatus};
+    use switchyard_contract::adapter::{AdapterRequest, AdapterStatus};
 
     fn demo() -> PathBuf {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../templates/demo")
@@ -79,7 +79,7 @@ pub(crate) mod tests {
             ))
             .load()
             .await;
-        switchyard_aws::s3_client(&sdk)
+        switchyard_s3::s3_client(&sdk)
     }
 
     fn teslas() -> AdapterRequest {

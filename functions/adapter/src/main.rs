@@ -11,18 +11,23 @@
 
 mod catalog;
 mod data;
+mod settings;
 
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use lambda_runtime::LambdaEvent;
+use switchyard_adapters::documents::ChunkRerank;
 use switchyard_adapters::local::LlmFeatures;
 use switchyard_adapters::LocalAdapters;
-use switchyard_aws::{documents_chunks, IndexLocation};
 use switchyard_catalog::template::{Catalog, DatasourceKind};
-use switchyard_core::config::Config;
-use switchyard_core::invoker::{AdapterInvoker, AdapterOutcome, AdapterRequest, AdapterResponse};
+use switchyard_contract::adapter::{
+    AdapterInvoker, AdapterOutcome, AdapterRequest, AdapterResponse,
+};
 use switchyard_documents::ChunkIndex;
+use switchyard_s3::{documents_chunks, IndexLocation};
+
+use crate::settings::AdapterSettings;
 
 /// Answer one request with the adapters of the catalog whose hash is `catalog_hash`; a
 /// request routed with another catalog, for another datasource, or a transport-level
@@ -72,9 +77,9 @@ async fn load() -> anyhow::Result<(LocalAdapters, String)> {
     let variable = |name: &str| std::env::var(name).ok();
     let location = IndexLocation::from_env(variable);
     let s3 = match location {
-        Some(IndexLocation::S3 { .. }) => Some(switchyard_aws::s3_client(
-            &switchyard_aws::sdk_config().await,
-        )),
+        Some(IndexLocation::S3 { .. }) => {
+            Some(switchyard_s3::s3_client(&switchyard_s3::sdk_config().await))
+        }
         _ => None,
     };
     let data_root = std::env::temp_dir().join("switchyard-data");
@@ -93,19 +98,26 @@ async fn load_with(
         variable("SWITCHYARD_TEMPLATES")
             .context("SWITCHYARD_TEMPLATES must name the catalog folder")?,
     );
-    let datasource = switchyard_aws::variable_set(&variable, "SWITCHYARD_DATASOURCE");
+    let datasource = switchyard_s3::variable_set(&variable, "SWITCHYARD_DATASOURCE");
     let (catalog, hash) = served_catalog(&templates, datasource.as_deref())?;
     tracing::info!(catalog = catalog::short(&hash), "catalog loaded");
     switchyard_adapters::check_catalog(&catalog)?;
-    let config = Config::from_env(None)?;
-    let llm = LlmFeatures::from_config(&config.llm)?;
+    let settings = AdapterSettings::from_env()?;
+    let llm = LlmFeatures::from_config(&settings.llm)?;
     let documents = load_documents(&catalog, location.as_ref(), s3.as_ref()).await?;
     let fetched =
         data::fetch_duckdb_data(&catalog, location.as_ref(), s3.as_ref(), data_root).await?;
-    let reranker = switchyard_rerank::from_config(&config.composite_retrieval.reranking)?;
+    let reranking = &settings.composite_retrieval.reranking;
+    let rerank = switchyard_rerank::from_config(reranking)?
+        .map(|reranker| ChunkRerank::new(reranker, reranking));
     let adapters = LocalAdapters::open_with_files(catalog, Some(&templates), &fetched)
         .await?
-        .with_documents(documents, &config, reranker)?
+        .with_documents(
+            documents,
+            &settings.documents,
+            &settings.composite_retrieval.keywords,
+            rerank,
+        )?
         .with_llm(llm);
     Ok((adapters, hash))
 }
@@ -169,7 +181,7 @@ async fn main() -> Result<(), lambda_runtime::Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use switchyard_core::invoker::AdapterStatus;
+    use switchyard_contract::adapter::AdapterStatus;
 
     fn request(datasource: &str, template_id: &str, query: &str) -> AdapterRequest {
         serde_json::from_value(serde_json::json!({
@@ -308,12 +320,12 @@ mod tests {
             &switchyard_documents::corpus_path(policies, &root.join("policies")).unwrap(),
         )
         .unwrap();
-        let embedder = switchyard_index::embed::HashingEmbedder::new(64);
+        let embedder = switchyard_vectors::embed::HashingEmbedder::new(64);
         ChunkIndex::build(
             "policies",
             &docs,
             &embedder,
-            &Config::default().documents,
+            &AdapterSettings::default().documents,
             &|_, _| {},
         )
         .unwrap()
@@ -343,10 +355,10 @@ mod tests {
         );
 
         let chunks = policies_chunks(&catalog, &root);
-        switchyard_aws::S3IndexStore::new(
+        switchyard_s3::S3IndexStore::new(
             s3.clone(),
             &bucket,
-            &switchyard_aws::chunks_prefix("demo", "policies"),
+            &switchyard_s3::chunks_prefix("demo", "policies"),
         )
         .push_chunks(&chunks.to_bytes().unwrap())
         .await
@@ -358,7 +370,12 @@ mod tests {
         let adapters = LocalAdapters::open(catalog, Some(&root))
             .await
             .unwrap()
-            .with_documents(documents, &Config::default(), None)
+            .with_documents(
+                documents,
+                &AdapterSettings::default().documents,
+                &AdapterSettings::default().composite_retrieval.keywords,
+                None,
+            )
             .unwrap();
         // Without the question's vector (a direct invocation) the search is BM25 alone.
         let answer = handle(
@@ -381,7 +398,7 @@ mod tests {
             "policy_question",
             "Is windscreen damage covered?",
         );
-        other.query_vector = Some(switchyard_core::invoker::QueryVector {
+        other.query_vector = Some(switchyard_contract::adapter::QueryVector {
             model_id: "another-model".into(),
             values: vec![0.0; 64],
         });

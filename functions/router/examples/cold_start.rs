@@ -16,21 +16,22 @@
 use std::path::Path;
 use std::time::Instant;
 
-use switchyard_aws::S3IndexStore;
+use switchyard_aws::index::IndexPublishing;
 use switchyard_catalog::template::Catalog;
 use switchyard_core::config::Config;
 use switchyard_embed::MiniLmEmbedder;
 use switchyard_index::index::Index;
 use switchyard_index::synthetic::synthetic_index;
 use switchyard_router::{cold_start, Clients, Settings};
+use switchyard_s3::S3IndexStore;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let process_start = Instant::now();
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let sdk = switchyard_aws::sdk_config().await;
+    let sdk = switchyard_s3::sdk_config().await;
     let clients = Clients {
-        s3: switchyard_aws::s3_client(&sdk),
+        s3: switchyard_s3::s3_client(&sdk),
         dynamodb: aws_sdk_dynamodb::Client::new(&sdk),
         lambda: aws_sdk_lambda::Client::new(&sdk),
     };

@@ -9,30 +9,34 @@ use std::time::{Duration, Instant};
 
 use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
 use lambda_http::{Body, Request, Response};
+use switchyard_adapters::documents::ChunkRerank;
 use switchyard_adapters::local::LlmFeatures;
 use switchyard_adapters::LocalAdapters;
-use switchyard_aws::IndexLocation;
+use switchyard_aws::index::IndexPublishing;
 use switchyard_aws::{
-    chunks_prefix, documents_chunks, variable_set, DynamoFeedbackStore, DynamoRerankCache,
-    DynamoSessionStore, DynamoTopicStore, DynamoWorkflowStore, LambdaInvoker, S3IndexStore,
+    DynamoFeedbackStore, DynamoRerankCache, DynamoSessionStore, DynamoTopicStore,
+    DynamoWorkflowStore, LambdaInvoker,
 };
 use switchyard_catalog::error::{Error, Result};
 use switchyard_catalog::template::Catalog;
+use switchyard_contract::adapter::AdapterInvoker;
+use switchyard_contract::rerank::Reranker;
+use switchyard_core::assemble::{assemble, Edges};
 use switchyard_core::config::Config;
 use switchyard_core::feedback::FeedbackStore;
-use switchyard_core::invoker::AdapterInvoker;
 use switchyard_core::orchestration::WorkflowStore;
-use switchyard_core::rerank::{RerankStage, Reranker};
-use switchyard_core::rerank_cache::{MemoryRerankCache, RerankCache};
+use switchyard_core::rerank_cache::RerankCache;
 use switchyard_core::service::Service;
 use switchyard_documents::schema::SCHEMA_ARTIFACT;
 use switchyard_documents::{artifact_beside, ChunkIndex};
 use switchyard_embed::MiniLmEmbedder;
-use switchyard_index::embed::CachedEmbedder;
 use switchyard_index::index::{FileIndexSource, Index, IndexSource};
 use switchyard_routing::router::Router;
 use switchyard_routing::session::{MemorySessionStore, SessionStore};
 use switchyard_routing::topics::TopicStore;
+use switchyard_s3::IndexLocation;
+use switchyard_s3::{chunks_prefix, documents_chunks, variable_set, S3IndexStore};
+use switchyard_vectors::embed::CachedEmbedder;
 use tower::ServiceExt;
 
 /// Where the router's parts live, from the environment.
@@ -234,24 +238,20 @@ pub async fn cold_start(
     let model_ms = ms_since(model);
     let reranker = switchyard_rerank::from_config(&config.composite_retrieval.reranking)?;
     let dynamodb = bounded(clients.dynamodb);
-    let rerank = reranker.clone().map(|reranker| {
-        let cache: Arc<dyn RerankCache> = match &settings.rerank_cache_table {
-            Some(table) => Arc::new(DynamoRerankCache::new(dynamodb.clone(), table)),
-            None => Arc::new(MemoryRerankCache::new(config.rerank_cache.memory_capacity)),
-        };
-        RerankStage::new(reranker, cache, config.rerank_cache.ttl_seconds)
+    let rerank_cache = settings.rerank_cache_table.as_ref().map(|table| {
+        Arc::new(DynamoRerankCache::new(dynamodb.clone(), table)) as Arc<dyn RerankCache>
     });
-    let feedback: Option<Arc<dyn FeedbackStore>> = settings.feedback_table.as_ref().map(|table| {
+    let feedback = settings.feedback_table.as_ref().map(|table| {
         Arc::new(DynamoFeedbackStore::new(
             dynamodb.clone(),
             table,
             config.feedback.ttl_seconds,
         )) as Arc<dyn FeedbackStore>
     });
-    let workflows: Option<Arc<dyn WorkflowStore>> = settings.workflow_table.as_ref().map(|table| {
+    let workflows = settings.workflow_table.as_ref().map(|table| {
         Arc::new(DynamoWorkflowStore::new(dynamodb.clone(), table)) as Arc<dyn WorkflowStore>
     });
-    let topics: Option<Arc<dyn TopicStore>> = settings.topics_table.as_ref().map(|table| {
+    let topics = settings.topics_table.as_ref().map(|table| {
         Arc::new(DynamoTopicStore::new(
             dynamodb.clone(),
             table,
@@ -275,7 +275,7 @@ pub async fn cold_start(
                 &settings.index,
                 &clients.s3,
                 &config,
-                reranker,
+                reranker.clone(),
             )
             .await?,
         ),
@@ -298,26 +298,15 @@ pub async fn cold_start(
         drift_check_ms: router.drift().check_ms,
         total_ms: ms_since(started),
     };
-    let splitter = switchyard_rerank::ChatSplitter::from_config(&config)?;
-    let mut service = Service::new(config, router, invoker, sessions);
-    if let Some(splitter) = splitter {
-        service = service.with_splitter(splitter);
-    }
-    if let Some(stage) = rerank {
-        service = service.with_rerank(stage);
-    }
-    if let Some(store) = feedback {
-        service = service.with_feedback(store);
-    }
-    if let Some(store) = workflows {
-        service = service.with_workflows(store);
-    }
-    if let Some(store) = topics {
-        service = service.with_topics(store);
-    }
-    if let Some(schema) = schema {
-        service = service.with_schema(schema);
-    }
+    let edges = Edges {
+        rerank_cache,
+        feedback,
+        workflows,
+        topics,
+        schema,
+        ..Edges::new(invoker, sessions)
+    };
+    let service = assemble(config, router, reranker, edges)?;
     Ok((service, report))
 }
 
@@ -341,10 +330,12 @@ async fn in_process_adapters(
     switchyard_adapters::check_catalog(&catalog).map_err(refused)?;
     let documents = documents_chunks(&catalog, location, Some(s3)).await?;
     let llm = LlmFeatures::from_config(&config.llm).map_err(refused)?;
+    let retrieval = &config.composite_retrieval;
+    let rerank = reranker.map(|reranker| ChunkRerank::new(reranker, &retrieval.reranking));
     Ok(LocalAdapters::open(catalog, Some(folder))
         .await
         .map_err(refused)?
-        .with_documents(documents, config, reranker)
+        .with_documents(documents, &config.documents, &retrieval.keywords, rerank)
         .map_err(refused)?
         .with_llm(llm))
 }

@@ -36,9 +36,9 @@ async fn main() -> Result<(), lambda_http::Error> {
     let settings = Settings::from_env(|name| std::env::var(name).ok())?;
     let config = Config::from_env(None)?;
     config.embedding.apply_threads();
-    let sdk = switchyard_aws::sdk_config().await;
+    let sdk = switchyard_s3::sdk_config().await;
     let clients = Clients {
-        s3: switchyard_aws::s3_client(&sdk),
+        s3: switchyard_s3::s3_client(&sdk),
         dynamodb: aws_sdk_dynamodb::Client::new(&sdk),
         lambda: aws_sdk_lambda::Client::new(&sdk),
     };

@@ -4,12 +4,12 @@
 use std::path::Path;
 
 use serde_json::{json, Value};
-use switchyard_aws::IndexLocation;
 use switchyard_catalog::template::Catalog;
 use switchyard_core::config::Config;
 use switchyard_embed::MiniLmEmbedder;
 use switchyard_index::index::Index;
 use switchyard_router::{app, cold_start, handle, Clients, Settings};
+use switchyard_s3::IndexLocation;
 
 #[tokio::test]
 async fn a_request_flushes_emf_with_stage_latencies_and_the_datasource() {

@@ -11,11 +11,11 @@ use serde_json::Value;
 
 #[path = "common/template_yaml.rs"]
 mod template_yaml;
-use switchyard_aws::IndexLocation;
 use switchyard_aws::LambdaInvoker;
 use switchyard_catalog::metric;
 use switchyard_catalog::template::Catalog;
 use switchyard_router::Settings;
+use switchyard_s3::IndexLocation;
 use template_yaml::{root, template};
 
 fn resource<'a>(template: &'a Value, name: &str) -> &'a Value {

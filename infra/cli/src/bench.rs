@@ -13,10 +13,10 @@ use switchyard_catalog::config::cache_dir;
 use switchyard_catalog::template::Catalog;
 use switchyard_core::config::Config;
 use switchyard_eval::{load_dataset, percentiles, Percentiles};
-use switchyard_index::embed::Embedder;
 use switchyard_index::index::{load_or_build, Index};
 use switchyard_index::synthetic::synthetic_index;
 use switchyard_routing::router::Router;
+use switchyard_vectors::embed::Embedder;
 
 use crate::encoder;
 use crate::open::cached_index;

@@ -15,8 +15,8 @@ use switchyard_catalog::template::Catalog;
 use switchyard_core::config::Config;
 use switchyard_embed::{adapted_model_id, MiniLmEmbedder, MINILM_MODEL_ID};
 use switchyard_index::config::{AdaptationBatching, AdaptationConfig, AdaptationMode};
-use switchyard_index::embed::{CachedEmbedder, Embedder};
 use switchyard_index::index::{is_held_out, template_texts, EncoderManifest, Index};
+use switchyard_vectors::embed::{CachedEmbedder, Embedder};
 
 /// The script that builds the base model's int8 graph builds the adapted one's too: the
 /// same fused graph and the same 7-bit quantization, so routing costs the same.

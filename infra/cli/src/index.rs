@@ -4,11 +4,12 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, Result};
+use switchyard_aws::index::IndexPublishing;
 use switchyard_catalog::template::{Catalog, Datasource, DatasourceKind};
 use switchyard_core::config::Config;
 use switchyard_documents::ChunkIndex;
-use switchyard_index::embed::Embedder;
 use switchyard_index::index::Index;
+use switchyard_vectors::embed::Embedder;
 
 use crate::encoder;
 use crate::open::{advance, progress_bar, schema_tables};
@@ -200,12 +201,12 @@ pub fn push(file: &Path, templates: &Path, bucket: &str, prefix: &str) -> Result
     };
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
     let pointers = runtime.block_on(async {
-        let sdk = switchyard_aws::sdk_config().await;
-        let client = switchyard_aws::s3_client(&sdk);
+        let sdk = switchyard_s3::sdk_config().await;
+        let client = switchyard_s3::s3_client(&sdk);
         let mut pointers = serde_json::Map::new();
         // The encoder first too: it is addressed by the checksum the index names.
         if let Some((manifest, bytes)) = &encoder {
-            let place = switchyard_aws::S3IndexStore::new(client.clone(), bucket, prefix)
+            let place = switchyard_s3::S3IndexStore::new(client.clone(), bucket, prefix)
                 .push_encoder(bytes, manifest)
                 .await?;
             pointers.insert("encoder".into(), serde_json::Value::from(place));
@@ -213,7 +214,7 @@ pub fn push(file: &Path, templates: &Path, bucket: &str, prefix: &str) -> Result
         // DuckDB datasources' data, then chunks: the index's pointer moves last, onto
         // artifacts already there.
         for (name, files) in &data {
-            let manifest = switchyard_aws::S3DataStore::new(client.clone(), bucket, prefix, name)
+            let manifest = switchyard_s3::S3DataStore::new(client.clone(), bucket, prefix, name)
                 .push(files)
                 .await?;
             pointers.insert(
@@ -223,8 +224,8 @@ pub fn push(file: &Path, templates: &Path, bucket: &str, prefix: &str) -> Result
         }
         // Chunks first: the index's pointer moves last, onto artifacts already there.
         for (name, bytes) in &chunks {
-            let prefix = switchyard_aws::chunks_prefix(prefix, name);
-            let pointer = switchyard_aws::S3IndexStore::new(client.clone(), bucket, &prefix)
+            let prefix = switchyard_s3::chunks_prefix(prefix, name);
+            let pointer = switchyard_s3::S3IndexStore::new(client.clone(), bucket, &prefix)
                 .push_chunks(bytes)
                 .await?;
             pointers.insert(
@@ -232,7 +233,7 @@ pub fn push(file: &Path, templates: &Path, bucket: &str, prefix: &str) -> Result
                 serde_json::to_value(pointer).expect("serialisable"),
             );
         }
-        let pointer = switchyard_aws::S3IndexStore::new(client, bucket, prefix)
+        let pointer = switchyard_s3::S3IndexStore::new(client, bucket, prefix)
             .push(&bytes)
             .await?;
         pointers.insert(

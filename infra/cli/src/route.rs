@@ -3,9 +3,9 @@
 use std::sync::Arc;
 
 use anyhow::Result;
+use switchyard_adapters::respond::IntentInvoker;
 use switchyard_catalog::auth::Access;
 use switchyard_core::config::Config;
-use switchyard_core::invoker::IntentInvoker;
 use switchyard_core::service::{Question, Routed, Service};
 use switchyard_routing::router::{Outcome, Router};
 use switchyard_routing::session::MemorySessionStore;

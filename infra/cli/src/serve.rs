@@ -5,12 +5,11 @@ use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
+use switchyard_adapters::documents::ChunkRerank;
 use switchyard_adapters::local::LlmFeatures;
 use switchyard_adapters::LocalAdapters;
+use switchyard_core::assemble::{assemble, Edges};
 use switchyard_core::config::Config;
-use switchyard_core::rerank::RerankStage;
-use switchyard_core::rerank_cache::MemoryRerankCache;
-use switchyard_core::service::Service;
 use switchyard_documents::ChunkIndex;
 use switchyard_routing::router::Router;
 use switchyard_routing::session::MemorySessionStore;
@@ -33,23 +32,21 @@ pub fn run(
         let reranker = switchyard_rerank::from_config(&config.composite_retrieval.reranking)?;
         let invoker = LocalAdapters::open(catalog, Some(templates_dir))
             .await?
-            .with_documents(documents, &config, reranker.clone())?
+            .with_documents(
+                documents,
+                &config.documents,
+                &config.composite_retrieval.keywords,
+                reranker.clone().map(|reranker| {
+                    ChunkRerank::new(reranker, &config.composite_retrieval.reranking)
+                }),
+            )?
             .with_llm(llm);
         let sessions = MemorySessionStore::new(config.sessions.clone());
-        let ttl = config.rerank_cache.ttl_seconds;
-        let cache_capacity = config.rerank_cache.memory_capacity;
-        let splitter = switchyard_rerank::ChatSplitter::from_config(&config)?;
-        let mut service = Service::new(config, router, Arc::new(invoker), Arc::new(sessions));
-        if let Some(schema) = schema {
-            service = service.with_schema(schema);
-        }
-        if let Some(splitter) = splitter {
-            service = service.with_splitter(splitter);
-        }
-        if let Some(reranker) = reranker {
-            let cache = Arc::new(MemoryRerankCache::new(cache_capacity));
-            service = service.with_rerank(RerankStage::new(reranker, cache, ttl));
-        }
+        let edges = Edges {
+            schema,
+            ..Edges::new(Arc::new(invoker), Arc::new(sessions))
+        };
+        let service = assemble(config, router, reranker, edges)?;
         let app = switchyard_http::app(Arc::new(service));
         let listener = tokio::net::TcpListener::bind((host, port))
             .await

@@ -91,7 +91,7 @@ fn read_records(path: &Path) -> Result<Vec<FeedbackRecord>> {
 fn read_table(table: &str, ttl_seconds: u64) -> Result<Vec<FeedbackRecord>> {
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
     Ok(runtime.block_on(async {
-        let sdk = switchyard_aws::sdk_config().await;
+        let sdk = switchyard_s3::sdk_config().await;
         let client = aws_sdk_dynamodb::Client::new(&sdk);
         switchyard_aws::DynamoFeedbackStore::new(client, table, ttl_seconds)
             .all()

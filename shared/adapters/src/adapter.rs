@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 use switchyard_catalog::template::{Datasource, Template};
 use switchyard_catalog::BoxFuture;
-use switchyard_core::invoker::AdapterRequest;
+use switchyard_contract::adapter::AdapterRequest;
 
 use crate::error::Result;
 

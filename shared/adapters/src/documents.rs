@@ -12,13 +12,13 @@ use serde_json::{json, Map, Value};
 use switchyard_catalog::json::decimal;
 use switchyard_catalog::template::{Datasource, Parameter, Template};
 use switchyard_catalog::BoxFuture;
-use switchyard_core::config::Config;
-use switchyard_core::invoker::AdapterRequest;
-use switchyard_core::rerank::{RerankCandidate, Reranker};
+use switchyard_contract::adapter::AdapterRequest;
+use switchyard_contract::rerank::{RerankCandidate, Reranker, Reranking};
 use switchyard_documents::config::DocumentsConfig;
 use switchyard_documents::{
     check_model, filters_in_question, requested_filters, ChunkIndex, Hit, Query, Signals,
 };
+use switchyard_text::config::Keywords;
 use switchyard_text::keywords::TermExpansion;
 
 use crate::adapter::{Adapter, Answer};
@@ -45,6 +45,17 @@ pub struct ChunkRerank {
     pub timeout: Duration,
 }
 
+impl ChunkRerank {
+    /// `reranker` with the weight and timeout of `composite_retrieval.reranking`.
+    pub fn new(reranker: Arc<dyn Reranker>, settings: &Reranking) -> ChunkRerank {
+        ChunkRerank {
+            reranker,
+            weight: settings.weight,
+            timeout: Duration::from_millis(settings.timeout_ms),
+        }
+    }
+}
+
 impl DocumentsAdapter {
     /// Serve `datasource` from `chunks` (loaded from `origin`); an artifact built for
     /// another datasource is refused.
@@ -52,7 +63,8 @@ impl DocumentsAdapter {
         datasource: &Datasource,
         chunks: ChunkIndex,
         origin: &str,
-        config: &Config,
+        documents: &DocumentsConfig,
+        keywords: &Keywords,
     ) -> Result<DocumentsAdapter> {
         chunks
             .check_datasource(datasource.name(), origin)
@@ -64,8 +76,8 @@ impl DocumentsAdapter {
             name: datasource.name().to_owned(),
             chunks,
             filters: datasource.spec.filters.clone(),
-            settings: config.documents.clone(),
-            expansion: TermExpansion::new(&config.composite_retrieval.keywords.term_expansion),
+            settings: documents.clone(),
+            expansion: TermExpansion::new(&keywords.term_expansion),
             rerank: None,
         })
     }
@@ -265,7 +277,7 @@ impl Adapter for DocumentsAdapter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use switchyard_index::embed::HashingEmbedder;
+    use switchyard_vectors::embed::HashingEmbedder;
 
     /// Scores chunks by how late they come: a provider that disagrees with the search.
     struct Reversing;
@@ -311,16 +323,16 @@ mod tests {
         let policies = catalog.datasource("policies").unwrap();
         let corpus = switchyard_documents::corpus_path(policies, &root.join("policies"));
         let docs = switchyard_documents::load_corpus(&corpus.unwrap()).unwrap();
-        let config = Config::default();
+        let documents = DocumentsConfig::default();
         let chunks = ChunkIndex::build(
             "policies",
             &docs,
             &HashingEmbedder::new(64),
-            &config.documents,
+            &documents,
             &|_, _| {},
         )
         .unwrap();
-        DocumentsAdapter::new(policies, chunks, "memory", &config)
+        DocumentsAdapter::new(policies, chunks, "memory", &documents, &Keywords::default())
             .unwrap()
             .with_rerank(reranker.map(|reranker| ChunkRerank {
                 reranker,

@@ -1,6 +1,6 @@
 //! Datasource adapters. Each answers a routed question for one kind of datasource, behind
-//! the contract in `switchyard_core::invoker`: parameters are extracted deterministically
-//! (`switchyard_core::params`), values are always bound, and every failure is a clear
+//! the contract in `switchyard_contract::adapter`: parameters are extracted deterministically
+//! (`switchyard_text::params`, [`respond`]), values are always bound, and every failure is a clear
 //! status, never a made-up result.
 
 pub mod adapter;
@@ -17,6 +17,7 @@ pub mod placeholders;
 pub mod postgres;
 pub mod registry;
 pub mod render;
+pub mod respond;
 pub mod schema;
 pub mod sql;
 pub mod tools;

@@ -5,20 +5,20 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
 
+use crate::respond::{find, respond};
+use switchyard_catalog::blocking::run_blocking;
 use switchyard_catalog::error::Error;
 use switchyard_catalog::template::{Catalog, DatasourceKind, Template};
 use switchyard_catalog::BoxFuture;
-use switchyard_core::blocking::run_blocking;
-use switchyard_core::config::{Config, LlmConfig};
-use switchyard_core::invoker::{
-    find, respond, AdapterInvoker, AdapterOutcome, AdapterRequest, AdapterResponse, AdapterStatus,
-    GENERATED_SQL,
+use switchyard_contract::adapter::{
+    AdapterInvoker, AdapterOutcome, AdapterRequest, AdapterResponse, AdapterStatus, GENERATED_SQL,
 };
-use switchyard_core::rerank::Reranker;
+use switchyard_documents::config::DocumentsConfig;
 use switchyard_documents::ChunkIndex;
+use switchyard_llm::config::LlmConfig;
+use switchyard_text::config::Keywords;
 use switchyard_text::params::extract;
 
 use crate::adapter::Adapter;
@@ -103,22 +103,17 @@ impl LocalAdapters {
     }
 
     /// Serve documents datasources from their chunk artifacts: (artifact, where it came
-    /// from), their answers' chunks reranked by `reranker` when there is one
-    /// (`composite_retrieval.reranking`: its weight and timeout). An artifact for a
-    /// datasource the catalog has not, or not of kind documents, or built for another
-    /// datasource, is refused.
+    /// from), searched with the `documents` section and the keywords' term expansion,
+    /// their answers' chunks reranked when `rerank` is given. An artifact for a datasource
+    /// the catalog has not, or not of kind documents, or built for another datasource, is
+    /// refused.
     pub fn with_documents(
         mut self,
         artifacts: Vec<(ChunkIndex, String)>,
-        config: &Config,
-        reranker: Option<Arc<dyn Reranker>>,
+        documents: &DocumentsConfig,
+        keywords: &Keywords,
+        rerank: Option<ChunkRerank>,
     ) -> crate::Result<LocalAdapters> {
-        let settings = &config.composite_retrieval.reranking;
-        let rerank = reranker.map(|reranker| ChunkRerank {
-            reranker,
-            weight: settings.weight,
-            timeout: Duration::from_millis(settings.timeout_ms),
-        });
         for (chunks, origin) in artifacts {
             let name = chunks.manifest.datasource.clone();
             let datasource = self
@@ -131,7 +126,7 @@ impl LocalAdapters {
                         "{origin}: no documents datasource of this name in the catalog"
                     ),
                 })?;
-            let adapter = DocumentsAdapter::new(datasource, chunks, &origin, config)?
+            let adapter = DocumentsAdapter::new(datasource, chunks, &origin, documents, keywords)?
                 .with_rerank(rerank.clone());
             self.adapters.insert(name, Box::new(adapter));
         }

@@ -7,10 +7,11 @@
 use std::path::Path;
 use std::time::Duration;
 
+use crate::respond::intent_answer;
 use serde_json::{Map, Value};
 use switchyard_catalog::template::{Datasource, DatasourceKind, Template};
 use switchyard_catalog::BoxFuture;
-use switchyard_core::invoker::{intent_answer, AdapterRequest};
+use switchyard_contract::adapter::AdapterRequest;
 
 use crate::adapter::{Adapter, AdapterFactory, Answer};
 use crate::error::Result;

@@ -561,7 +561,7 @@ impl Adapter for SqliteDatasource {
         &'a self,
         template: &'a Template,
         parameters: &'a Map<String, Value>,
-        _: &'a switchyard_core::invoker::AdapterRequest,
+        _: &'a switchyard_contract::adapter::AdapterRequest,
         deadline: Duration,
     ) -> BoxFuture<'a, Result<Answer>> {
         let answer = self

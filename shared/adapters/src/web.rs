@@ -18,12 +18,11 @@ use std::time::Duration;
 
 use regex::Regex;
 use serde_json::{json, Map, Value};
+use switchyard_catalog::clock::unix_now;
 use switchyard_catalog::expiring::ExpiringMap;
 use switchyard_catalog::template::{Datasource, Template};
 use switchyard_catalog::BoxFuture;
-use switchyard_core::config::Config;
-use switchyard_core::invoker::AdapterRequest;
-use switchyard_core::service::unix_now;
+use switchyard_contract::adapter::AdapterRequest;
 use switchyard_documents::chunk::{chunk_document, terms, Chunk};
 use switchyard_documents::config::DocumentsConfig;
 use switchyard_documents::Document;
@@ -78,7 +77,7 @@ impl WebDatasource {
             passages: settings.passages,
             // Pages are cut and scored with the documents section's embedded defaults: the
             // factory opening an adapter has no deployment configuration to read.
-            chunking: Config::default().documents,
+            chunking: DocumentsConfig::default(),
         })
     }
 

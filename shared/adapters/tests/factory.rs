@@ -4,7 +4,7 @@ use serde_json::json;
 use switchyard_adapters::{check_catalog, registry, LocalAdapters};
 use switchyard_catalog::error::Error;
 use switchyard_catalog::template::Catalog;
-use switchyard_core::invoker::{AdapterInvoker, AdapterRequest, AdapterStatus};
+use switchyard_contract::adapter::{AdapterInvoker, AdapterRequest, AdapterStatus};
 
 fn template(id: &str) -> serde_json::Value {
     json!({"id": id, "description": format!("{id} questions"), "nl_examples": [format!("ask {id}")]})

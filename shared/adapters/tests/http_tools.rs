@@ -9,7 +9,7 @@ use axum::{Json, Router};
 use serde_json::{json, Value};
 use switchyard_adapters::{check_catalog, LocalAdapters};
 use switchyard_catalog::template::Catalog;
-use switchyard_core::invoker::{AdapterInvoker, AdapterRequest, AdapterStatus};
+use switchyard_contract::adapter::{AdapterInvoker, AdapterRequest, AdapterStatus};
 
 async fn forecast_api() -> String {
     let app = Router::new().route(

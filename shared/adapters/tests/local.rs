@@ -15,7 +15,7 @@ use switchyard_adapters::llm::Assistant;
 use switchyard_adapters::local::LlmFeatures;
 use switchyard_adapters::LocalAdapters;
 use switchyard_catalog::template::Catalog;
-use switchyard_core::invoker::{AdapterInvoker, AdapterRequest, AdapterStatus};
+use switchyard_contract::adapter::{AdapterInvoker, AdapterRequest, AdapterStatus};
 
 /// A chat-completions server answering every call with `status` and `reply`.
 async fn model(status: StatusCode, reply: Value) -> String {

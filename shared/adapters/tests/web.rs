@@ -16,7 +16,7 @@ use axum::Router;
 use serde_json::{json, Value};
 use switchyard_adapters::{check_catalog, LocalAdapters};
 use switchyard_catalog::template::Catalog;
-use switchyard_core::invoker::{AdapterInvoker, AdapterRequest, AdapterStatus};
+use switchyard_contract::adapter::{AdapterInvoker, AdapterRequest, AdapterStatus};
 
 /// Requests the server answered, by path.
 type Hits = Arc<Mutex<BTreeMap<String, usize>>>;

@@ -1,5 +1,5 @@
 //! The AWS edges' own error: which call on which table, bucket or function failed, with
-//! the SDK's error kept as the source. It becomes the domain's `Error` (`Store`, `Index`,
+//! the SDK's error kept as the source. It becomes the domain's `Error` (`Store`,
 //! `AdapterFailed`) at the trait boundary, the SDK error still reachable through
 //! `source()`, and the message the same one-line chain callers saw before.
 
@@ -12,14 +12,6 @@ pub enum AwsError {
     Store {
         store: String,
         operation: &'static str,
-        #[source]
-        source: BoxError,
-    },
-    /// An S3 call on the index bucket failed; `problem` says which and how.
-    #[error("index {place}: {problem}")]
-    Index {
-        place: String,
-        problem: String,
         #[source]
         source: BoxError,
     },
@@ -77,15 +69,6 @@ impl From<AwsError> for Error {
             AwsError::Store { store, source, .. } => Error::Store {
                 store: store.clone(),
                 message: describe(source.as_ref()),
-                source: Some(Box::new(error)),
-            },
-            AwsError::Index {
-                place,
-                problem,
-                source,
-            } => Error::Index {
-                origin: place.clone(),
-                problem: format!("{problem}: {}", describe(source.as_ref())),
                 source: Some(Box::new(error)),
             },
             AwsError::Invoke {

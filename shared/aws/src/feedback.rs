@@ -5,10 +5,10 @@
 use std::collections::HashMap;
 
 use aws_sdk_dynamodb::types::AttributeValue;
+use switchyard_catalog::clock::unix_now;
 use switchyard_catalog::error::Result;
 use switchyard_catalog::BoxFuture;
 use switchyard_core::feedback::{judged, Decision, Feedback, FeedbackRecord, FeedbackStore};
-use switchyard_core::service::unix_now;
 
 use crate::error::TableStore;
 

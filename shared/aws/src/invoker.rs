@@ -10,12 +10,11 @@ use std::time::Duration;
 
 use aws_sdk_lambda::primitives::Blob;
 use serde_json::Value;
+use switchyard_adapters::respond::{find, respond_intent};
 use switchyard_catalog::error::{Error, Result};
 use switchyard_catalog::template::{Catalog, DatasourceKind};
 use switchyard_catalog::BoxFuture;
-use switchyard_core::invoker::{
-    find, respond_intent, AdapterInvoker, AdapterRequest, AdapterResponse,
-};
+use switchyard_contract::adapter::{AdapterInvoker, AdapterRequest, AdapterResponse};
 
 use crate::error::AwsError;
 

@@ -4,6 +4,8 @@
 //! it reads nothing of theirs.
 
 pub mod auth;
+pub mod blocking;
+pub mod clock;
 pub mod config;
 pub mod error;
 pub mod expiring;

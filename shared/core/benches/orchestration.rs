@@ -17,9 +17,9 @@ use switchyard_catalog::template::Catalog;
 use switchyard_core::config::Config;
 use switchyard_core::orchestration::{choose, decompose, spans, Decomposer, Span, SpanRouting};
 use switchyard_embed::MiniLmEmbedder;
-use switchyard_index::embed::Embedder;
 use switchyard_index::index::Index;
 use switchyard_routing::router::{Router, Routing};
+use switchyard_vectors::embed::Embedder;
 
 /// Multi-part and single questions over the demo's HR, EV and tools datasources.
 const QUESTIONS: &[&str] = &[

@@ -16,10 +16,10 @@ use switchyard_catalog::template::Catalog;
 use switchyard_embed::MiniLmEmbedder;
 use switchyard_eval::load_dataset;
 use switchyard_index::config::{IndexConfig, RouterConfig};
-use switchyard_index::embed::Embedder;
 use switchyard_index::index::Index;
 use switchyard_index::synthetic::synthetic_index;
 use switchyard_routing::router::Router;
+use switchyard_vectors::embed::Embedder;
 
 struct Fixture {
     embedder: Arc<dyn Embedder>,

@@ -1,5 +1,6 @@
-//! Stage 3: rerankers. A [`Reranker`] scores a handful of candidates for a query (a Cohere
-//! style rerank API, a chat model as judge); providers live in `switchyard-rerank`.
+//! Stage 3: rerankers. A `Reranker` (the contract's) scores a handful of candidates for a
+//! query (a Cohere style rerank API, a chat model as judge); providers live in
+//! `switchyard-rerank`.
 //! [`RerankStage`] decides whether a query needs one (the top two are close), asks the
 //! cache first, bounds the provider's time, and returns the scores for the decision. A
 //! failing or slow reranker leaves the routing as the other stages made it, and says so.
@@ -7,60 +8,11 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
-
 use crate::rerank_cache::{cache_key, CachedScores, RerankCache};
-use switchyard_catalog::error::Result;
 use switchyard_catalog::metric;
 use switchyard_catalog::template::{Datasource, Template};
-use switchyard_catalog::BoxFuture;
+use switchyard_contract::rerank::{RerankCandidate, Reranker};
 use switchyard_routing::router::{Candidates, RerankStatus, Reranked, Router};
-
-/// One candidate for a reranker to judge.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct RerankCandidate {
-    pub datasource: String,
-    pub template_id: String,
-    pub description: String,
-    pub nl_examples: Vec<String>,
-}
-
-impl RerankCandidate {
-    /// The candidate as one document: its description, then its examples.
-    pub fn document(&self) -> String {
-        let mut text = self.description.clone();
-        for example in &self.nl_examples {
-            text.push_str("\n- ");
-            text.push_str(example);
-        }
-        text
-    }
-}
-
-/// Scores in [0, 1], one per candidate, in the candidates' order.
-pub trait Reranker: Send + Sync {
-    /// Names the provider and model; part of the rerank cache key.
-    fn id(&self) -> &str;
-    fn rerank<'a>(
-        &'a self,
-        query: &'a str,
-        candidates: &'a [RerankCandidate],
-    ) -> BoxFuture<'a, Result<Vec<f32>>>;
-}
-
-impl<R: Reranker + ?Sized> Reranker for Arc<R> {
-    fn id(&self) -> &str {
-        (**self).id()
-    }
-
-    fn rerank<'a>(
-        &'a self,
-        query: &'a str,
-        candidates: &'a [RerankCandidate],
-    ) -> BoxFuture<'a, Result<Vec<f32>>> {
-        (**self).rerank(query, candidates)
-    }
-}
 
 /// The rerank stage: gate on the margin, ask the cache, bound the provider's time, and
 /// return the scores. Never fails the request: a failure is reported in [`Reranked`], and
@@ -84,8 +36,15 @@ impl RerankStage {
     /// are within `reranking.margin`.
     pub async fn rerank(&self, router: &Router, candidates: &Candidates, now: i64) -> Reranked {
         let settings = &router.config().composite_retrieval.reranking;
-        if !settings.enabled || candidates.matches.is_empty() {
+        if !settings.enabled {
             return router.not_reranked();
+        }
+        if candidates.matches.is_empty() {
+            return Reranked {
+                status: RerankStatus::NoCandidates,
+                scores: Vec::new(),
+                took_ms: 0.0,
+            };
         }
         let gap = candidates.top_gap();
         if gap >= settings.margin {

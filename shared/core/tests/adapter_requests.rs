@@ -10,13 +10,15 @@ use serde_json::{Map, Value};
 use switchyard_catalog::auth::Access;
 use switchyard_catalog::template::Catalog;
 use switchyard_catalog::BoxFuture;
+use switchyard_contract::adapter::{
+    AdapterInvoker, AdapterOutcome, AdapterRequest, AdapterResponse,
+};
 use switchyard_core::config::Config;
-use switchyard_core::invoker::{AdapterInvoker, AdapterOutcome, AdapterRequest, AdapterResponse};
 use switchyard_core::service::{Question, Service};
-use switchyard_index::embed::{Embedder, HashingEmbedder};
 use switchyard_index::index::Index;
 use switchyard_routing::router::Router;
 use switchyard_routing::session::MemorySessionStore;
+use switchyard_vectors::embed::{Embedder, HashingEmbedder};
 
 /// Keeps every request and answers each with `answer` (an adapter's refusal, say).
 struct Recording {

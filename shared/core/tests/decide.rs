@@ -10,9 +10,9 @@ use std::sync::Arc;
 use switchyard_catalog::auth::Access;
 use switchyard_catalog::template::Catalog;
 use switchyard_core::config::Config;
-use switchyard_index::embed::{Embedder, HashingEmbedder};
 use switchyard_index::index::Index;
 use switchyard_routing::router::{Outcome, Router, Routing};
+use switchyard_vectors::embed::{Embedder, HashingEmbedder};
 
 fn config_with(pairs: &[(&str, &str)]) -> Config {
     Config::load(

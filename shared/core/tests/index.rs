@@ -6,9 +6,9 @@ use std::sync::Arc;
 
 use switchyard_catalog::template::Catalog;
 use switchyard_index::config::{IndexConfig, RouterConfig, TemplateScoring, TemplateScoringMethod};
-use switchyard_index::embed::{normalize, Embedder};
 use switchyard_index::index::{load_or_build, DatasourceVectors, Index};
 use switchyard_routing::router::Router;
+use switchyard_vectors::embed::{normalize, Embedder};
 
 fn built() -> (Index, Vec<u8>) {
     let dir = common::small_catalog();
@@ -30,11 +30,11 @@ fn refused(bytes: &[u8]) -> String {
         .expect("the artifact is bad");
     // The index's own error is kept as the cause: a bad artifact, not a model mismatch.
     let cause = std::error::Error::source(&error)
-        .and_then(|e| e.downcast_ref::<switchyard_index::index::IndexError>());
+        .and_then(|e| e.downcast_ref::<switchyard_vectors::ArtifactError>());
     assert!(
         matches!(
             cause,
-            Some(switchyard_index::index::IndexError::Artifact { .. })
+            Some(switchyard_vectors::ArtifactError::Artifact { .. })
         ),
         "{error:?}"
     );
@@ -143,12 +143,9 @@ fn index_of_another_model_is_refused_at_start() {
     .err()
     .expect("mismatched model");
     let cause = std::error::Error::source(&error)
-        .and_then(|e| e.downcast_ref::<switchyard_index::index::IndexError>());
+        .and_then(|e| e.downcast_ref::<switchyard_vectors::ArtifactError>());
     assert!(
-        matches!(
-            cause,
-            Some(switchyard_index::index::IndexError::Model { .. })
-        ),
+        matches!(cause, Some(switchyard_vectors::ArtifactError::Model { .. })),
         "{error:?}"
     );
     let error = error.to_string();

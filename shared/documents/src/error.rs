@@ -2,7 +2,7 @@
 //! reaches callers as the domain's `Error` variant the edges already map (`Template` for a
 //! corpus at fault, `Io` for a file that cannot be read, the read error kept as its
 //! source), so the messages people see and the statuses stay what they were. The chunk
-//! artifact's refusals are the index's `IndexError`.
+//! artifact's refusals are the index's `ArtifactError`.
 
 use std::path::PathBuf;
 

@@ -10,10 +10,10 @@ use super::chunk::{chunk_document, summary_of, terms, Chunk};
 use super::corpus::{corpus_hash, Document};
 use crate::config::DocumentsConfig;
 use switchyard_catalog::error::{Error, Result};
-use switchyard_index::embed::Embedder;
-use switchyard_index::index::{seal, unseal, write_atomically};
-use switchyard_index::IndexError;
 use switchyard_text::keywords::TermIndex;
+use switchyard_vectors::embed::Embedder;
+use switchyard_vectors::frame::{seal, unseal, write_atomically};
+use switchyard_vectors::ArtifactError;
 
 pub const CHUNK_FORMAT_VERSION: u32 = 1;
 const MAGIC: &[u8; 8] = b"SWYDCHK\0";
@@ -132,7 +132,7 @@ impl ChunkIndex {
             model_id: embedder.model_id().to_owned(),
             dimension,
             corpus_hash: corpus_hash(documents),
-            built_at: switchyard_index::index::build_time(),
+            built_at: switchyard_vectors::frame::build_time(),
             documents: documents.len(),
             chunks: chunks.len(),
             questions: question_owner.len(),
@@ -171,7 +171,7 @@ impl ChunkIndex {
             terms: &self.terms,
         })
         .map_err(|e| {
-            IndexError::artifact("(memory)", format!("cannot serialise the chunks: {e}"))
+            ArtifactError::artifact("(memory)", format!("cannot serialise the chunks: {e}"))
         })?;
         Ok(seal(MAGIC, CHUNK_FORMAT_VERSION, &manifest, &body))
     }
@@ -187,7 +187,7 @@ impl ChunkIndex {
 
     /// Parse and verify a chunk artifact; `origin` names it in errors.
     pub fn from_bytes(bytes: &[u8], origin: &str) -> Result<ChunkIndex> {
-        let fail = |problem: String| IndexError::artifact(origin, problem);
+        let fail = |problem: String| ArtifactError::artifact(origin, problem);
         let (manifest, body) = unseal(bytes, MAGIC, CHUNK_FORMAT_VERSION, "chunk").map_err(fail)?;
         let manifest: ChunkManifest =
             serde_json::from_slice(manifest).map_err(|e| fail(format!("bad manifest: {e}")))?;
@@ -210,7 +210,7 @@ impl ChunkIndex {
     /// Refuse an artifact built for another datasource.
     pub fn check_datasource(&self, datasource: &str, origin: &str) -> Result<()> {
         if self.manifest.datasource != datasource {
-            return Err(IndexError::artifact(
+            return Err(ArtifactError::artifact(
                 origin,
                 format!(
                     "built for the datasource `{}`, not `{datasource}`",

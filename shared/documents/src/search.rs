@@ -11,9 +11,9 @@ use serde::Serialize;
 use super::chunk::terms;
 use super::index::ChunkIndex;
 use crate::config::DocumentsConfig;
-use switchyard_index::embed::dot;
 use switchyard_text::config::Fusion;
 use switchyard_text::keywords::TermExpansion;
+use switchyard_vectors::embed::dot;
 
 /// Which scores a search uses: all of them in service; one at a time in `eval-docs --stages`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

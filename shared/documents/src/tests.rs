@@ -3,8 +3,8 @@
 use std::collections::BTreeMap;
 
 use super::*;
-use switchyard_index::embed::HashingEmbedder;
 use switchyard_text::keywords::TermExpansion;
+use switchyard_vectors::embed::HashingEmbedder;
 
 fn doc(id: &str, product: &str, text: &str, questions: &[&str]) -> Document {
     Document {

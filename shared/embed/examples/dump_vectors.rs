@@ -20,8 +20,8 @@ use switchyard_catalog::template::Catalog;
 use switchyard_core::config::Config;
 use switchyard_embed::MiniLmEmbedder;
 use switchyard_eval::load_dataset;
-use switchyard_index::embed::Embedder;
 use switchyard_index::index::template_texts;
+use switchyard_vectors::embed::Embedder;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 

@@ -29,8 +29,8 @@ use ort::value::Tensor;
 use rayon::prelude::*;
 use switchyard_catalog::error::Result;
 use switchyard_index::config::EmbeddingConfig;
-use switchyard_index::embed::Embedder;
 use switchyard_index::index::EncoderManifest;
+use switchyard_vectors::embed::Embedder;
 use tokenizers::{Encoding, Tokenizer, TruncationParams};
 
 pub use error::EmbedError;

@@ -5,7 +5,7 @@ use std::path::Path;
 use serde::Deserialize;
 use switchyard_core::config::Config;
 use switchyard_embed::{MiniLmEmbedder, MINILM_MODEL_ID};
-use switchyard_index::embed::{dot, Embedder};
+use switchyard_vectors::embed::{dot, Embedder};
 
 #[derive(Deserialize)]
 struct Reference {

@@ -5,7 +5,7 @@
 //!
 //! Admission only bounds concurrency: an admitted request runs on the runtime like any
 //! other. Its CPU-bound part (embedding and scoring the question, an in-process SQLite
-//! query) leaves the worker through `switchyard_core::blocking::run_blocking`, so the
+//! query) leaves the worker through `switchyard_catalog::blocking::run_blocking`, so the
 //! workers stay free to accept connections and admit or refuse them.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -140,7 +140,7 @@ mod tests {
             .route(
                 "/",
                 get(|| async {
-                    switchyard_core::blocking::run_blocking(|| {
+                    switchyard_catalog::blocking::run_blocking(|| {
                         std::thread::sleep(Duration::from_millis(600))
                     })
                 }),

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 use switchyard_catalog::error::Error;
-use switchyard_core::invoker::AdapterResponse;
+use switchyard_contract::adapter::AdapterResponse;
 use switchyard_core::service::{Answer, Execution, Routed, SessionUse};
 use switchyard_documents::schema::SchemaContext;
 use switchyard_index::index::DriftStatus;
@@ -548,7 +548,7 @@ fn generated_answer(execution: switchyard_core::service::Execution) -> Generated
             data: response.data,
         },
         Err(e) => GeneratedAnswer {
-            status: switchyard_core::invoker::AdapterStatus::Error,
+            status: switchyard_contract::adapter::AdapterStatus::Error,
             sql: None,
             content: e.to_string(),
             error: Some(e.to_string()),

@@ -21,15 +21,15 @@ use axum::http::{Method, Request};
 use proptest::prelude::*;
 use proptest::test_runner::RngSeed;
 use serde_json::{json, Map, Value};
+use switchyard_adapters::respond::IntentInvoker;
 use switchyard_catalog::template::Catalog;
 use switchyard_core::config::Config;
-use switchyard_core::invoker::IntentInvoker;
 use switchyard_core::service::Service;
 use switchyard_http::wire::{FeedbackRequest, QueryRequest};
-use switchyard_index::embed::{Embedder, HashingEmbedder};
 use switchyard_index::index::Index;
 use switchyard_routing::router::Router;
 use switchyard_routing::session::MemorySessionStore;
+use switchyard_vectors::embed::{Embedder, HashingEmbedder};
 use tower::ServiceExt;
 
 /// `cases` cases with a fixed seed, unless `PROPTEST_CASES` / `PROPTEST_RNG_SEED` say

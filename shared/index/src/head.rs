@@ -19,7 +19,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::config::LearnedHeadConfig;
-use crate::embed::dot;
+use switchyard_vectors::embed::dot;
 
 /// Logits `weights · q + bias`, one row per template in catalog order (datasource by
 /// datasource), and the softmax temperature that calibrates them.

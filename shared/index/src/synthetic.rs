@@ -3,11 +3,11 @@
 //! vectors are a pathological case for HNSW and say nothing about real catalogs.)
 
 use crate::config::RouterConfig;
-use crate::embed::normalize;
 use crate::index::{DatasourceVectors, Index};
 use switchyard_catalog::template::{
     Catalog, Datasource, DatasourceKind, DatasourceSpec, Limits, Template,
 };
+use switchyard_vectors::embed::normalize;
 
 /// A small deterministic generator (xorshift64*), so synthetic catalogs are reproducible.
 pub struct Rng(u64);

@@ -8,6 +8,7 @@
 //! used by the HTTP datasource adapter.
 
 mod chat;
+pub mod config;
 mod error;
 mod exchange;
 mod secrets;

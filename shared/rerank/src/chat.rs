@@ -10,7 +10,7 @@ use std::task::Poll;
 use serde_json::Value;
 use switchyard_catalog::error::{Error, Result};
 use switchyard_catalog::BoxFuture;
-use switchyard_core::rerank::{RerankCandidate, Reranker};
+use switchyard_contract::rerank::{RerankCandidate, Reranker};
 
 use crate::error::RerankError;
 use switchyard_llm::{excerpt, ChatClient, ChatRequest, Dialect};

@@ -7,7 +7,7 @@ use serde::Deserialize;
 use serde_json::json;
 use switchyard_catalog::error::{Error, Result};
 use switchyard_catalog::BoxFuture;
-use switchyard_core::rerank::{RerankCandidate, Reranker};
+use switchyard_contract::rerank::{RerankCandidate, Reranker};
 
 use crate::error::RerankError;
 use switchyard_llm::{bearer, excerpt, JsonEndpoint};

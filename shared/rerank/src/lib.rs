@@ -1,28 +1,24 @@
-//! Reranker providers behind `switchyard_core::rerank::Reranker`: a Cohere-style rerank
+//! Reranker providers behind `switchyard_contract::rerank::Reranker`: a Cohere-style rerank
 //! API ([`cohere`]) and chat models as judges ([`chat`]: OpenAI-compatible servers such as
-//! OpenAI, Ollama and vLLM, and Anthropic's messages API). Also the chat model as the
-//! optional decomposer of multi-part questions ([`ChatSplitter`]): the model-backed helpers
-//! of routing live here, so the router needs no adapter code.
+//! OpenAI, Ollama and vLLM, and Anthropic's messages API). The router reranks templates
+//! with them, the adapter function a documents answer's passages.
 //!
 //! [`from_config`] builds the configured provider once (one HTTP client, the API key read
-//! from its variable at start). A provider fails with a [`RerankError`] (as `Error::Rerank`) naming the provider,
-//! the HTTP status and a body excerpt, a score count mismatch, a timeout or an unparsable
+//! from its variable at start). A provider fails with a [`RerankError`] (as
+//! `Error::Rerank`) naming the provider, the HTTP status and a body excerpt, a score count mismatch, a timeout or an unparsable
 //! judge answer; the caller keeps its routing when that happens.
 
 mod chat;
 mod cohere;
 mod error;
-mod splitter;
 
 pub use error::RerankError;
-pub use splitter::ChatSplitter;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use switchyard_catalog::error::Error;
-use switchyard_core::rerank::Reranker;
-use switchyard_index::config::{RerankProvider, Reranking};
+use switchyard_contract::rerank::{RerankProvider, Reranker, Reranking};
 use switchyard_llm::{ApiKey, ChatClient, Dialect, JsonEndpoint, LlmError};
 
 use crate::chat::ChatJudge;

@@ -9,8 +9,8 @@ use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::Router;
 use serde_json::{json, Value};
 use switchyard_catalog::error::Error;
-use switchyard_core::rerank::{RerankCandidate, Reranker};
-use switchyard_index::config::{RerankProvider, Reranking};
+use switchyard_contract::rerank::{RerankCandidate, Reranker};
+use switchyard_contract::rerank::{RerankProvider, Reranking};
 use switchyard_rerank::from_config;
 
 /// One request as the fake server saw it.

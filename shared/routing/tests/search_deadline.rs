@@ -8,9 +8,9 @@ use std::time::{Duration, Instant};
 use switchyard_catalog::auth::Access;
 use switchyard_catalog::template::Catalog;
 use switchyard_index::config::RouterConfig;
-use switchyard_index::embed::{Embedder, HashingEmbedder};
 use switchyard_index::index::Index;
 use switchyard_routing::router::{Outcome, Router};
+use switchyard_vectors::embed::{Embedder, HashingEmbedder};
 
 /// What a loaded two-core machine may add to the deadline before the route returns.
 const MARGIN_MS: u64 = 200;

@@ -10,7 +10,7 @@ use serde_json::json;
 use switchyard_aws::LambdaInvoker;
 use switchyard_catalog::error::Error;
 use switchyard_catalog::template::Catalog;
-use switchyard_core::invoker::{AdapterInvoker, AdapterRequest, AdapterStatus};
+use switchyard_contract::adapter::{AdapterInvoker, AdapterRequest, AdapterStatus};
 
 use crate::setup::{adapter_functions, endpoint, root, sdk};
 

@@ -8,13 +8,14 @@
 //! `switchyard-adapt` and, end to end with the graph build, in the CLI's tests.
 
 use serde_json::json;
-use switchyard_aws::IndexLocation;
-use switchyard_aws::S3IndexStore;
+use switchyard_aws::index::IndexPublishing;
 use switchyard_catalog::template::Catalog;
 use switchyard_core::config::Config;
 use switchyard_embed::{adapted_model_id, Graph, MiniLmEmbedder, MINILM_MODEL_ID};
 use switchyard_index::index::{EncoderManifest, Index};
 use switchyard_router::{app, cold_start, Settings};
+use switchyard_s3::IndexLocation;
+use switchyard_s3::S3IndexStore;
 
 use crate::setup::{adapter_functions, clients, create_bucket, endpoint, query, root};
 

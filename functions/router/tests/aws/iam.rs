@@ -18,17 +18,18 @@ use std::collections::BTreeSet;
 
 use serde_json::{json, Value};
 use switchyard_aws::{
-    chunks_prefix, DynamoFeedbackStore, DynamoRerankCache, DynamoSessionStore, DynamoTopicStore,
-    DynamoWorkflowStore, S3DataStore, S3IndexStore,
+    DynamoFeedbackStore, DynamoRerankCache, DynamoSessionStore, DynamoTopicStore,
+    DynamoWorkflowStore,
 };
+use switchyard_catalog::clock::unix_now;
 use switchyard_core::feedback::{Decision, Feedback, FeedbackStore};
 use switchyard_core::orchestration::{Checkpoint, WorkflowStore};
 use switchyard_core::rerank_cache::{CachedScores, RerankCache};
-use switchyard_core::service::unix_now;
 use switchyard_routing::config::SessionsConfig;
 use switchyard_routing::router::Outcome;
 use switchyard_routing::session::SessionStore;
 use switchyard_routing::topics::{TopicStore, Topics};
+use switchyard_s3::{chunks_prefix, S3DataStore, S3IndexStore};
 
 use crate::sessions::executed;
 use crate::setup::{create_bucket, create_table, unique};
@@ -288,7 +289,7 @@ async fn the_functions_policies_allow_every_call_their_code_makes() {
     let topics = table(&moto, &admin, &template, router, "SWITCHYARD_TOPICS_TABLE").await;
 
     let prefix = "indexes";
-    let admin_s3 = switchyard_aws::s3_client(&admin_config);
+    let admin_s3 = switchyard_s3::s3_client(&admin_config);
     let bucket = create_bucket(&admin_s3).await;
     // Artifacts as the router and a documents adapter read them: a pointer and its
     // object (their content is not checked here beyond the pointer's hash).
@@ -335,9 +336,9 @@ async fn the_functions_policies_allow_every_call_their_code_makes() {
     let ev_keys = moto
         .principal(&unique("ev-s3"), s3_of("EvAdapterFunction"))
         .await;
-    let ev_s3 = switchyard_aws::s3_client(&moto.sdk(&ev_keys).await);
-    let router_s3 = switchyard_aws::s3_client(&moto.sdk(&router_s3_keys).await);
-    let policies_s3 = switchyard_aws::s3_client(&moto.sdk(&policies_keys).await);
+    let ev_s3 = switchyard_s3::s3_client(&moto.sdk(&ev_keys).await);
+    let router_s3 = switchyard_s3::s3_client(&moto.sdk(&router_s3_keys).await);
+    let policies_s3 = switchyard_s3::s3_client(&moto.sdk(&policies_keys).await);
 
     moto.authentication(true).await;
 

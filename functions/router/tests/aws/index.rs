@@ -4,13 +4,13 @@
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde_json::json;
-use switchyard_aws::IndexLocation;
-use switchyard_aws::S3IndexStore;
+use switchyard_aws::index::IndexPublishing;
 use switchyard_catalog::template::Catalog;
 use switchyard_core::config::Config;
-use switchyard_index::index::IndexSource;
 use switchyard_router::{app, cold_start, Settings};
 use switchyard_routing::session::Turn;
+use switchyard_s3::IndexLocation;
+use switchyard_s3::S3IndexStore;
 
 use crate::setup::{
     adapter_functions, clients, create_bucket, create_table, demo_index_bytes, embedder, endpoint,
@@ -222,7 +222,7 @@ async fn the_schema_published_beside_the_index_answers_no_match() {
     let schema_store = S3IndexStore::new(
         clients.s3.clone(),
         &bucket,
-        &switchyard_aws::chunks_prefix("indexes", SCHEMA_ARTIFACT),
+        &switchyard_s3::chunks_prefix("indexes", SCHEMA_ARTIFACT),
     );
     let error = schema_store
         .push_chunks(demo_index_bytes())

@@ -5,16 +5,18 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use serde_json::json;
-use switchyard_aws::IndexLocation;
-use switchyard_aws::{DynamoFeedbackStore, DynamoSessionStore, DynamoTopicStore, S3IndexStore};
+use switchyard_aws::index::IndexPublishing;
+use switchyard_aws::{DynamoFeedbackStore, DynamoSessionStore, DynamoTopicStore};
+use switchyard_catalog::clock::unix_now;
 use switchyard_core::config::Config;
 use switchyard_core::feedback::{Decision, Feedback, FeedbackStore};
-use switchyard_core::service::unix_now;
 use switchyard_router::{app, cold_start, Settings};
 use switchyard_routing::config::SessionsConfig;
 use switchyard_routing::router::Outcome;
 use switchyard_routing::session::{SessionStore, Turn, TurnOutcome};
 use switchyard_routing::topics::{TopicStore, Topics};
+use switchyard_s3::IndexLocation;
+use switchyard_s3::S3IndexStore;
 
 use crate::setup::{
     adapter_functions, clients, create_bucket, create_table, demo_index_bytes, endpoint, query, sdk,

@@ -36,7 +36,7 @@ pub async fn sdk(url: &str) -> aws_config::SdkConfig {
 pub async fn clients(moto: &str, lambda: &str) -> Clients {
     let moto_config = sdk(moto).await;
     Clients {
-        s3: switchyard_aws::s3_client(&moto_config),
+        s3: switchyard_s3::s3_client(&moto_config),
         dynamodb: aws_sdk_dynamodb::Client::new(&moto_config),
         lambda: aws_sdk_lambda::Client::new(&sdk(lambda).await),
     }

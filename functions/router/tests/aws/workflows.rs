@@ -8,19 +8,22 @@ use std::sync::{Arc, Mutex};
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde_json::json;
 use switchyard_adapters::LocalAdapters;
-use switchyard_aws::{DynamoWorkflowStore, S3IndexStore};
+use switchyard_aws::index::IndexPublishing;
+use switchyard_aws::DynamoWorkflowStore;
 use switchyard_catalog::auth::Access;
+use switchyard_catalog::clock::unix_now;
 use switchyard_catalog::error::Error;
 use switchyard_catalog::BoxFuture;
+use switchyard_contract::adapter::{AdapterInvoker, AdapterRequest, AdapterResponse};
 use switchyard_core::config::Config;
-use switchyard_core::invoker::{AdapterInvoker, AdapterRequest, AdapterResponse};
 use switchyard_core::orchestration::{Checkpoint, TaskState, TaskStatus, WorkflowStore};
-use switchyard_core::service::{unix_now, Answer, Question, Service};
+use switchyard_core::service::{Answer, Question, Service};
 use switchyard_core::ServiceError;
 use switchyard_index::index::Index;
 use switchyard_router::{app, cold_start, Settings};
 use switchyard_routing::router::Router;
 use switchyard_routing::session::MemorySessionStore;
+use switchyard_s3::S3IndexStore;
 
 use crate::setup::{
     clients, create_bucket, create_table, demo_index_bytes, embedder, endpoint, query, root, sdk,

@@ -11,10 +11,10 @@ use std::time::{Duration, Instant};
 use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
 use aws_sdk_lambda::primitives::Blob;
 use serde_json::json;
-use switchyard_aws::IndexLocation;
+use switchyard_contract::rerank::RerankProvider;
 use switchyard_core::config::Config;
-use switchyard_index::config::RerankProvider;
 use switchyard_router::{app, cold_start, Clients, ColdStart, RouterService, Settings};
+use switchyard_s3::IndexLocation;
 
 use crate::fakes::{adapter_functions, start_lambda_proxy, LambdaProxy, ADAPTER_FUNCTION, HEALTHY};
 use crate::load::Load;
@@ -36,7 +36,7 @@ pub async fn region(moto: &Moto) -> Region {
         )
         .build();
     Region {
-        s3: switchyard_aws::s3_client(&config),
+        s3: switchyard_s3::s3_client(&config),
         dynamodb: aws_sdk_dynamodb::Client::from_conf(dynamodb),
     }
 }
@@ -144,7 +144,7 @@ impl Bench {
     ) -> switchyard_catalog::error::Result<(RouterService, ColdStart)> {
         let moto = sdk(&self.moto.url).await;
         let clients = Clients {
-            s3: switchyard_aws::s3_client(&moto),
+            s3: switchyard_s3::s3_client(&moto),
             dynamodb: aws_sdk_dynamodb::Client::new(&moto),
             lambda: aws_sdk_lambda::Client::new(&sdk(&self.proxy_url).await),
         };

@@ -123,7 +123,7 @@ pub fn check_adapter_fault(replies: &[Reply], phase: &Phase) {
 /// failed`; before and after, it is applied.
 pub fn check_rerank_fault(replies: &[Reply], phase: &Phase) {
     let window = phase.windows[0];
-    let mut failed = 0;
+    let (mut failed, mut applied) = (0, 0);
     for reply in replies {
         assert_eq!(reply.status, 200, "{}: {}", phase.name, reply.body);
         let Some(rerank) = rerank_of(&reply.body) else {
@@ -133,11 +133,20 @@ pub fn check_rerank_fault(replies: &[Reply], phase: &Phase) {
             assert_eq!(rerank["status"], "failed", "{}", reply.body);
             failed += 1;
         }
-        if reply.sent > window.1 || reply.answered < window.0 {
+        // Under this load a search can run past its deadline and leave nothing to
+        // rerank (`no_candidates`); every answer that had candidates was reranked.
+        if (reply.sent > window.1 || reply.answered < window.0)
+            && rerank["status"] != "no_candidates"
+        {
             assert_eq!(rerank["status"], "applied", "{}", reply.body);
+            applied += 1;
         }
     }
     assert!(failed > 0, "no answer while the provider was down");
+    assert!(
+        applied > 0,
+        "no answer reranked outside the provider's outage"
+    );
 }
 
 // ---------------------------------------------------------------------------------------

@@ -7,10 +7,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use switchyard_aws::S3IndexStore;
+use switchyard_aws::index::IndexPublishing;
 use switchyard_core::config::Config;
 use switchyard_index::index::Index;
 use switchyard_router::app;
+use switchyard_s3::S3IndexStore;
 
 use crate::bench::{region, Bench};
 use crate::checks::turns_lost;

@@ -10,7 +10,8 @@ use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType,
 };
-use switchyard_aws::S3IndexStore;
+use switchyard_aws::index::IndexPublishing;
+use switchyard_s3::S3IndexStore;
 
 use crate::setup::sdk;
 

@@ -347,7 +347,7 @@ impl Adapter for ToolsAdapter {
         &'a self,
         template: &'a Template,
         parameters: &'a Map<String, Value>,
-        request: &'a switchyard_core::invoker::AdapterRequest,
+        request: &'a switchyard_contract::adapter::AdapterRequest,
         deadline: Duration,
     ) -> BoxFuture<'a, Result<Answer>> {
         Box::pin(async move {

@@ -11,7 +11,7 @@ use switchyard_adapters::postgres::PostgresDatasource;
 use switchyard_adapters::sql::{SqlRows, SqliteDatasource};
 use switchyard_adapters::{AdapterError, LocalAdapters};
 use switchyard_catalog::template::{Datasource, Template};
-use switchyard_core::invoker::{AdapterInvoker, AdapterStatus};
+use switchyard_contract::adapter::{AdapterInvoker, AdapterStatus};
 use tokio_postgres::error::SqlState;
 use tokio_postgres::{Client, NoTls};
 

@@ -9,7 +9,9 @@ use serde_json::{json, Map, Value};
 use switchyard_adapters::sql::SqlRows;
 use switchyard_adapters::{AdapterError, LocalAdapters};
 use switchyard_catalog::template::{ParamType, Template};
-use switchyard_core::invoker::{AdapterInvoker, AdapterRequest, AdapterResponse, AdapterStatus};
+use switchyard_contract::adapter::{
+    AdapterInvoker, AdapterRequest, AdapterResponse, AdapterStatus,
+};
 
 use crate::catalog::well_typed;
 use crate::databases::{rows_of, Db, Engine};

@@ -33,7 +33,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Map, Value};
 use switchyard_adapters::{AdapterError, LocalAdapters};
 use switchyard_catalog::template::Catalog;
-use switchyard_core::invoker::AdapterStatus;
+use switchyard_contract::adapter::AdapterStatus;
 
 use catalog::{captured, demo_datasource, demo_root, honest_example, seeded, sql_datasources};
 use databases::{open, rows_of, state, state_through, Db, Engine};

@@ -4,7 +4,7 @@
 use serde_json::{json, Map, Value};
 use switchyard_adapters::http::HttpDatasource;
 use switchyard_catalog::template::{Catalog, Datasource, Template};
-use switchyard_core::invoker::AdapterRequest;
+use switchyard_contract::adapter::AdapterRequest;
 
 use crate::servers::Recorder;
 

@@ -20,7 +20,7 @@ use serde_json::{json, Map};
 use switchyard_adapters::http::HttpDatasource;
 use switchyard_adapters::{check_catalog, LocalAdapters};
 use switchyard_catalog::template::Datasource;
-use switchyard_core::invoker::{AdapterInvoker, AdapterStatus};
+use switchyard_contract::adapter::{AdapterInvoker, AdapterStatus};
 
 use checks::{assert_in_place, assert_refused_naming, not_a_segment, percent_decode};
 use datasources::{api, find, template, tool_request, tools_catalog, values};

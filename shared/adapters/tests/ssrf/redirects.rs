@@ -2,7 +2,7 @@
 
 use serde_json::Map;
 use switchyard_adapters::LocalAdapters;
-use switchyard_core::invoker::{AdapterInvoker, AdapterStatus};
+use switchyard_contract::adapter::{AdapterInvoker, AdapterStatus};
 
 use crate::datasources::{api, find, tool_request, tools_catalog, values};
 use crate::servers::{Recorder, Traps};

@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 use serde_json::json;
 use switchyard_adapters::LocalAdapters;
 use switchyard_catalog::template::Catalog;
-use switchyard_core::invoker::{AdapterInvoker, AdapterRequest, AdapterResponse, AdapterStatus};
+use switchyard_contract::adapter::{
+    AdapterInvoker, AdapterRequest, AdapterResponse, AdapterStatus,
+};
 
 fn demo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../templates/demo")

@@ -46,6 +46,12 @@ impl DatasourceKind {
             DatasourceKind::Intent => "intent",
         }
     }
+
+    /// Whether its adapter searches with the question's vector (the router has the model,
+    /// the adapter has not): documents' chunks.
+    pub fn searches_by_vector(self) -> bool {
+        self == DatasourceKind::Documents
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

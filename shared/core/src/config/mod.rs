@@ -11,6 +11,7 @@ pub use sections::*;
 use switchyard_catalog::auth::AuthConfig;
 use switchyard_documents::config::*;
 use switchyard_index::config::*;
+use switchyard_llm::config::LlmConfig;
 use switchyard_routing::config::*;
 
 use std::path::{Path, PathBuf};

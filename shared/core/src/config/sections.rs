@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 use switchyard_catalog::config::rules::*;
-use validator::{Validate, ValidationError};
+use validator::Validate;
 
 /// Questions that ask for several things (`switchyard_core::orchestration`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Validate)]
@@ -117,21 +117,6 @@ pub struct RerankCacheConfig {
     pub memory_capacity: usize,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Validate)]
-#[validate(schema(function = "llm_features_have_a_model"))]
-#[serde(deny_unknown_fields)]
-pub struct LlmConfig {
-    pub endpoint: Option<String>,
-    pub model: Option<String>,
-    pub api_key_env: Option<String>,
-    pub timeout_ms: u64,
-    pub fill_missing_parameters: bool,
-    pub synthesize_response: bool,
-    /// A question no template fits, with SQL tables near it (`schema_context`): ask the
-    /// model for one read-only query over them, checked and run like a template's.
-    pub text_to_sql: bool,
-}
-
 /// Admission to the HTTP app: requests beyond `max_in_flight` wait, at most `max_queued`
 /// of them; the rest are answered 503 with `Retry-After` at once, so latency stays
 /// bounded under overload.
@@ -149,22 +134,5 @@ switchyard_catalog::default_from_embedded! {
     OrchestrationConfig => "orchestration",
     FeedbackConfig => "feedback",
     RerankCacheConfig => "rerank_cache",
-    LlmConfig => "llm",
     ServerConfig => "server",
-}
-
-fn llm_features_have_a_model(llm: &LlmConfig) -> Result<(), ValidationError> {
-    if (llm.fill_missing_parameters || llm.synthesize_response || llm.text_to_sql)
-        && (llm.endpoint.is_none() || llm.model.is_none())
-    {
-        return Err(refuse(
-            if llm.endpoint.is_none() {
-                "endpoint"
-            } else {
-                "model"
-            },
-            "endpoint and model are needed when an LLM feature is on",
-        ));
-    }
-    Ok(())
 }

@@ -8,8 +8,8 @@ use serde_json::{Map, Value};
 use std::time::Instant;
 
 use super::workflow::{Checkpoint, TaskState, TaskStatus, WorkflowStore};
-use crate::invoker::{AdapterInvoker, AdapterRequest};
 use switchyard_catalog::metric;
+use switchyard_contract::adapter::{AdapterInvoker, AdapterRequest};
 
 /// What running (or resuming) a workflow did.
 #[derive(Debug, Clone)]

@@ -3,6 +3,7 @@
 //! with checkpoints (`workflow`, driven by the service) and fuse the answers (`fuse`).
 //! A question with one intent never reaches the later steps and keeps today's answer.
 
+mod chat_splitter;
 mod decompose;
 mod execute;
 mod fuse;
@@ -15,6 +16,7 @@ mod workflow;
 use std::collections::HashMap;
 use std::time::Instant;
 
+pub use chat_splitter::ChatSplitter;
 pub use decompose::{choose, spans, valid_split, Span, SpanRouting, Split};
 pub use execute::{run, Requests, Run};
 pub use fuse::{fuse, Fused, FusionStrategy, Section};

@@ -8,9 +8,9 @@ use std::sync::Mutex;
 use serde::{Deserialize, Serialize};
 
 use super::plan::Task;
-use crate::invoker::{AdapterResponse, AdapterStatus};
 use switchyard_catalog::error::Result;
 use switchyard_catalog::BoxFuture;
+use switchyard_contract::adapter::{AdapterResponse, AdapterStatus};
 
 /// Longest `workflow_id` accepted.
 pub const MAX_WORKFLOW_ID_CHARS: usize = 128;

@@ -7,11 +7,11 @@ use serde_json::Map;
 
 use super::routed::TurnContext;
 use super::{Execution, Orchestrated, Question, Routed, Service};
-use crate::blocking::run_blocking;
-use crate::invoker::{AdapterRequest, AdapterStatus, QueryVector, GENERATED_SQL};
 use crate::orchestration::Checkpoint;
+use switchyard_catalog::blocking::run_blocking;
 use switchyard_catalog::metric;
 use switchyard_catalog::template::DatasourceKind;
+use switchyard_contract::adapter::{AdapterRequest, AdapterStatus, QueryVector, GENERATED_SQL};
 use switchyard_routing::router::{Outcome, Routing};
 use switchyard_routing::session::carried_parameters;
 
@@ -116,10 +116,11 @@ impl Service {
         })
     }
 
-    /// The question's vector for a documents datasource (its adapter searches chunks with
-    /// it); `None` for other kinds, or when embedding fails (the search falls back to BM25).
+    /// The question's vector for a datasource whose adapter searches with it (documents'
+    /// chunks); `None` for the others, or when embedding fails (the search falls back to
+    /// BM25).
     fn query_vector(&self, kind: DatasourceKind, query: &str) -> Option<QueryVector> {
-        if kind != DatasourceKind::Documents {
+        if !kind.searches_by_vector() {
             return None;
         }
         let embedder = self.router.documents_embedder();

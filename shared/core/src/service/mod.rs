@@ -18,14 +18,13 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::Map;
 
-use crate::blocking::run_blocking;
 use crate::config::Config;
 use crate::conversation::{
     contextualize, AssistantTurn, ContextTexts, Contextualized, MAX_ASSISTANT_CHARS,
 };
 use crate::error::ServiceError;
 use crate::feedback::{Decision, Feedback, FeedbackRecord, FeedbackStore, MemoryFeedbackStore};
-use crate::invoker::{AdapterInvoker, AdapterResponse, RoutedWith};
+use crate::invoker::RoutedWith;
 use crate::orchestration::{
     Decomposer, FusionStrategy, MemoryWorkflowStore, QuestionSplitter, WorkflowStore,
     MAX_WORKFLOW_ID_CHARS,
@@ -33,8 +32,11 @@ use crate::orchestration::{
 use crate::rerank::RerankStage;
 pub use routed::{Plan, Routed};
 use switchyard_catalog::auth::{scoped, Access};
+use switchyard_catalog::blocking::run_blocking;
+use switchyard_catalog::clock::unix_now;
 use switchyard_catalog::error::{Error, Result};
 use switchyard_catalog::metric;
+use switchyard_contract::adapter::{AdapterInvoker, AdapterResponse};
 use switchyard_documents::schema::{schema_context, SchemaContext};
 use switchyard_documents::ChunkIndex;
 use switchyard_routing::router::{Outcome, Router, Routing};
@@ -551,14 +553,6 @@ fn record_routing(routing: &Routing, question: &Question) {
         total_ms = t.total_ms,
         "routed"
     );
-}
-
-/// Now, in Unix seconds (session turns, decisions, cache expiry).
-pub fn unix_now() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0)
 }
 
 /// Time first (ids sort by time), then 64 random bits: a request id is what

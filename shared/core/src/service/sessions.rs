@@ -10,12 +10,12 @@ use super::routed::{Routed, TurnContext};
 use super::{Execution, Orchestrated, Question, Service, SessionUse};
 use crate::conversation::{assistant_text, turn_of, unexecuted_outcome};
 use crate::error::ServiceError;
-use crate::invoker::AdapterStatus;
 use crate::orchestration::TaskStatus;
 use switchyard_catalog::auth::scoped;
 use switchyard_catalog::auth::Access;
 use switchyard_catalog::error::Result;
 use switchyard_catalog::metric;
+use switchyard_contract::adapter::AdapterStatus;
 use switchyard_routing::router::{Outcome, Router, Routing};
 use switchyard_routing::session::{
     carried_parameters, push_bounded, within_window, Turn, TurnOutcome,

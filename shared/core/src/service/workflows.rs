@@ -8,7 +8,6 @@ use serde_json::Map;
 
 use super::routed::{Plan, Routed};
 use super::{new_request_id, Question, Service};
-use crate::blocking::run_blocking;
 use crate::error::ServiceError;
 use crate::orchestration::{
     decompose, fuse, phases, plan, run, validated_parts, Checkpoint, Decomposition, Fused,
@@ -16,6 +15,7 @@ use crate::orchestration::{
 };
 use switchyard_catalog::auth::scoped;
 use switchyard_catalog::auth::Access;
+use switchyard_catalog::blocking::run_blocking;
 use switchyard_catalog::error::{Error, Result};
 use switchyard_catalog::metric;
 use switchyard_routing::router::Routing;

@@ -7,7 +7,7 @@ use std::sync::{Arc, OnceLock};
 
 use switchyard_core::config::Config;
 use switchyard_embed::MiniLmEmbedder;
-use switchyard_index::embed::Embedder;
+use switchyard_vectors::embed::Embedder;
 
 /// The repository's root (two levels above this crate).
 pub fn repo_root() -> PathBuf {

@@ -8,10 +8,10 @@ use switchyard_catalog::auth::Access;
 use switchyard_documents::config::DocumentsConfig;
 use switchyard_documents::{ChunkIndex, Query, Signals};
 use switchyard_index::config::RouterConfig;
-use switchyard_index::embed::{Embedder, HashingEmbedder};
 use switchyard_index::index::Index;
 use switchyard_routing::router::Router;
 use switchyard_text::keywords::TermExpansion;
+use switchyard_vectors::embed::{Embedder, HashingEmbedder};
 
 use crate::setup::{embedder, ORIGIN};
 

@@ -9,8 +9,8 @@ use proptest::test_runner::RngSeed;
 use switchyard_catalog::template::Catalog;
 use switchyard_core::config::Config;
 use switchyard_documents::{ChunkIndex, Document};
-use switchyard_index::embed::{Embedder, HashingEmbedder};
 use switchyard_index::index::Index;
+use switchyard_vectors::embed::{Embedder, HashingEmbedder};
 
 use crate::common;
 

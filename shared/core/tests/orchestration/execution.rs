@@ -10,7 +10,7 @@ use serde_json::{json, Map, Value};
 use crate::helpers::{checkpoint, response, task};
 use switchyard_catalog::error::Error;
 use switchyard_catalog::BoxFuture;
-use switchyard_core::invoker::{AdapterInvoker, AdapterRequest, AdapterResponse};
+use switchyard_contract::adapter::{AdapterInvoker, AdapterRequest, AdapterResponse};
 use switchyard_core::orchestration::*;
 
 /// Answers after a pause, counting how many calls are in flight at once.

@@ -3,8 +3,8 @@
 
 use serde_json::Value;
 
+use switchyard_contract::adapter::{AdapterOutcome, AdapterResponse};
 use switchyard_core::config::{Config, OrchestrationConfig};
-use switchyard_core::invoker::{AdapterOutcome, AdapterResponse};
 use switchyard_core::orchestration::{phases, Checkpoint, Cues, Task, TaskState, TaskStatus};
 
 pub(crate) fn config() -> OrchestrationConfig {

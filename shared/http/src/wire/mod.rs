@@ -150,7 +150,7 @@ pub enum QueryAnswer {
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct Answered {
     #[schema(value_type = String, example = "ok")]
-    pub status: switchyard_core::invoker::AdapterStatus,
+    pub status: switchyard_contract::adapter::AdapterStatus,
     pub content: String,
     pub data: Value,
     pub parameters: Map<String, Value>,
@@ -374,8 +374,8 @@ pub struct MultistageScoring {
     #[serde(serialize_with = "score")]
     pub string_similarity_score: Option<f32>,
     pub scoring_details: ScoringDetails,
-    /// What the rerank stage did: `{"status": "disabled" | "no_provider" | "not_needed" |
-    /// "applied" | "failed", ...}`.
+    /// What the rerank stage did: `{"status": "disabled" | "no_provider" | "no_candidates" |
+    /// "not_needed" | "applied" | "failed", ...}`.
     #[schema(value_type = Object)]
     pub rerank: switchyard_routing::router::RerankStatus,
 }
@@ -476,7 +476,7 @@ pub struct NoMatch {
 pub struct GeneratedAnswer {
     /// `ok` or `error` (refused, or the model or the database failed).
     #[schema(value_type = String)]
-    pub status: switchyard_core::invoker::AdapterStatus,
+    pub status: switchyard_contract::adapter::AdapterStatus,
     pub sql: Option<String>,
     pub content: String,
     pub error: Option<String>,

@@ -7,13 +7,14 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use serde_json::{json, Value};
+use switchyard_adapters::respond::{find, respond_intent};
 use switchyard_catalog::auth::Access;
 use switchyard_catalog::error::Error;
 use switchyard_catalog::template::Catalog;
 use switchyard_catalog::BoxFuture;
+use switchyard_contract::adapter::AdapterResponse;
+use switchyard_contract::adapter::{AdapterInvoker, AdapterRequest};
 use switchyard_core::config::Config;
-use switchyard_core::invoker::AdapterResponse;
-use switchyard_core::invoker::{find, respond_intent, AdapterInvoker, AdapterRequest};
 use switchyard_core::service::{Question, Service};
 use switchyard_routing::session::{SessionStore, Turn};
 

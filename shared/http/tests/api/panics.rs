@@ -7,10 +7,11 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use metrics::{Counter, Gauge, Histogram, Key, KeyName, Metadata, Recorder, SharedString, Unit};
+use switchyard_adapters::respond::IntentInvoker;
 use switchyard_catalog::auth::Identity;
 use switchyard_catalog::BoxFuture;
+use switchyard_contract::adapter::{AdapterInvoker, AdapterRequest, AdapterResponse};
 use switchyard_core::config::Config;
-use switchyard_core::invoker::{AdapterInvoker, AdapterRequest, AdapterResponse, IntentInvoker};
 use switchyard_core::service::Service;
 use switchyard_routing::session::MemorySessionStore;
 

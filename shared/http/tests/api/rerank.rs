@@ -9,8 +9,9 @@ use serde_json::{json, Value};
 use switchyard_catalog::auth::Access;
 use switchyard_catalog::error::Error;
 use switchyard_catalog::BoxFuture;
+use switchyard_contract::rerank::{RerankCandidate, Reranker};
 use switchyard_core::config::Config;
-use switchyard_core::rerank::{RerankCandidate, RerankStage, Reranker};
+use switchyard_core::rerank::RerankStage;
 use switchyard_core::rerank_cache::MemoryRerankCache;
 
 use crate::setup::{api, call, config_with, service, TestApi};

@@ -4,9 +4,9 @@
 use std::sync::Arc;
 
 use serde_json::Value;
+use switchyard_adapters::respond::IntentInvoker;
 use switchyard_catalog::auth::Access;
 use switchyard_core::config::Config;
-use switchyard_core::invoker::IntentInvoker;
 use switchyard_core::service::Service;
 use switchyard_index::index::Index;
 use switchyard_index::scoring::Weights;

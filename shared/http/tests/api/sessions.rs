@@ -5,10 +5,10 @@ use std::sync::Arc;
 
 use serde_json::json;
 use sha2::{Digest, Sha256};
+use switchyard_adapters::respond::IntentInvoker;
 use switchyard_catalog::error::Error;
 use switchyard_catalog::BoxFuture;
 use switchyard_core::config::Config;
-use switchyard_core::invoker::IntentInvoker;
 use switchyard_core::service::Service;
 use switchyard_routing::session::{SessionStore, Turn};
 

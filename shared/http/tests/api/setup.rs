@@ -4,10 +4,10 @@
 use std::sync::Arc;
 
 use serde_json::{json, Value};
+use switchyard_adapters::respond::IntentInvoker;
 use switchyard_catalog::auth::Identity;
 use switchyard_catalog::template::Catalog;
 use switchyard_core::config::Config;
-use switchyard_core::invoker::IntentInvoker;
 use switchyard_core::service::Service;
 use switchyard_index::index::Index;
 use switchyard_routing::router::Router;

@@ -4,6 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 use switchyard_catalog::config::rules::*;
+use switchyard_contract::rerank::Reranking;
 use switchyard_text::config::{Keywords, Openings, StringSimilarity};
 use validator::{Validate, ValidationError};
 
@@ -94,44 +95,6 @@ pub enum TemplateScoringMethod {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Validate)]
-#[validate(schema(function = "provider_has_endpoint_and_model"))]
-#[serde(deny_unknown_fields)]
-pub struct Reranking {
-    pub enabled: bool,
-    pub provider: Option<RerankProvider>,
-    /// Base URL of the provider's API, e.g. `https://api.cohere.com`,
-    /// `http://127.0.0.1:11434/v1` (Ollama) or `https://api.anthropic.com`.
-    pub endpoint: Option<String>,
-    pub model: Option<String>,
-    /// Name of the environment variable holding the API key.
-    pub api_key_env: Option<String>,
-    #[validate(range(min = 1, message = "must be at least 1"))]
-    pub timeout_ms: u64,
-    #[validate(range(min = 2, message = "must be at least 2"))]
-    pub top_candidates: usize,
-    /// Candidates per request to a chat judge; batches are sent in parallel.
-    #[validate(range(min = 1, message = "must be at least 1"))]
-    pub batch_size: usize,
-    /// Rerank only when the top two candidates' ranking scores are within this margin.
-    #[validate(custom(function = "non_negative"))]
-    pub margin: f32,
-    #[validate(custom(function = "non_negative"))]
-    pub weight: f32,
-}
-
-/// Which API a reranker speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RerankProvider {
-    /// `POST {endpoint}/v1/rerank` (Cohere, and the servers that copy its API).
-    Cohere,
-    /// `POST {endpoint}/chat/completions` with a judging prompt (OpenAI, Ollama, vLLM).
-    Openai,
-    /// `POST {endpoint}/v1/messages` with a judging prompt.
-    Anthropic,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Validate)]
 #[serde(deny_unknown_fields)]
 pub struct Scoring {
     #[validate(custom(function = "stage_one_weight"))]
@@ -157,18 +120,4 @@ fn threshold(t: &Threshold) -> Result<(), ValidationError> {
         )),
         _ => Ok(()),
     }
-}
-
-fn provider_has_endpoint_and_model(r: &Reranking) -> Result<(), ValidationError> {
-    if r.enabled && r.provider.is_some() && (r.endpoint.is_none() || r.model.is_none()) {
-        return Err(refuse(
-            if r.endpoint.is_none() {
-                "endpoint"
-            } else {
-                "model"
-            },
-            "endpoint and model are needed when a provider is set",
-        ));
-    }
-    Ok(())
 }

@@ -11,13 +11,13 @@ use super::partition::Coarse;
 use super::{Calibration, Index, Partition, Probe};
 use crate::config::IndexConfig;
 use crate::head::Head;
-use crate::IndexError;
 use switchyard_catalog::error::{Error, Result};
 use switchyard_catalog::template::{Catalog, DatasourceKind};
+use switchyard_vectors::frame::{seal, unseal, write_atomically};
+use switchyard_vectors::ArtifactError;
 
 pub const FORMAT_VERSION: u32 = 4;
 const MAGIC: &[u8; 8] = b"SWYDIDX\0";
-const CHECKSUM_LEN: usize = 32;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Manifest {
@@ -48,7 +48,7 @@ impl EncoderManifest {
     pub fn check_graph(&self, bytes: &[u8], graph_origin: &str, index_origin: &str) -> Result<()> {
         let found = hex::encode(Sha256::digest(bytes));
         if found != self.onnx_sha256 {
-            return Err(IndexError::model(
+            return Err(ArtifactError::model(
                 index_origin,
                 format!(
                     "the index was embedded with the adapted encoder {} (sha256 {}) but {graph_origin} has sha256 {found}: the index and its encoder come from different builds; build or push them together",
@@ -140,7 +140,7 @@ impl Index {
             head: &self.head,
         })
         .map_err(|e| {
-            IndexError::artifact("(memory)", format!("cannot serialise the index: {e}"))
+            ArtifactError::artifact("(memory)", format!("cannot serialise the index: {e}"))
         })?;
 
         Ok(seal(MAGIC, FORMAT_VERSION, &manifest, &body_bytes))
@@ -157,7 +157,7 @@ impl Index {
 
     /// Parse and verify an artifact; `origin` (a path or `s3://bucket/key`) names it in errors.
     pub fn from_bytes(bytes: &[u8], origin: &str) -> Result<Index> {
-        let fail = |problem: String| IndexError::artifact(origin, problem);
+        let fail = |problem: String| ArtifactError::artifact(origin, problem);
         let (manifest_bytes, body_bytes) =
             unseal(bytes, MAGIC, FORMAT_VERSION, "index").map_err(fail)?;
         let manifest: Manifest = serde_json::from_slice(manifest_bytes)
@@ -180,89 +180,6 @@ impl Index {
             head_training_ms: None,
         })
     }
-}
-
-/// Frame a manifest and a body: magic, version, both lengths, and a SHA-256 of it all.
-/// The routing index and the documents' chunk artifacts share this frame.
-pub fn seal(magic: &[u8; 8], version: u32, manifest: &[u8], body: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(body.len() + manifest.len() + 64);
-    out.extend_from_slice(magic);
-    out.extend_from_slice(&version.to_le_bytes());
-    out.extend_from_slice(&(manifest.len() as u32).to_le_bytes());
-    out.extend_from_slice(manifest);
-    out.extend_from_slice(&(body.len() as u64).to_le_bytes());
-    out.extend_from_slice(body);
-    let checksum = Sha256::digest(&out);
-    out.extend_from_slice(&checksum);
-    out
-}
-
-/// Write beside, then rename, so a reader never sees half an artifact.
-pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
-    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
-    }
-    let partial = path.with_extension("partial");
-    std::fs::write(&partial, bytes).map_err(|e| Error::io(&partial, e))?;
-    std::fs::rename(&partial, path).map_err(|e| Error::io(path, e))
-}
-
-/// Check the frame of an artifact (length, magic, version, section lengths, checksum) and
-/// return its manifest and body bytes; the error is the problem, in words. `what` names
-/// the kind of artifact expected ("index", "chunk").
-pub fn unseal<'a>(
-    bytes: &'a [u8],
-    magic: &[u8; 8],
-    version_expected: u32,
-    what: &str,
-) -> std::result::Result<(&'a [u8], &'a [u8]), String> {
-    let header = magic.len() + 8;
-    if bytes.len() < header + 8 + CHECKSUM_LEN {
-        return Err(format!(
-            "truncated: {} bytes is too short for a {what} artifact",
-            bytes.len()
-        ));
-    }
-    if &bytes[..magic.len()] != magic {
-        return Err(format!(
-            "not a Switchyard {what} artifact (bad magic bytes)"
-        ));
-    }
-    let version = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes"));
-    if version != version_expected {
-        return Err(format!(
-            "format version {version}, this build reads version {version_expected}; rebuild the {what} artifact"
-        ));
-    }
-    let manifest_len = u32::from_le_bytes(bytes[12..16].try_into().expect("4 bytes")) as usize;
-    let body_len_at = header + manifest_len;
-    if bytes.len() < body_len_at + 8 + CHECKSUM_LEN {
-        return Err("truncated inside the manifest".into());
-    }
-    let body_len = u64::from_le_bytes(
-        bytes[body_len_at..body_len_at + 8]
-            .try_into()
-            .expect("8 bytes"),
-    ) as usize;
-    let body_at = body_len_at + 8;
-    let expected_len = body_at
-        .checked_add(body_len)
-        .and_then(|n| n.checked_add(CHECKSUM_LEN));
-    if expected_len != Some(bytes.len()) {
-        return Err(format!(
-            "truncated or padded: the header promises {} bytes, the artifact has {}",
-            expected_len.map_or_else(|| "too many".to_owned(), |n| n.to_string()),
-            bytes.len()
-        ));
-    }
-    let sealed = bytes.len() - CHECKSUM_LEN;
-    if Sha256::digest(&bytes[..sealed]).as_slice() != &bytes[sealed..] {
-        return Err("checksum mismatch: the artifact is corrupt".into());
-    }
-    Ok((
-        &bytes[header..body_len_at],
-        &bytes[body_at..body_at + body_len],
-    ))
 }
 
 /// Check that the manifest, the partitions, the catalog and the head describe the same

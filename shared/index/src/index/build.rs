@@ -1,18 +1,17 @@
 //! Building an index: embed every template text of a catalog, build one partition per
 //! datasource, write the manifest, train the learned head and calibrate the threshold.
 
-use std::time::{SystemTime, UNIX_EPOCH};
-
 use super::drift::embed_probes;
 use super::{
     is_held_out, template_texts, DatasourceVectors, EncoderManifest, HeadSummary, Index, Manifest,
     ManifestDatasource, Partition, Progress, FORMAT_VERSION,
 };
 use crate::config::RouterConfig;
-use crate::embed::Embedder;
 use crate::head::{Head, TrainingSet};
 use switchyard_catalog::error::Result;
 use switchyard_catalog::template::Catalog;
+use switchyard_vectors::embed::Embedder;
+use switchyard_vectors::frame::build_time;
 
 impl Index {
     /// Embed every template text of `catalog` and build the partitions.
@@ -221,16 +220,4 @@ impl Index {
             settings,
         )
     }
-}
-
-pub fn build_time() -> u64 {
-    std::env::var("SOURCE_DATE_EPOCH")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map(|d| d.as_secs())
-                .unwrap_or(0)
-        })
 }

@@ -7,9 +7,9 @@ use sha2::{Digest, Sha256};
 
 use super::{EncoderManifest, Index, Progress, FORMAT_VERSION};
 use crate::config::RouterConfig;
-use crate::embed::Embedder;
 use switchyard_catalog::error::Result;
 use switchyard_catalog::template::Catalog;
+use switchyard_vectors::embed::Embedder;
 
 /// Where a built index for `catalog` is cached: the key covers the templates, the model,
 /// the index settings and the format, so any change builds a fresh one.

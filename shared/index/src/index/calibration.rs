@@ -7,10 +7,10 @@ use serde::{Deserialize, Serialize};
 
 use super::{is_held_out, Index};
 use crate::config::CompositeRetrieval;
-use crate::embed::dot;
 use crate::scoring::{confidence, Weights};
 use switchyard_text::config::StringSimilarity;
 use switchyard_text::similarity::{template_similarity, PreparedQuery, TemplateTexts};
+use switchyard_vectors::embed::dot;
 
 /// The automatic threshold and the confidence settings it holds for.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -10,9 +10,9 @@
 use serde::{Deserialize, Serialize};
 
 use crate::config::DriftConfig;
-use crate::embed::{dot, Embedder};
-use crate::IndexError;
 use switchyard_catalog::error::Result;
+use switchyard_vectors::embed::{dot, Embedder};
+use switchyard_vectors::ArtifactError;
 
 /// Short and long, questions and statements, digits and punctuation: sentences that
 /// exercise what the tokenizer and every layer do.
@@ -100,7 +100,7 @@ pub fn check(
     for probe in recorded {
         let now = embedder.embed_one(&probe.text)?;
         if now.len() != probe.vector.len() {
-            return Err(IndexError::model(
+            return Err(ArtifactError::model(
                 origin,
                 format!(
                     "probe `{}` was recorded with {} dimensions, the model gives {}",
@@ -119,7 +119,7 @@ pub fn check(
     drift.min_cosine = Some(min);
     drift.mean_cosine = Some(mean);
     if min < tolerance.refuse_below {
-        return Err(IndexError::model(
+        return Err(ArtifactError::model(
             origin,
             format!(
                 "built with {index_model_id}, whose probe sentences the model at hand ({}) embeds at \
@@ -141,7 +141,7 @@ pub fn check(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::embed::HashingEmbedder;
+    use switchyard_vectors::embed::HashingEmbedder;
 
     /// The hashing embedder with every vector turned a little: a CPU with other numerics.
     struct Turned(HashingEmbedder, f32);

@@ -28,24 +28,22 @@ mod calibration;
 mod drift;
 mod partition;
 
-pub use artifact::{seal, unseal, write_atomically};
 pub use artifact::{
     EncoderManifest, FileIndexSource, HeadSummary, IndexSource, Manifest, ManifestDatasource,
     FORMAT_VERSION,
 };
-pub use build::build_time;
 pub use cache::{cache_path, load_or_build};
 pub use calibration::Calibration;
 pub use drift::{embed_probes, Drift, DriftStatus, Probe, PROBE_TEXTS};
 pub use partition::{Centroid, Partition};
 
 use crate::config::DriftConfig;
-use crate::embed::Embedder;
 use crate::head::Head;
-pub use crate::IndexError;
 use switchyard_catalog::error::Result;
 use switchyard_catalog::template::Catalog;
 use switchyard_text::keywords::id_words;
+use switchyard_vectors::embed::Embedder;
+use switchyard_vectors::ArtifactError;
 
 /// A loaded, verified index.
 pub struct Index {
@@ -99,7 +97,7 @@ impl Index {
         if embedder.model_id() != self.manifest.model_id
             || embedder.dimension() != self.manifest.dimension
         {
-            return Err(IndexError::model(
+            return Err(ArtifactError::model(
                 origin,
                 format!(
                     "built with {} ({} dimensions) but the router embeds with {} ({} dimensions); rebuild the index",

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::DatasourceVectors;
 use crate::config::{IndexConfig, TemplateScoring, TemplateScoringMethod};
-use crate::embed::{dot, normalize};
+use switchyard_vectors::embed::{dot, normalize};
 
 /// A point in the HNSW graph: a template centroid. Distance is 1 − cosine.
 #[derive(Debug, Clone, Serialize, Deserialize)]

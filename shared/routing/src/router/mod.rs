@@ -35,11 +35,11 @@ use switchyard_catalog::error::Result;
 use switchyard_catalog::metric;
 use switchyard_catalog::template::{Datasource, Template};
 use switchyard_index::config::RouterConfig;
-use switchyard_index::embed::Embedder;
 use switchyard_index::index::{Drift, DriftStatus, Index};
 use switchyard_index::scoring::rank_score;
 use switchyard_text::keywords::{Bm25, Openings};
 use switchyard_text::similarity::{template_similarity, PreparedQuery, TemplateTexts};
+use switchyard_vectors::embed::Embedder;
 
 pub const MAX_QUERY_CHARS: usize = 2000;
 

@@ -73,6 +73,9 @@ pub enum RerankStatus {
     Disabled,
     /// Enabled in configuration, but no provider is configured.
     NoProvider,
+    /// Nothing to judge: the router found no candidate (every partition's search ran past
+    /// its deadline, or the caller may use none).
+    NoCandidates,
     /// The top two were further apart than `reranking.margin`: no call was needed.
     NotNeeded {
         margin: f32,

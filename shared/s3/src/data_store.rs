@@ -15,7 +15,7 @@ use sha2::{Digest, Sha256};
 use switchyard_catalog::error::{Error, Result};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::error::AwsError;
+use crate::error::S3Error;
 
 /// Where the data files of `datasource` are published beside the index under `prefix`.
 pub fn data_prefix(prefix: &str, datasource: &str) -> String {
@@ -81,7 +81,7 @@ impl S3DataStore {
         problem: &str,
         error: impl std::error::Error + Send + Sync + 'static,
     ) -> Error {
-        AwsError::Index {
+        S3Error::Object {
             place: self.place(key),
             problem: problem.into(),
             source: Box::new(error),

@@ -1,5 +1,5 @@
-//! Index artifacts in S3. `push` uploads under a content-addressed key
-//! (`<prefix>/<sha256>.idx`), reads it back and checks it, and only then moves the
+//! Artifacts in S3 behind a pointer. `publish` uploads under a content-addressed key
+//! (`<prefix>/<sha256>.<ext>`), reads it back and checks it, and only then moves the
 //! `<prefix>/current` pointer, so a failed upload never leaves the pointer on a broken
 //! artifact. The router reads the pointer, then the artifact it names, and checks the
 //! bytes against the pointer's hash before deserialising them.
@@ -9,9 +9,8 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use switchyard_catalog::error::{Error, Result};
 use switchyard_documents::ChunkIndex;
-use switchyard_index::index::{EncoderManifest, Index, IndexSource};
 
-use crate::error::AwsError;
+use crate::error::S3Error;
 
 /// Where the chunk artifact named `name` (a documents datasource, or the schema) is
 /// published beside the index under `prefix`.
@@ -46,15 +45,9 @@ impl S3IndexStore {
         format!("{}/current", self.prefix)
     }
 
-    fn place(&self, key: &str) -> String {
+    /// An object's place, as errors and logs name it.
+    pub fn place(&self, key: &str) -> String {
         format!("s3://{}/{key}", self.bucket)
-    }
-
-    /// Publish an artifact: it must be a valid index (refused before any upload), is
-    /// uploaded, read back and compared, and then becomes `current`.
-    pub async fn push(&self, bytes: &[u8]) -> Result<IndexPointer> {
-        Index::from_bytes(bytes, "the artifact to push")?;
-        self.publish(bytes, "idx").await
     }
 
     /// Publish a documents datasource's (or the schema's) chunk artifact, checked the
@@ -64,7 +57,10 @@ impl S3IndexStore {
         self.publish(bytes, "chunks").await
     }
 
-    async fn publish(&self, bytes: &[u8], extension: &str) -> Result<IndexPointer> {
+    /// Upload `bytes` under their checksum (`<sha256>.<extension>`), read them back and
+    /// compare, and only then move `current` to them. Checks nothing inside: callers
+    /// check what they publish (`push_chunks` here; the index in `switchyard-aws`).
+    pub async fn publish(&self, bytes: &[u8], extension: &str) -> Result<IndexPointer> {
         let sha256 = hex::encode(Sha256::digest(bytes));
         let key = format!("{}/{sha256}.{extension}", self.prefix);
         self.put(&key, bytes.to_vec(), "application/octet-stream")
@@ -99,26 +95,6 @@ impl S3IndexStore {
         format!("{}/encoders/{sha256}.onnx", self.prefix)
     }
 
-    /// Publish the adapted encoder `manifest` names (before the index that names it):
-    /// checked against the manifest, uploaded, read back and compared.
-    pub async fn push_encoder(&self, bytes: &[u8], manifest: &EncoderManifest) -> Result<String> {
-        let key = self.encoder_key(&manifest.onnx_sha256);
-        manifest.check_graph(bytes, "the encoder to push", "the index to push")?;
-        self.put(&key, bytes.to_vec(), "application/octet-stream")
-            .await?;
-        let stored = self.get(&key).await?;
-        manifest.check_graph(&stored, &self.place(&key), "the index to push")?;
-        Ok(self.place(&key))
-    }
-
-    /// The adapted encoder an index names and where it was read; the embedder that loads
-    /// it checks it against the manifest (`MiniLmEmbedder::adapted`).
-    pub async fn fetch_encoder(&self, manifest: &EncoderManifest) -> Result<(String, Vec<u8>)> {
-        let key = self.encoder_key(&manifest.onnx_sha256);
-        let bytes = self.get(&key).await?;
-        Ok((self.place(&key), bytes))
-    }
-
     /// The pointer the router follows.
     pub async fn current(&self) -> Result<IndexPointer> {
         let key = self.pointer_key();
@@ -148,7 +124,7 @@ impl S3IndexStore {
         Ok((pointer, bytes))
     }
 
-    async fn put(&self, key: &str, body: Vec<u8>, content_type: &str) -> Result<()> {
+    pub async fn put(&self, key: &str, body: Vec<u8>, content_type: &str) -> Result<()> {
         self.client
             .put_object()
             .bucket(&self.bucket)
@@ -157,7 +133,7 @@ impl S3IndexStore {
             .body(ByteStream::from(body))
             .send()
             .await
-            .map_err(|e| AwsError::Index {
+            .map_err(|e| S3Error::Object {
                 place: self.place(key),
                 problem: "upload failed".into(),
                 source: Box::new(e),
@@ -165,7 +141,7 @@ impl S3IndexStore {
         Ok(())
     }
 
-    async fn get(&self, key: &str) -> Result<Vec<u8>> {
+    pub async fn get(&self, key: &str) -> Result<Vec<u8>> {
         let object = self
             .client
             .get_object()
@@ -177,28 +153,28 @@ impl S3IndexStore {
                 Some(service) if service.is_no_such_key() => {
                     Error::index(self.place(key), "no such object")
                 }
-                _ => AwsError::Index {
+                _ => S3Error::Object {
                     place: self.place(key),
                     problem: "download failed".into(),
                     source: Box::new(e),
                 }
                 .into(),
             })?;
-        let body = object.body.collect().await.map_err(|e| AwsError::Index {
+        let body = object.body.collect().await.map_err(|e| S3Error::Object {
             place: self.place(key),
             problem: "download failed".into(),
             source: Box::new(e),
         })?;
         Ok(body.into_bytes().to_vec())
     }
-}
 
-impl IndexSource for S3IndexStore {
-    fn origin(&self) -> String {
+    /// Where the router's artifact is named: the `current` pointer.
+    pub fn origin(&self) -> String {
         self.place(&self.pointer_key())
     }
 
-    async fn fetch(&self) -> Result<Vec<u8>> {
+    /// The current artifact's bytes, checked against the pointer.
+    pub async fn fetch(&self) -> Result<Vec<u8>> {
         self.fetch_current().await.map(|(_, bytes)| bytes)
     }
 }

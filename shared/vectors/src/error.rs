@@ -1,11 +1,12 @@
-//! The index's own error: an artifact that cannot be trusted, or one built with another
-//! model than the one at hand. It reaches callers as the domain's `Error::Index`, this error
-//! as its source, so an operator's tooling can tell a corrupt upload from a model mismatch.
+//! A built artifact's refusal (the routing index's, a chunk artifact's): bytes that cannot
+//! be trusted, or built with another model than the one at hand. It reaches callers as the
+//! domain's `Error::Index`, this error as its source, so an operator's tooling can tell a
+//! corrupt upload from a model mismatch.
 
 use switchyard_catalog::error::Error;
 
 #[derive(Debug, thiserror::Error)]
-pub enum IndexError {
+pub enum ArtifactError {
     /// Unreadable, truncated, corrupt or inconsistent bytes; `origin` is a path or S3 place.
     /// (The domain error it becomes carries the problem; this names its kind, so a chain
     /// printed whole does not say it twice.)
@@ -17,26 +18,26 @@ pub enum IndexError {
     Model { origin: String, problem: String },
 }
 
-impl IndexError {
+impl ArtifactError {
     pub fn artifact(origin: impl Into<String>, problem: impl Into<String>) -> Self {
-        IndexError::Artifact {
+        ArtifactError::Artifact {
             origin: origin.into(),
             problem: problem.into(),
         }
     }
 
     pub fn model(origin: impl Into<String>, problem: impl Into<String>) -> Self {
-        IndexError::Model {
+        ArtifactError::Model {
             origin: origin.into(),
             problem: problem.into(),
         }
     }
 }
 
-impl From<IndexError> for Error {
-    fn from(error: IndexError) -> Error {
-        let (IndexError::Artifact { origin, problem } | IndexError::Model { origin, problem }) =
-            &error;
+impl From<ArtifactError> for Error {
+    fn from(error: ArtifactError) -> Error {
+        let (ArtifactError::Artifact { origin, problem }
+        | ArtifactError::Model { origin, problem }) = &error;
         Error::Index {
             origin: origin.clone(),
             problem: problem.clone(),

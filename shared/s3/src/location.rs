@@ -7,7 +7,6 @@ use std::path::{Path, PathBuf};
 use switchyard_catalog::error::{Error, Result};
 use switchyard_catalog::template::{Catalog, DatasourceKind};
 use switchyard_documents::{artifact_beside, ChunkIndex};
-use switchyard_index::index::IndexSource;
 
 use crate::index_store::{chunks_prefix, S3IndexStore};
 

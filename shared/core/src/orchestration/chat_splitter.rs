@@ -5,11 +5,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::QuestionSplitter;
+use crate::config::Config;
 use serde_json::{json, Value};
 use switchyard_catalog::error::{Error, Result};
 use switchyard_catalog::BoxFuture;
-use switchyard_core::config::Config;
-use switchyard_core::orchestration::QuestionSplitter;
 use switchyard_llm::{ApiKey, ChatClient, ChatRequest, Dialect, Tool};
 
 const INSTRUCTIONS: &str = "Split the user's message into the separate requests it makes, \

@@ -1,0 +1,111 @@
+//! The sealed frame of every built artifact (the routing index, the chunk artifacts):
+//!
+//! `MAGIC (8) | format_version u32 | manifest_len u32 | manifest | body_len u64 | body |
+//!  sha256 of everything before (32)`, all integers little-endian.
+//!
+//! A reader checks the frame before it looks inside, so a truncated or corrupt upload is
+//! refused with what is wrong, in words.
+
+use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use sha2::{Digest, Sha256};
+use switchyard_catalog::error::{Error, Result};
+
+const CHECKSUM_LEN: usize = 32;
+
+/// Frame a manifest and a body: magic, version, both lengths, and a SHA-256 of it all.
+/// The routing index and the documents' chunk artifacts share this frame.
+pub fn seal(magic: &[u8; 8], version: u32, manifest: &[u8], body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(body.len() + manifest.len() + 64);
+    out.extend_from_slice(magic);
+    out.extend_from_slice(&version.to_le_bytes());
+    out.extend_from_slice(&(manifest.len() as u32).to_le_bytes());
+    out.extend_from_slice(manifest);
+    out.extend_from_slice(&(body.len() as u64).to_le_bytes());
+    out.extend_from_slice(body);
+    let checksum = Sha256::digest(&out);
+    out.extend_from_slice(&checksum);
+    out
+}
+
+/// Write beside, then rename, so a reader never sees half an artifact.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+    }
+    let partial = path.with_extension("partial");
+    std::fs::write(&partial, bytes).map_err(|e| Error::io(&partial, e))?;
+    std::fs::rename(&partial, path).map_err(|e| Error::io(path, e))
+}
+
+/// Check the frame of an artifact (length, magic, version, section lengths, checksum) and
+/// return its manifest and body bytes; the error is the problem, in words. `what` names
+/// the kind of artifact expected ("index", "chunk").
+pub fn unseal<'a>(
+    bytes: &'a [u8],
+    magic: &[u8; 8],
+    version_expected: u32,
+    what: &str,
+) -> std::result::Result<(&'a [u8], &'a [u8]), String> {
+    let header = magic.len() + 8;
+    if bytes.len() < header + 8 + CHECKSUM_LEN {
+        return Err(format!(
+            "truncated: {} bytes is too short for a {what} artifact",
+            bytes.len()
+        ));
+    }
+    if &bytes[..magic.len()] != magic {
+        return Err(format!(
+            "not a Switchyard {what} artifact (bad magic bytes)"
+        ));
+    }
+    let version = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes"));
+    if version != version_expected {
+        return Err(format!(
+            "format version {version}, this build reads version {version_expected}; rebuild the {what} artifact"
+        ));
+    }
+    let manifest_len = u32::from_le_bytes(bytes[12..16].try_into().expect("4 bytes")) as usize;
+    let body_len_at = header + manifest_len;
+    if bytes.len() < body_len_at + 8 + CHECKSUM_LEN {
+        return Err("truncated inside the manifest".into());
+    }
+    let body_len = u64::from_le_bytes(
+        bytes[body_len_at..body_len_at + 8]
+            .try_into()
+            .expect("8 bytes"),
+    ) as usize;
+    let body_at = body_len_at + 8;
+    let expected_len = body_at
+        .checked_add(body_len)
+        .and_then(|n| n.checked_add(CHECKSUM_LEN));
+    if expected_len != Some(bytes.len()) {
+        return Err(format!(
+            "truncated or padded: the header promises {} bytes, the artifact has {}",
+            expected_len.map_or_else(|| "too many".to_owned(), |n| n.to_string()),
+            bytes.len()
+        ));
+    }
+    let sealed = bytes.len() - CHECKSUM_LEN;
+    if Sha256::digest(&bytes[..sealed]).as_slice() != &bytes[sealed..] {
+        return Err("checksum mismatch: the artifact is corrupt".into());
+    }
+    Ok((
+        &bytes[header..body_len_at],
+        &bytes[body_at..body_at + body_len],
+    ))
+}
+
+/// When an artifact was built: `SOURCE_DATE_EPOCH` when set (reproducible builds), else now.
+pub fn build_time() -> u64 {
+    std::env::var("SOURCE_DATE_EPOCH")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0)
+        })
+}
