@@ -341,13 +341,9 @@ pub(crate) async fn completions(
         .await
         .map_err(in_messages)?;
     let (_, answer) = Render(service.router()).answer(question.session_id.clone(), answer);
+    let content = answer.content().to_owned();
+    let id = format!("chatcmpl-{}", answer.request_id());
     let answer = serde_json::to_value(&answer).map_err(|e| ApiError::Internal(e.to_string()))?;
-    let content = answer["content"].as_str().unwrap_or_default().to_owned();
-    let request_id = answer["metadata"]["request_id"]
-        .as_str()
-        .unwrap_or("answer")
-        .to_owned();
-    let id = format!("chatcmpl-{request_id}");
     let model = request.model.clone().unwrap_or_else(|| MODEL_ID.to_owned());
     let created = unix_now();
     if request.stream == Some(true) {

@@ -159,9 +159,9 @@ impl Tools {
         let question = question(body, authorized.owner);
         let answer = self.service.query(&question, &authorized.access).await?;
         let (status, answer) = Render(self.service.router()).answer(question.session_id, answer);
+        let text = answer.content().to_owned();
         let structured =
             serde_json::to_value(&answer).map_err(|e| ApiError::Internal(e.to_string()))?;
-        let text = answer_text(&structured);
         let mut result = if StatusCode::from_u16(status).is_ok_and(|s| s.is_success()) {
             CallToolResult::success(vec![ContentBlock::text(text)])
         } else {
@@ -184,17 +184,18 @@ impl Tools {
         let render = Render(self.service.router());
         let mut report = render.route_report(&routed);
         report.orchestration = render.plan_report(&routed);
-        let structured =
-            serde_json::to_value(&report).map_err(|e| ApiError::Internal(e.to_string()))?;
-        let decision = &structured["routing_decision"];
+        let decision = &report.routing_decision;
         let text = format!(
             "{}: {} ({})",
-            structured["outcome"].as_str().unwrap_or_default(),
-            decision["selected_template"]
-                .as_str()
+            report.outcome.as_str(),
+            decision
+                .selected_template
+                .as_deref()
                 .unwrap_or("no template"),
-            decision["reason"].as_str().unwrap_or_default()
+            decision.reason
         );
+        let structured =
+            serde_json::to_value(&report).map_err(|e| ApiError::Internal(e.to_string()))?;
         let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
         result.structured_content = Some(structured);
         Ok(result)
@@ -204,10 +205,13 @@ impl Tools {
     /// example questions.
     fn list_datasources(&self, authorized: &Authorized) -> CallToolResult {
         let catalog = &self.service.router().index().catalog;
-        let datasources: Vec<Value> = catalog
+        let allowed: Vec<_> = catalog
             .datasources
             .iter()
             .filter(|d| authorized.access.allows(d.name()))
+            .collect();
+        let datasources: Vec<Value> = allowed
+            .iter()
             .map(|d| {
                 let templates: Vec<Value> = d
                     .templates
@@ -228,30 +232,15 @@ impl Tools {
                 })
             })
             .collect();
-        let text = datasources
+        let text = allowed
             .iter()
-            .map(|d| {
-                format!(
-                    "{}: {}",
-                    d["name"].as_str().unwrap_or_default(),
-                    d["description"].as_str().unwrap_or_default()
-                )
-            })
+            .map(|d| format!("{}: {}", d.name(), d.spec.description))
             .collect::<Vec<_>>()
             .join("\n");
         let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
         result.structured_content = Some(json!({ "datasources": datasources }));
         result
     }
-}
-
-/// The answer's text: the adapter's content, or what a clarify or no-match says.
-fn answer_text(answer: &Value) -> String {
-    ["content", "message", "reason"]
-        .iter()
-        .find_map(|key| answer.get(*key).and_then(Value::as_str))
-        .unwrap_or_default()
-        .to_owned()
 }
 
 /// The three tools; `ask` and `route` take the API's `QueryRequest`, its schema inlined

@@ -145,6 +145,30 @@ pub enum QueryAnswer {
     NoMatch(NoMatch),
 }
 
+impl QueryAnswer {
+    /// The answer's text, whichever kind of answer it is.
+    pub fn content(&self) -> &str {
+        match self {
+            QueryAnswer::Answered(a) => &a.content,
+            QueryAnswer::Orchestrated(a) => &a.content,
+            QueryAnswer::AdapterFailed(a) => &a.content,
+            QueryAnswer::Clarify(a) => &a.content,
+            QueryAnswer::NoMatch(a) => &a.content,
+        }
+    }
+
+    /// The request id the answer was given under (feedback names it).
+    pub fn request_id(&self) -> &str {
+        match self {
+            QueryAnswer::Answered(a) => &a.metadata.request_id,
+            QueryAnswer::Orchestrated(a) => &a.metadata.request_id,
+            QueryAnswer::AdapterFailed(a) => &a.metadata.request_id,
+            QueryAnswer::Clarify(a) => &a.metadata.request_id,
+            QueryAnswer::NoMatch(a) => &a.metadata.request_id,
+        }
+    }
+}
+
 /// The adapter answered: `ok`, `needs_clarification` (a required parameter is missing) or
 /// `error` (the adapter refused, e.g. a bad parameter value).
 #[derive(Debug, Clone, Serialize, ToSchema)]

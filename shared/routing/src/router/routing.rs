@@ -110,6 +110,17 @@ pub enum Outcome {
     NoMatch,
 }
 
+impl Outcome {
+    /// Its name on the wire (`execute`, `clarify`, `no_match`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Execute => "execute",
+            Outcome::Clarify => "clarify",
+            Outcome::NoMatch => "no_match",
+        }
+    }
+}
+
 /// How candidates are ordered: the index's learned head, or centroid cosine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
