@@ -17,8 +17,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use lambda_runtime::LambdaEvent;
-use switchyard_adapters::documents::ChunkRerank;
-use switchyard_adapters::local::LlmFeatures;
+use switchyard_adapters::local::{Sections, Sources};
 use switchyard_adapters::LocalAdapters;
 use switchyard_catalog::template::{Catalog, DatasourceKind};
 use switchyard_contract::adapter::{
@@ -103,22 +102,23 @@ async fn load_with(
     tracing::info!(catalog = catalog::short(&hash), "catalog loaded");
     switchyard_adapters::check_catalog(&catalog)?;
     let settings = AdapterSettings::from_env()?;
-    let llm = LlmFeatures::from_config(&settings.llm)?;
     let documents = load_documents(&catalog, location.as_ref(), s3.as_ref()).await?;
     let fetched =
         data::fetch_duckdb_data(&catalog, location.as_ref(), s3.as_ref(), data_root).await?;
-    let reranking = &settings.composite_retrieval.reranking;
-    let rerank = switchyard_rerank::from_config(reranking)?
-        .map(|reranker| ChunkRerank::new(reranker, reranking));
-    let adapters = LocalAdapters::open_with_files(catalog, Some(&templates), &fetched)
-        .await?
-        .with_documents(
-            documents,
-            &settings.documents,
-            &settings.composite_retrieval.keywords,
-            rerank,
-        )?
-        .with_llm(llm);
+    let retrieval = &settings.composite_retrieval;
+    let sources = Sources {
+        templates_dir: Some(&templates),
+        fetched: &fetched,
+        documents,
+    };
+    let sections = Sections {
+        llm: &settings.llm,
+        documents: &settings.documents,
+        keywords: &retrieval.keywords,
+        reranking: &retrieval.reranking,
+    };
+    let reranker = switchyard_rerank::from_config(&retrieval.reranking)?;
+    let adapters = LocalAdapters::assemble(catalog, sources, reranker, sections).await?;
     Ok((adapters, hash))
 }
 

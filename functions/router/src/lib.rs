@@ -9,9 +9,8 @@ use std::time::{Duration, Instant};
 
 use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
 use lambda_http::{Body, Request, Response};
-use switchyard_adapters::documents::ChunkRerank;
-use switchyard_adapters::local::LlmFeatures;
 use switchyard_adapters::LocalAdapters;
+use switchyard_app::{assemble, in_process_adapters, Edges};
 use switchyard_aws::index::IndexPublishing;
 use switchyard_aws::{
     DynamoFeedbackStore, DynamoRerankCache, DynamoSessionStore, DynamoTopicStore,
@@ -21,7 +20,6 @@ use switchyard_catalog::error::{Error, Result};
 use switchyard_catalog::template::Catalog;
 use switchyard_contract::adapter::AdapterInvoker;
 use switchyard_contract::rerank::Reranker;
-use switchyard_core::assemble::{assemble, Edges};
 use switchyard_core::config::Config;
 use switchyard_core::feedback::FeedbackStore;
 use switchyard_core::orchestration::WorkflowStore;
@@ -269,7 +267,7 @@ pub async fn cold_start(
     let schema = load_schema(&settings.index, &clients.s3).await?;
     let invoker: Arc<dyn AdapterInvoker> = match &settings.templates {
         Some(folder) => Arc::new(
-            in_process_adapters(
+            adapters_in_this_function(
                 folder,
                 index.catalog.clone(),
                 &settings.index,
@@ -314,7 +312,7 @@ pub async fn cold_start(
 /// them: their files (SQLite seeds) under `folder`, checked like the adapter function's
 /// (SQL read-only, HTTP allow-lists), documents from the chunk artifacts published beside
 /// the index. The index's own catalog, so the adapters know exactly the templates routed to.
-async fn in_process_adapters(
+async fn adapters_in_this_function(
     folder: &Path,
     catalog: Catalog,
     location: &IndexLocation,
@@ -329,15 +327,9 @@ async fn in_process_adapters(
     };
     switchyard_adapters::check_catalog(&catalog).map_err(refused)?;
     let documents = documents_chunks(&catalog, location, Some(s3)).await?;
-    let llm = LlmFeatures::from_config(&config.llm).map_err(refused)?;
-    let retrieval = &config.composite_retrieval;
-    let rerank = reranker.map(|reranker| ChunkRerank::new(reranker, &retrieval.reranking));
-    Ok(LocalAdapters::open(catalog, Some(folder))
+    in_process_adapters(config, catalog, folder, documents, reranker)
         .await
-        .map_err(refused)?
-        .with_documents(documents, &config.documents, &retrieval.keywords, rerank)
-        .map_err(refused)?
-        .with_llm(llm))
+        .map_err(refused)
 }
 
 /// The SQL schema's chunk artifact published beside the index, if any: it only helps

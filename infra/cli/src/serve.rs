@@ -5,10 +5,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use switchyard_adapters::documents::ChunkRerank;
-use switchyard_adapters::local::LlmFeatures;
-use switchyard_adapters::LocalAdapters;
-use switchyard_core::assemble::{assemble, Edges};
+use switchyard_app::{assemble, in_process_adapters, Edges};
 use switchyard_core::config::Config;
 use switchyard_documents::ChunkIndex;
 use switchyard_routing::router::Router;
@@ -28,19 +25,10 @@ pub fn run(
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
     runtime.block_on(async move {
         let catalog = router.index().catalog.clone();
-        let llm = LlmFeatures::from_config(&config.llm)?;
         let reranker = switchyard_rerank::from_config(&config.composite_retrieval.reranking)?;
-        let invoker = LocalAdapters::open(catalog, Some(templates_dir))
-            .await?
-            .with_documents(
-                documents,
-                &config.documents,
-                &config.composite_retrieval.keywords,
-                reranker.clone().map(|reranker| {
-                    ChunkRerank::new(reranker, &config.composite_retrieval.reranking)
-                }),
-            )?
-            .with_llm(llm);
+        let invoker =
+            in_process_adapters(&config, catalog, templates_dir, documents, reranker.clone())
+                .await?;
         let sessions = MemorySessionStore::new(config.sessions.clone());
         let edges = Edges {
             schema,

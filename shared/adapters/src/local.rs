@@ -5,6 +5,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::respond::{find, respond};
@@ -15,6 +16,7 @@ use switchyard_catalog::BoxFuture;
 use switchyard_contract::adapter::{
     AdapterInvoker, AdapterOutcome, AdapterRequest, AdapterResponse, AdapterStatus, GENERATED_SQL,
 };
+use switchyard_contract::rerank::{Reranker, Reranking};
 use switchyard_documents::config::DocumentsConfig;
 use switchyard_documents::ChunkIndex;
 use switchyard_llm::config::LlmConfig;
@@ -64,7 +66,49 @@ impl LlmFeatures {
     }
 }
 
+/// The configuration's sections in-process adapters read.
+pub struct Sections<'a> {
+    pub llm: &'a LlmConfig,
+    pub documents: &'a DocumentsConfig,
+    pub keywords: &'a Keywords,
+    pub reranking: &'a Reranking,
+}
+
+/// Where in-process adapters find their files: the catalog folder, the datasources whose
+/// files were fetched elsewhere (DuckDB data from S3), and the documents' chunk artifacts
+/// (each with where it came from).
+pub struct Sources<'a> {
+    pub templates_dir: Option<&'a Path>,
+    pub fetched: &'a BTreeMap<String, PathBuf>,
+    pub documents: Vec<(ChunkIndex, String)>,
+}
+
 impl LocalAdapters {
+    /// The in-process adapters of `catalog`, set up the one way the router Lambda,
+    /// `switchyard serve` and the adapter function all use: opened from `sources`, the
+    /// documents' passages reranked by `reranker` when there is one, the chat model's
+    /// features as the `llm` section says.
+    pub async fn assemble(
+        catalog: Catalog,
+        sources: Sources<'_>,
+        reranker: Option<Arc<dyn Reranker>>,
+        sections: Sections<'_>,
+    ) -> crate::Result<LocalAdapters> {
+        let llm = LlmFeatures::from_config(sections.llm)?;
+        let rerank = reranker.map(|reranker| ChunkRerank::new(reranker, sections.reranking));
+        Ok(
+            Self::open_with_files(catalog, sources.templates_dir, sources.fetched)
+                .await?
+                .with_documents(
+                    sources.documents,
+                    sections.documents,
+                    sections.keywords,
+                    rerank,
+                )?
+                .with_llm(llm),
+        )
+    }
+
     /// Open the local adapters of `catalog`. `templates_dir` is the catalog folder that
     /// holds the datasources' files (SQLite seeds, DuckDB data), each in the folder named
     /// after its datasource; a SQLite or DuckDB datasource without its folder there is

@@ -8,7 +8,6 @@
 //! Each crate below is imported from where its items are defined (nothing is re-exported):
 //! `config` is core's own, gathering the sections each crate below owns into one `Config`.
 
-pub mod assemble;
 pub mod config;
 pub mod conversation;
 pub mod error;

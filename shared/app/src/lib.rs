@@ -1,8 +1,11 @@
-//! One place that puts the service together, for every deployment: the router Lambda
-//! (DynamoDB stores; Lambda invokes or in-process adapters) and `switchyard serve` (memory
-//! stores, in-process adapters) give their [`Edges`]; what the configuration decides (the
-//! rerank stage and its cache, the chat decomposer) is decided here, once.
+//! The composition root: one place that puts the service and the in-process adapters
+//! together, for every deployment. The router Lambda (DynamoDB stores; Lambda invokes or
+//! in-process adapters) and `switchyard serve` (memory stores, in-process adapters) give
+//! their [`Edges`] and files; what the configuration decides (the rerank stage and its
+//! cache, the chat decomposer, the adapters' sections) is decided here, once.
 
+use std::collections::BTreeMap;
+use std::path::Path;
 use std::sync::Arc;
 
 use switchyard_catalog::error::Result;
@@ -13,12 +16,15 @@ use switchyard_routing::router::Router;
 use switchyard_routing::session::SessionStore;
 use switchyard_routing::topics::TopicStore;
 
-use crate::config::Config;
-use crate::feedback::FeedbackStore;
-use crate::orchestration::{ChatSplitter, WorkflowStore};
-use crate::rerank::RerankStage;
-use crate::rerank_cache::{MemoryRerankCache, RerankCache};
-use crate::service::Service;
+use switchyard_adapters::local::{Sections, Sources};
+use switchyard_adapters::LocalAdapters;
+use switchyard_catalog::template::Catalog;
+use switchyard_core::config::Config;
+use switchyard_core::feedback::FeedbackStore;
+use switchyard_core::orchestration::{ChatSplitter, WorkflowStore};
+use switchyard_core::rerank::RerankStage;
+use switchyard_core::rerank_cache::{MemoryRerankCache, RerankCache};
+use switchyard_core::service::Service;
 
 /// What a deployment plugs into the service: the adapters' invoker and the stores. A
 /// store left `None` is kept in this process's memory.
@@ -86,4 +92,28 @@ pub fn assemble(
         service = service.with_schema(schema);
     }
     Ok(service)
+}
+
+/// The in-process adapters of `catalog` with `config`'s sections: their files under
+/// `templates_dir`, documents from their chunk artifacts, passages reranked by `reranker`.
+pub async fn in_process_adapters(
+    config: &Config,
+    catalog: Catalog,
+    templates_dir: &Path,
+    documents: Vec<(ChunkIndex, String)>,
+    reranker: Option<Arc<dyn Reranker>>,
+) -> switchyard_adapters::Result<LocalAdapters> {
+    let retrieval = &config.composite_retrieval;
+    let sources = Sources {
+        templates_dir: Some(templates_dir),
+        fetched: &BTreeMap::new(),
+        documents,
+    };
+    let sections = Sections {
+        llm: &config.llm,
+        documents: &config.documents,
+        keywords: &retrieval.keywords,
+        reranking: &retrieval.reranking,
+    };
+    LocalAdapters::assemble(catalog, sources, reranker, sections).await
 }
