@@ -3,8 +3,8 @@
 use std::path::Path;
 
 use serde::Deserialize;
-use switchyard_core::config::Config;
 use switchyard_embed::{MiniLmEmbedder, MINILM_MODEL_ID};
+use switchyard_index::config::EmbeddingConfig;
 use switchyard_vectors::embed::{dot, Embedder};
 
 #[derive(Deserialize)]
@@ -20,7 +20,7 @@ struct Item {
 }
 
 fn embedder() -> MiniLmEmbedder {
-    MiniLmEmbedder::from_config(&Config::default().embedding).unwrap_or_else(|e| panic!("{e}"))
+    MiniLmEmbedder::from_config(&EmbeddingConfig::default()).unwrap_or_else(|e| panic!("{e}"))
 }
 
 #[test]
@@ -118,7 +118,7 @@ fn vectors_match_the_committed_int8_reference_on_this_cpu() {
 fn batches_keep_the_texts_order_whatever_their_lengths() {
     // Batches of 2 over texts sorted by length: padding is masked out, and int8 rounding
     // (activation scales are per batch) moves a vector only slightly.
-    let dir = Config::default().embedding.resolved_model_dir();
+    let dir = EmbeddingConfig::default().resolved_model_dir();
     let embedder = MiniLmEmbedder::load(&dir, 2, 2).unwrap_or_else(|e| panic!("{e}"));
     let texts = [
         "a much longer question about the balance of my checking account this month",
@@ -153,7 +153,7 @@ fn missing_model_names_the_fetch_command() {
 
 #[test]
 fn a_corrupt_model_file_is_named() {
-    let good = Config::default().embedding.resolved_model_dir();
+    let good = EmbeddingConfig::default().resolved_model_dir();
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("model.onnx"), b"not a model").unwrap();
     std::fs::copy(

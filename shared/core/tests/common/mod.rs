@@ -5,8 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
-use switchyard_core::config::Config;
 use switchyard_embed::MiniLmEmbedder;
+use switchyard_index::config::EmbeddingConfig;
 use switchyard_vectors::embed::Embedder;
 
 /// The repository's root (two levels above this crate).
@@ -19,7 +19,7 @@ pub fn embedder() -> Arc<dyn Embedder> {
     static EMBEDDER: OnceLock<Arc<MiniLmEmbedder>> = OnceLock::new();
     EMBEDDER
         .get_or_init(|| {
-            let config = Config::default().embedding;
+            let config = EmbeddingConfig::default();
             Arc::new(MiniLmEmbedder::from_config(&config).unwrap_or_else(|e| panic!("{e}")))
         })
         .clone()

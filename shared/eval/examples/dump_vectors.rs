@@ -1,7 +1,7 @@
 //! Dump the embeddings the router sees, for offline research on scoring methods.
 //!
 //! ```sh
-//! cargo run -p switchyard-embed --example dump_vectors -- \
+//! cargo run -p switchyard-eval --example dump_vectors -- \
 //!     --templates templates/clinc150 --queries tests/data/clinc150/val.jsonl --out /tmp/sy-vectors
 //! ```
 //!
@@ -17,9 +17,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::json;
 use switchyard_catalog::template::Catalog;
-use switchyard_core::config::Config;
 use switchyard_embed::MiniLmEmbedder;
 use switchyard_eval::load_dataset;
+use switchyard_index::config::EmbeddingConfig;
 use switchyard_index::index::template_texts;
 use switchyard_vectors::embed::Embedder;
 
@@ -160,9 +160,9 @@ fn main() -> Result<(), BoxError> {
             }
         }
     }
-    let config = Config::default();
-    config.embedding.apply_threads();
-    let embedder = MiniLmEmbedder::from_config(&config.embedding)?;
+    let config = EmbeddingConfig::default();
+    config.apply_threads();
+    let embedder = MiniLmEmbedder::from_config(&config)?;
     std::fs::create_dir_all(&out)?;
     for dir in &catalogs {
         dump_catalog(&embedder, dir, &out)?;

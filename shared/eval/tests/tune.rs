@@ -12,16 +12,17 @@
 //! wrong (a threshold off by 0.05 moves hundreds of questions) still fails.
 //! (The file is grouped by intent, so a plain first half would hold no out-of-scope line.)
 
-mod common;
-
 use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
 
 use switchyard_catalog::auth::Access;
 use switchyard_catalog::template::Catalog;
 use switchyard_core::feedback::{judged, Decision, Feedback};
+use switchyard_embed::MiniLmEmbedder;
 use switchyard_eval::tune::{apply, fit, Costs};
 use switchyard_eval::{embed_queries, load_dataset, LabeledQuery};
-use switchyard_index::config::RouterConfig;
+use switchyard_index::config::{EmbeddingConfig, RouterConfig};
 use switchyard_index::index::Index;
 use switchyard_routing::router::{Outcome, Router};
 
@@ -47,9 +48,11 @@ fn scores(router: &Router, queries: &[(&LabeledQuery, &Vec<f32>)]) -> (f64, f64)
 
 #[test]
 fn feedback_tuning_keeps_in_scope_accuracy_and_out_of_scope_recall() {
-    let root = common::repo_root();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let config = RouterConfig::default();
-    let embedder = common::embedder();
+    let embedder = Arc::new(
+        MiniLmEmbedder::from_config(&EmbeddingConfig::default()).unwrap_or_else(|e| panic!("{e}")),
+    );
     let catalog = Catalog::load(&root.join("templates/clinc150")).unwrap();
     let index = Index::build(catalog, embedder.as_ref(), &config, &|_, _| {}).unwrap();
     let router = Router::new(index, config.clone(), embedder, "clinc150").unwrap();

@@ -3,7 +3,7 @@
 //! 10,000 and 100,000 templates; exact centroid scan against the HNSW graph by partition
 //! size; index build, serialisation and load for each catalog.
 //!
-//! Run: `cargo bench -p switchyard-core --bench routing` (needs the model:
+//! Run: `cargo bench -p switchyard-eval --bench routing` (needs the model:
 //! `./infra/scripts/fetch-model.sh`).
 
 use std::path::Path;
