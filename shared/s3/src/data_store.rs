@@ -15,7 +15,7 @@ use sha2::{Digest, Sha256};
 use switchyard_catalog::error::{Error, Result};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::error::S3Error;
+use crate::object;
 
 /// Where the data files of `datasource` are published beside the index under `prefix`.
 pub fn data_prefix(prefix: &str, datasource: &str) -> String {
@@ -68,25 +68,11 @@ impl S3DataStore {
     }
 
     fn place(&self, key: &str) -> String {
-        format!("s3://{}/{key}", self.bucket)
+        object::place(&self.bucket, key)
     }
 
     fn fail(&self, key: &str, problem: impl Into<String>) -> Error {
         Error::index(self.place(key), problem)
-    }
-
-    fn sdk(
-        &self,
-        key: &str,
-        problem: &str,
-        error: impl std::error::Error + Send + Sync + 'static,
-    ) -> Error {
-        S3Error::Object {
-            place: self.place(key),
-            problem: problem.into(),
-            source: Box::new(error),
-        }
-        .into()
     }
 
     /// Publish the datasource's files, each `(path relative to the datasource folder,
@@ -105,15 +91,14 @@ impl S3DataStore {
             let body = ByteStream::from_path(file).await.map_err(|e| {
                 Error::index(file.display().to_string(), format!("cannot read it: {e}"))
             })?;
-            self.client
-                .put_object()
-                .bucket(&self.bucket)
-                .key(&key)
-                .content_type("application/octet-stream")
-                .body(body)
-                .send()
-                .await
-                .map_err(|e| self.sdk(&key, "upload failed", e))?;
+            object::put(
+                &self.client,
+                &self.bucket,
+                &key,
+                body,
+                "application/octet-stream",
+            )
+            .await?;
             let (stored, stored_bytes) = self.stream(&key, None).await?;
             if stored != sha256 {
                 return Err(self.fail(
@@ -137,28 +122,22 @@ impl S3DataStore {
         };
         let body = serde_json::to_vec_pretty(&manifest).expect("a manifest always serialises");
         let key = self.manifest_key();
-        self.client
-            .put_object()
-            .bucket(&self.bucket)
-            .key(&key)
-            .content_type("application/json")
-            .body(ByteStream::from(body))
-            .send()
-            .await
-            .map_err(|e| self.sdk(&key, "upload failed", e))?;
+        object::put(
+            &self.client,
+            &self.bucket,
+            &key,
+            ByteStream::from(body),
+            "application/json",
+        )
+        .await?;
         Ok(manifest)
     }
 
     /// The published manifest; it must be this datasource's.
     pub async fn manifest(&self) -> Result<DataManifest> {
         let key = self.manifest_key();
-        let object = self.get(&key).await?;
-        let body = object
-            .body
-            .collect()
-            .await
-            .map_err(|e| self.sdk(&key, "download failed", e))?;
-        let manifest: DataManifest = serde_json::from_slice(&body.into_bytes()).map_err(|e| {
+        let body = object::read(&self.client, &self.bucket, &key, &self.missing()).await?;
+        let manifest: DataManifest = serde_json::from_slice(&body).map_err(|e| {
             self.fail(
                 &key,
                 format!("the manifest is not {{datasource, files: [{{path, key, sha256, bytes}}]}} JSON: {e}"),
@@ -239,23 +218,16 @@ impl S3DataStore {
         Ok(manifest)
     }
 
+    /// What a missing object says: who publishes it.
+    fn missing(&self) -> String {
+        format!(
+            "no such object: `switchyard index push` publishes datasource `{}`'s data",
+            self.datasource
+        )
+    }
+
     async fn get(&self, key: &str) -> Result<aws_sdk_s3::operation::get_object::GetObjectOutput> {
-        self.client
-            .get_object()
-            .bucket(&self.bucket)
-            .key(key)
-            .send()
-            .await
-            .map_err(|e| match e.as_service_error() {
-                Some(service) if service.is_no_such_key() => self.fail(
-                    key,
-                    format!(
-                        "no such object: `switchyard index push` publishes datasource `{}`'s data",
-                        self.datasource
-                    ),
-                ),
-                _ => self.sdk(key, "download failed", e),
-            })
+        object::get(&self.client, &self.bucket, key, &self.missing()).await
     }
 
     /// Stream the object at `key` (to `file` when given), returning its SHA-256 and size.
@@ -272,7 +244,7 @@ impl S3DataStore {
         while let Some(chunk) = body
             .try_next()
             .await
-            .map_err(|e| self.sdk(key, "download failed", e))?
+            .map_err(|e| object::failed(&self.bucket, key, "download failed", e))?
         {
             hasher.update(&chunk);
             bytes += chunk.len() as u64;

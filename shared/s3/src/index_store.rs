@@ -10,7 +10,7 @@ use sha2::{Digest, Sha256};
 use switchyard_catalog::error::{Error, Result};
 use switchyard_documents::ChunkIndex;
 
-use crate::error::S3Error;
+use crate::object;
 
 /// Where the chunk artifact named `name` (a documents datasource, or the schema) is
 /// published beside the index under `prefix`.
@@ -47,7 +47,7 @@ impl S3IndexStore {
 
     /// An object's place, as errors and logs name it.
     pub fn place(&self, key: &str) -> String {
-        format!("s3://{}/{key}", self.bucket)
+        object::place(&self.bucket, key)
     }
 
     /// Publish a documents datasource's (or the schema's) chunk artifact, checked the
@@ -125,47 +125,18 @@ impl S3IndexStore {
     }
 
     pub async fn put(&self, key: &str, body: Vec<u8>, content_type: &str) -> Result<()> {
-        self.client
-            .put_object()
-            .bucket(&self.bucket)
-            .key(key)
-            .content_type(content_type)
-            .body(ByteStream::from(body))
-            .send()
-            .await
-            .map_err(|e| S3Error::Object {
-                place: self.place(key),
-                problem: "upload failed".into(),
-                source: Box::new(e),
-            })?;
-        Ok(())
+        object::put(
+            &self.client,
+            &self.bucket,
+            key,
+            ByteStream::from(body),
+            content_type,
+        )
+        .await
     }
 
     pub async fn get(&self, key: &str) -> Result<Vec<u8>> {
-        let object = self
-            .client
-            .get_object()
-            .bucket(&self.bucket)
-            .key(key)
-            .send()
-            .await
-            .map_err(|e| match e.as_service_error() {
-                Some(service) if service.is_no_such_key() => {
-                    Error::index(self.place(key), "no such object")
-                }
-                _ => S3Error::Object {
-                    place: self.place(key),
-                    problem: "download failed".into(),
-                    source: Box::new(e),
-                }
-                .into(),
-            })?;
-        let body = object.body.collect().await.map_err(|e| S3Error::Object {
-            place: self.place(key),
-            problem: "download failed".into(),
-            source: Box::new(e),
-        })?;
-        Ok(body.into_bytes().to_vec())
+        object::read(&self.client, &self.bucket, key, "no such object").await
     }
 
     /// Where the router's artifact is named: the `current` pointer.

@@ -13,6 +13,7 @@ pub mod data_store;
 pub mod error;
 pub mod index_store;
 pub mod location;
+mod object;
 
 pub use data_store::{data_prefix, DataManifest, DataObject, S3DataStore};
 pub use error::S3Error;

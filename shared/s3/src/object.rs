@@ -1,0 +1,82 @@
+//! One object's calls, made alike by both stores: the place errors name, an upload, and a
+//! download whose missing object is said in the store's own words.
+
+use aws_sdk_s3::operation::get_object::GetObjectOutput;
+use aws_sdk_s3::primitives::ByteStream;
+use switchyard_catalog::error::{Error, Result};
+
+use crate::error::S3Error;
+
+/// `s3://bucket/key`, as errors and logs name an object.
+pub(crate) fn place(bucket: &str, key: &str) -> String {
+    format!("s3://{bucket}/{key}")
+}
+
+/// A failed call's error, the SDK's kept as its source.
+pub(crate) fn failed(
+    bucket: &str,
+    key: &str,
+    problem: &str,
+    error: impl std::error::Error + Send + Sync + 'static,
+) -> Error {
+    S3Error::Object {
+        place: place(bucket, key),
+        problem: problem.into(),
+        source: Box::new(error),
+    }
+    .into()
+}
+
+pub(crate) async fn put(
+    client: &aws_sdk_s3::Client,
+    bucket: &str,
+    key: &str,
+    body: ByteStream,
+    content_type: &str,
+) -> Result<()> {
+    client
+        .put_object()
+        .bucket(bucket)
+        .key(key)
+        .content_type(content_type)
+        .body(body)
+        .send()
+        .await
+        .map_err(|e| failed(bucket, key, "upload failed", e))?;
+    Ok(())
+}
+
+/// The object at `key`; a missing one is an error saying `missing`.
+pub(crate) async fn get(
+    client: &aws_sdk_s3::Client,
+    bucket: &str,
+    key: &str,
+    missing: &str,
+) -> Result<GetObjectOutput> {
+    client
+        .get_object()
+        .bucket(bucket)
+        .key(key)
+        .send()
+        .await
+        .map_err(|e| match e.as_service_error() {
+            Some(service) if service.is_no_such_key() => Error::index(place(bucket, key), missing),
+            _ => failed(bucket, key, "download failed", e),
+        })
+}
+
+/// The whole body of the object at `key`.
+pub(crate) async fn read(
+    client: &aws_sdk_s3::Client,
+    bucket: &str,
+    key: &str,
+    missing: &str,
+) -> Result<Vec<u8>> {
+    let object = get(client, bucket, key, missing).await?;
+    let body = object
+        .body
+        .collect()
+        .await
+        .map_err(|e| failed(bucket, key, "download failed", e))?;
+    Ok(body.into_bytes().to_vec())
+}
