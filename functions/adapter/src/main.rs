@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use lambda_runtime::LambdaEvent;
-use switchyard_adapters::local::{Sections, Sources};
+use switchyard_adapters::local::{LlmFeatures, Sections, Sources};
 use switchyard_adapters::LocalAdapters;
 use switchyard_catalog::template::{Catalog, DatasourceKind};
 use switchyard_contract::adapter::{
@@ -102,23 +102,24 @@ async fn load_with(
     tracing::info!(catalog = catalog::short(&hash), "catalog loaded");
     switchyard_adapters::check_catalog(&catalog)?;
     let settings = AdapterSettings::from_env()?;
+    let retrieval = &settings.composite_retrieval;
+    // The model's settings are checked before anything is downloaded.
+    let llm = LlmFeatures::from_config(&settings.llm)?;
+    let reranker = switchyard_rerank::from_config(&retrieval.reranking)?;
     let documents = load_documents(&catalog, location.as_ref(), s3.as_ref()).await?;
     let fetched =
         data::fetch_duckdb_data(&catalog, location.as_ref(), s3.as_ref(), data_root).await?;
-    let retrieval = &settings.composite_retrieval;
     let sources = Sources {
         templates_dir: Some(&templates),
         fetched: &fetched,
         documents,
     };
     let sections = Sections {
-        llm: &settings.llm,
         documents: &settings.documents,
         keywords: &retrieval.keywords,
         reranking: &retrieval.reranking,
     };
-    let reranker = switchyard_rerank::from_config(&retrieval.reranking)?;
-    let adapters = LocalAdapters::assemble(catalog, sources, reranker, sections).await?;
+    let adapters = LocalAdapters::assemble(catalog, sources, reranker, llm, sections).await?;
     Ok((adapters, hash))
 }
 

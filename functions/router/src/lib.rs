@@ -28,7 +28,7 @@ use switchyard_core::service::Service;
 use switchyard_documents::schema::SCHEMA_ARTIFACT;
 use switchyard_documents::{artifact_beside, ChunkIndex};
 use switchyard_embed::MiniLmEmbedder;
-use switchyard_index::index::{FileIndexSource, Index, IndexSource};
+use switchyard_index::index::Index;
 use switchyard_routing::router::Router;
 use switchyard_routing::session::{MemorySessionStore, SessionStore};
 use switchyard_routing::topics::TopicStore;
@@ -210,8 +210,9 @@ pub async fn cold_start(
             (store.origin(), artifact, bytes)
         }
         IndexLocation::File(path) => {
-            let source = FileIndexSource(path.clone());
-            (source.origin(), source.origin(), source.fetch().await?)
+            let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+            let origin = path.display().to_string();
+            (origin.clone(), origin, bytes)
         }
     };
     let fetch_ms = ms_since(started);

@@ -66,9 +66,10 @@ impl LlmFeatures {
     }
 }
 
-/// The configuration's sections in-process adapters read.
+/// The configuration's sections in-process adapters read (the `llm` section as the
+/// [`LlmFeatures`] it gives, built first, so a bad one stops a cold start before any
+/// download).
 pub struct Sections<'a> {
-    pub llm: &'a LlmConfig,
     pub documents: &'a DocumentsConfig,
     pub keywords: &'a Keywords,
     pub reranking: &'a Reranking,
@@ -87,14 +88,14 @@ impl LocalAdapters {
     /// The in-process adapters of `catalog`, set up the one way the router Lambda,
     /// `switchyard serve` and the adapter function all use: opened from `sources`, the
     /// documents' passages reranked by `reranker` when there is one, the chat model's
-    /// features as the `llm` section says.
+    /// `llm` features when there are some.
     pub async fn assemble(
         catalog: Catalog,
         sources: Sources<'_>,
         reranker: Option<Arc<dyn Reranker>>,
+        llm: Option<LlmFeatures>,
         sections: Sections<'_>,
     ) -> crate::Result<LocalAdapters> {
-        let llm = LlmFeatures::from_config(sections.llm)?;
         let rerank = reranker.map(|reranker| ChunkRerank::new(reranker, sections.reranking));
         Ok(
             Self::open_with_files(catalog, sources.templates_dir, sources.fetched)

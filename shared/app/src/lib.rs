@@ -16,7 +16,7 @@ use switchyard_routing::router::Router;
 use switchyard_routing::session::SessionStore;
 use switchyard_routing::topics::TopicStore;
 
-use switchyard_adapters::local::{Sections, Sources};
+use switchyard_adapters::local::{LlmFeatures, Sections, Sources};
 use switchyard_adapters::LocalAdapters;
 use switchyard_catalog::template::Catalog;
 use switchyard_core::config::Config;
@@ -110,10 +110,10 @@ pub async fn in_process_adapters(
         documents,
     };
     let sections = Sections {
-        llm: &config.llm,
         documents: &config.documents,
         keywords: &retrieval.keywords,
         reranking: &retrieval.reranking,
     };
-    LocalAdapters::assemble(catalog, sources, reranker, sections).await
+    let llm = LlmFeatures::from_config(&config.llm)?;
+    LocalAdapters::assemble(catalog, sources, reranker, llm, sections).await
 }

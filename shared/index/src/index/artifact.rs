@@ -2,7 +2,7 @@
 //! SHA-256 checksum; serialising, writing, reading and verifying it; and where the router
 //! gets an artifact's bytes.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -234,24 +234,4 @@ fn check_consistency(
         return Err("the learned head does not match the manifest and the catalog".into());
     }
     Ok(())
-}
-
-/// Where the router gets its index artifact's bytes: a file locally, S3 on AWS
-/// (`switchyard-aws`). `origin` names the place for errors and logs.
-pub trait IndexSource: Send + Sync {
-    fn origin(&self) -> String;
-    fn fetch(&self) -> impl std::future::Future<Output = Result<Vec<u8>>> + Send;
-}
-
-/// An artifact on the local file system.
-pub struct FileIndexSource(pub PathBuf);
-
-impl IndexSource for FileIndexSource {
-    fn origin(&self) -> String {
-        self.0.display().to_string()
-    }
-
-    async fn fetch(&self) -> Result<Vec<u8>> {
-        std::fs::read(&self.0).map_err(|e| Error::io(&self.0, e))
-    }
 }

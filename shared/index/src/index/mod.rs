@@ -13,8 +13,7 @@
 //! datasource. The body also carries the learned head (`head.rs`), and the manifest the
 //! automatic threshold with the confidence settings it was computed for.
 //!
-//! - `artifact`: the format (magic, version, manifest, checksum), bytes in and out, and
-//!   where the bytes come from ([`IndexSource`]);
+//! - `artifact`: the format (magic, version, manifest, checksum), bytes in and out;
 //! - `partition`: one datasource's vectors, centroids and HNSW graph, and their search;
 //! - `build`: embedding a catalog into partitions, the manifest and the learned head;
 //! - `calibration`: the automatic threshold ([`Index::calibrate`]);
@@ -28,10 +27,7 @@ mod calibration;
 mod drift;
 mod partition;
 
-pub use artifact::{
-    EncoderManifest, FileIndexSource, HeadSummary, IndexSource, Manifest, ManifestDatasource,
-    FORMAT_VERSION,
-};
+pub use artifact::{EncoderManifest, HeadSummary, Manifest, ManifestDatasource, FORMAT_VERSION};
 pub use cache::{cache_path, load_or_build};
 pub use calibration::Calibration;
 pub use drift::{embed_probes, Drift, DriftStatus, Probe, PROBE_TEXTS};
