@@ -16,7 +16,7 @@ use switchyard_aws::{
     DynamoFeedbackStore, DynamoRerankCache, DynamoSessionStore, DynamoTopicStore,
     DynamoWorkflowStore, LambdaInvoker,
 };
-use switchyard_catalog::error::{Error, Result};
+use switchyard_catalog::error::Error;
 use switchyard_catalog::template::Catalog;
 use switchyard_contract::adapter::AdapterInvoker;
 use switchyard_contract::rerank::Reranker;
@@ -35,7 +35,14 @@ use switchyard_routing::topics::TopicStore;
 use switchyard_s3::IndexLocation;
 use switchyard_s3::{chunks_prefix, documents_chunks, variable_set, S3IndexStore};
 use switchyard_vectors::embed::CachedEmbedder;
+use switchyard_vectors::VectorsError;
 use tower::ServiceExt;
+
+pub use error::ColdStartError;
+
+mod error;
+
+type Result<T, E = ColdStartError> = std::result::Result<T, E>;
 
 /// Where the router's parts live, from the environment.
 #[derive(Debug, Clone, PartialEq)]
@@ -76,7 +83,7 @@ impl Settings {
     ];
 
     /// Every variable is read with [`variable_set`]: declared but empty counts as unset.
-    pub fn from_env(variable: impl Fn(&str) -> Option<String>) -> Result<Settings> {
+    pub fn from_env(variable: impl Fn(&str) -> Option<String>) -> Result<Settings, Error> {
         let Some(index) = IndexLocation::from_env(&variable) else {
             return Err(Error::Config {
                 origin: "environment".into(),
@@ -164,7 +171,7 @@ async fn load_encoder(
         IndexLocation::File(path) => {
             let graph = path.with_extension("encoder.onnx");
             let bytes = std::fs::read(&graph).map_err(|e| {
-                Error::index(
+                VectorsError::artifact(
                     artifact,
                     format!(
                         "the index was built with the adapted encoder {}, expected beside it at {}: {e}",
@@ -210,7 +217,7 @@ pub async fn cold_start(
             (store.origin(), artifact, bytes)
         }
         IndexLocation::File(path) => {
-            let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+            let bytes = std::fs::read(path).map_err(|e| VectorsError::io(path, e))?;
             let origin = path.display().to_string();
             (origin.clone(), origin, bytes)
         }
@@ -321,10 +328,12 @@ async fn adapters_in_this_function(
     config: &Config,
     reranker: Option<Arc<dyn Reranker>>,
 ) -> Result<LocalAdapters> {
-    let refused = |e: switchyard_adapters::AdapterError| Error::Config {
-        origin: "environment".into(),
-        field: "SWITCHYARD_TEMPLATES".into(),
-        message: format!("{}: {e}", folder.display()),
+    let refused = |e: switchyard_adapters::AdapterError| {
+        ColdStartError::from(Error::Config {
+            origin: "environment".into(),
+            field: "SWITCHYARD_TEMPLATES".into(),
+            message: format!("{}: {e}", folder.display()),
+        })
     };
     switchyard_adapters::check_catalog(&catalog).map_err(refused)?;
     let documents = documents_chunks(&catalog, location, Some(s3)).await?;

@@ -188,9 +188,9 @@ fn synthetic_report(
     })
 }
 
-fn time_each(
+fn time_each<E: std::error::Error + Send + Sync + 'static>(
     texts: &[String],
-    mut f: impl FnMut(&str) -> switchyard_catalog::error::Result<()>,
+    mut f: impl FnMut(&str) -> std::result::Result<(), E>,
 ) -> Result<Percentiles> {
     let mut samples = Vec::with_capacity(texts.len());
     for text in texts {

@@ -240,7 +240,7 @@ pub fn push(file: &Path, templates: &Path, bucket: &str, prefix: &str) -> Result
             "index".into(),
             serde_json::to_value(pointer).expect("serialisable"),
         );
-        Ok::<_, switchyard_catalog::error::Error>(pointers)
+        Ok::<_, switchyard_s3::S3Error>(pointers)
     })?;
     println!("{}", serde_json::to_string_pretty(&pointers)?);
     Ok(())

@@ -28,6 +28,12 @@ pub trait Adapter: Send + Sync {
         request: &'a AdapterRequest,
         deadline: Duration,
     ) -> BoxFuture<'a, Result<Answer>>;
+
+    /// Why `question` cannot be answered by `template` at all, said before the dispatcher
+    /// asks for parameters it could not use; `None` (the default) lets extraction run.
+    fn refuse_before_extraction(&self, _template: &Template, _question: &str) -> Option<String> {
+        None
+    }
 }
 
 /// How one kind of datasource is checked and opened.

@@ -292,7 +292,7 @@ mod tests {
             &'a self,
             _: &'a str,
             candidates: &'a [RerankCandidate],
-        ) -> BoxFuture<'a, switchyard_catalog::error::Result<Vec<f32>>> {
+        ) -> BoxFuture<'a, switchyard_contract::error::Result<Vec<f32>>> {
             let n = candidates.len() as f32;
             Box::pin(async move { Ok((0..candidates.len()).map(|i| i as f32 / n).collect()) })
         }
@@ -306,9 +306,9 @@ mod tests {
             &'a self,
             _: &'a str,
             _: &'a [RerankCandidate],
-        ) -> BoxFuture<'a, switchyard_catalog::error::Result<Vec<f32>>> {
+        ) -> BoxFuture<'a, switchyard_contract::error::Result<Vec<f32>>> {
             Box::pin(async {
-                Err(switchyard_catalog::error::Error::Rerank {
+                Err(switchyard_contract::ContractError::Rerank {
                     reranker: "failing".into(),
                     message: "503".into(),
                     source: None,

@@ -17,6 +17,7 @@ use switchyard_contract::adapter::{
     AdapterInvoker, AdapterOutcome, AdapterRequest, AdapterResponse, AdapterStatus, GENERATED_SQL,
 };
 use switchyard_contract::rerank::{Reranker, Reranking};
+use switchyard_contract::ContractError;
 use switchyard_documents::config::DocumentsConfig;
 use switchyard_documents::ChunkIndex;
 use switchyard_llm::config::LlmConfig;
@@ -251,7 +252,7 @@ impl LocalAdapters {
         &self,
         request: &AdapterRequest,
         schema: &str,
-    ) -> Result<AdapterResponse, Error> {
+    ) -> Result<AdapterResponse, ContractError> {
         let started = std::time::Instant::now();
         let refuse = |message: String, sql: Option<&str>| {
             refusal(
@@ -261,7 +262,7 @@ impl LocalAdapters {
             )
         };
         let Some(datasource) = self.catalog.datasource(&request.datasource) else {
-            return Err(Error::UnknownDatasource(request.datasource.clone()));
+            return Err(Error::UnknownDatasource(request.datasource.clone()).into());
         };
         let Some(llm) = self.llm.as_ref().filter(|l| l.text_to_sql) else {
             return Ok(refuse("text-to-SQL is off (llm.text_to_sql)".into(), None));
@@ -323,27 +324,20 @@ impl LocalAdapters {
         }
     }
 
-    async fn answer(&self, request: &AdapterRequest) -> Result<AdapterResponse, Error> {
+    async fn answer(&self, request: &AdapterRequest) -> Result<AdapterResponse, ContractError> {
         if let Some(schema) = &request.schema_context {
             return self.answer_generated(request, schema).await;
         }
         let (datasource, template) = find(&self.catalog, request)?;
         let kind = datasource.spec.kind;
         let Some(adapter) = self.adapters.get(datasource.name()) else {
-            return Err(Error::AdapterUnavailable {
+            return Err(ContractError::AdapterUnavailable {
                 datasource: request.datasource.clone(),
                 kind: kind.as_str().to_owned(),
             });
         };
-        if template.tool_name.as_deref() == Some("calculator") {
-            // Notation the calculator lacks is refused before it asks for parameters it
-            // could not use: "2 to the power of 10" is not a multiplication short of factors.
-            let operation = template.tool_operation.as_deref().unwrap_or_default();
-            if let Err(e) =
-                crate::tools::check_reading(operation, &request.query, &Default::default())
-            {
-                return Ok(refusal(e.to_string(), serde_json::Value::Null, 0.0));
-            }
+        if let Some(message) = adapter.refuse_before_extraction(template, &request.query) {
+            return Ok(refusal(message, serde_json::Value::Null, 0.0));
         }
         let deadline = Duration::from_millis(request.deadline_ms.max(1));
         let request = self.fill_with_model(template, request).await;
@@ -366,7 +360,7 @@ impl AdapterInvoker for LocalAdapters {
     fn invoke<'a>(
         &'a self,
         request: AdapterRequest,
-    ) -> BoxFuture<'a, Result<AdapterResponse, Error>> {
+    ) -> BoxFuture<'a, Result<AdapterResponse, ContractError>> {
         Box::pin(async move { self.answer(&request).await })
     }
 }

@@ -7,12 +7,13 @@ use std::time::Instant;
 
 use serde_json::{Map, Value};
 
-use switchyard_catalog::error::{Error, Result};
+use switchyard_catalog::error::Error;
 use switchyard_catalog::template::{Catalog, Datasource, DatasourceKind, Template};
 use switchyard_catalog::BoxFuture;
 use switchyard_contract::adapter::{
     AdapterInvoker, AdapterOutcome, AdapterRequest, AdapterResponse,
 };
+use switchyard_contract::error::{ContractError, Result};
 use switchyard_text::params::extract;
 
 /// Answer `request` for `template`: extract its parameters; a bad value is `error` naming
@@ -109,7 +110,7 @@ pub fn find<'a>(
         .templates
         .iter()
         .find(|t| t.id == request.template_id)
-        .ok_or_else(|| Error::AdapterFailed {
+        .ok_or_else(|| ContractError::AdapterFailed {
             datasource: request.datasource.clone(),
             message: format!("unknown template `{}`", request.template_id),
             source: None,
@@ -118,7 +119,7 @@ pub fn find<'a>(
 }
 
 /// The intent-only invoker: answers `intent` datasources in-process and refuses every
-/// other kind with [`Error::AdapterUnavailable`]. (The adapters crate answers more kinds.)
+/// other kind with [`ContractError::AdapterUnavailable`]. (The adapters crate answers more kinds.)
 pub struct IntentInvoker {
     catalog: Catalog,
 }
@@ -131,7 +132,7 @@ impl IntentInvoker {
     async fn answer(&self, request: &AdapterRequest) -> Result<AdapterResponse> {
         let (datasource, template) = find(&self.catalog, request)?;
         if datasource.spec.kind != DatasourceKind::Intent {
-            return Err(Error::AdapterUnavailable {
+            return Err(ContractError::AdapterUnavailable {
                 datasource: request.datasource.clone(),
                 kind: datasource.spec.kind.as_str().to_owned(),
             });

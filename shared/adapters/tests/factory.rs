@@ -2,9 +2,9 @@
 
 use serde_json::json;
 use switchyard_adapters::{check_catalog, registry, LocalAdapters};
-use switchyard_catalog::error::Error;
 use switchyard_catalog::template::Catalog;
 use switchyard_contract::adapter::{AdapterInvoker, AdapterRequest, AdapterStatus};
+use switchyard_contract::ContractError;
 
 fn template(id: &str) -> serde_json::Value {
     json!({"id": id, "description": format!("{id} questions"), "nl_examples": [format!("ask {id}")]})
@@ -49,7 +49,7 @@ async fn intents_are_served_and_documents_and_absent_files_are_unavailable() {
 
     for (datasource, template, kind) in [("docs", "manual", "documents"), ("db", "count", "sql")] {
         match adapters.invoke(request(datasource, template)).await {
-            Err(Error::AdapterUnavailable {
+            Err(ContractError::AdapterUnavailable {
                 datasource: named,
                 kind: named_kind,
             }) => assert_eq!((named.as_str(), named_kind.as_str()), (datasource, kind)),

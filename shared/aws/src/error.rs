@@ -1,9 +1,10 @@
 //! The AWS edges' own error: which call on which table, bucket or function failed, with
-//! the SDK's error kept as the source. It becomes the domain's `Error` (`Store`,
+//! the SDK's error kept as the source. It becomes the contract's `ContractError` (`Store`,
 //! `AdapterFailed`) at the trait boundary, the SDK error still reachable through
 //! `source()`, and the message the same one-line chain callers saw before.
 
-use switchyard_catalog::error::{describe, BoxError, Error};
+use switchyard_catalog::error::{describe, BoxError};
+use switchyard_contract::ContractError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum AwsError {
@@ -31,12 +32,8 @@ pub(crate) trait TableStore {
     fn store_name(&self) -> String;
 
     /// A problem with what the table holds (an item that does not parse).
-    fn fail(&self, message: String) -> Error {
-        Error::Store {
-            store: self.store_name(),
-            message,
-            source: None,
-        }
+    fn fail(&self, message: String) -> ContractError {
+        ContractError::store(self.store_name(), message)
     }
 
     /// A DynamoDB call that failed, its error kept as the source.
@@ -44,7 +41,7 @@ pub(crate) trait TableStore {
         &self,
         operation: &'static str,
         error: impl std::error::Error + Send + Sync + 'static,
-    ) -> Error {
+    ) -> ContractError {
         AwsError::store(self.store_name(), operation, error).into()
     }
 }
@@ -63,10 +60,10 @@ impl AwsError {
     }
 }
 
-impl From<AwsError> for Error {
-    fn from(error: AwsError) -> Error {
+impl From<AwsError> for ContractError {
+    fn from(error: AwsError) -> ContractError {
         match &error {
-            AwsError::Store { store, source, .. } => Error::Store {
+            AwsError::Store { store, source, .. } => ContractError::Store {
                 store: store.clone(),
                 message: describe(source.as_ref()),
                 source: Some(Box::new(error)),
@@ -75,7 +72,7 @@ impl From<AwsError> for Error {
                 datasource,
                 function,
                 source,
-            } => Error::AdapterFailed {
+            } => ContractError::AdapterFailed {
                 datasource: datasource.clone(),
                 message: format!("function `{function}`: {}", describe(source.as_ref())),
                 source: Some(Box::new(error)),

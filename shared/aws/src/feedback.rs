@@ -6,8 +6,8 @@ use std::collections::HashMap;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use switchyard_catalog::clock::unix_now;
-use switchyard_catalog::error::Result;
 use switchyard_catalog::BoxFuture;
+use switchyard_contract::error::Result;
 use switchyard_core::feedback::{judged, Decision, Feedback, FeedbackRecord, FeedbackStore};
 
 use crate::error::TableStore;

@@ -11,10 +11,11 @@ use std::time::Duration;
 use aws_sdk_lambda::primitives::Blob;
 use serde_json::Value;
 use switchyard_adapters::respond::{find, respond_intent};
-use switchyard_catalog::error::{Error, Result};
 use switchyard_catalog::template::{Catalog, DatasourceKind};
 use switchyard_catalog::BoxFuture;
 use switchyard_contract::adapter::{AdapterInvoker, AdapterRequest, AdapterResponse};
+use switchyard_contract::error::Result;
+use switchyard_contract::ContractError;
 
 use crate::error::AwsError;
 
@@ -74,7 +75,7 @@ impl LambdaInvoker {
 
     async fn call(&self, function: &str, request: &AdapterRequest) -> Result<AdapterResponse> {
         let datasource = request.datasource.clone();
-        let failed = |message: String| Error::AdapterFailed {
+        let failed = |message: String| ContractError::AdapterFailed {
             datasource: datasource.clone(),
             message: format!("function `{function}`: {message}"),
             source: None,
@@ -89,7 +90,7 @@ impl LambdaInvoker {
             .send();
         let output = match tokio::time::timeout(deadline, sent).await {
             Err(_) => {
-                return Err(Error::AdapterTimeout {
+                return Err(ContractError::AdapterTimeout {
                     datasource: datasource.clone(),
                     after_ms: deadline.as_millis() as u64,
                 })
@@ -145,7 +146,7 @@ impl AdapterInvoker for LambdaInvoker {
                 return Ok(respond_intent(datasource, template, &request).await);
             }
             let Some(function) = self.function(datasource.name()) else {
-                return Err(Error::AdapterUnavailable {
+                return Err(ContractError::AdapterUnavailable {
                     datasource: request.datasource.clone(),
                     kind: datasource.spec.kind.as_str().to_owned(),
                 });

@@ -4,8 +4,8 @@
 //! [`DynamoTopicStore`] (`TopicStore`), [`LambdaInvoker`] (`AdapterInvoker`), and
 //! publishing the index in S3 ([`index::IndexPublishing`], on `switchyard-s3`'s store).
 //! A failed SDK call is an [`AwsError`] naming the call and the table or function, the
-//! SDK's error kept as its source; it reaches callers as the domain's
-//! `switchyard_catalog::error::Error`, the `AwsError` as that one's source.
+//! SDK's error kept as its source; it reaches callers as the contract's `ContractError`,
+//! the `AwsError` as that one's source.
 //!
 //! Endpoints follow the SDK's usual configuration, `AWS_ENDPOINT_URL` included, which is how
 //! the tests reach `moto_server` and `cargo lambda watch` on 127.0.0.1.

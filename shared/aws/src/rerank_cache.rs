@@ -4,8 +4,8 @@
 use std::collections::HashMap;
 
 use aws_sdk_dynamodb::types::AttributeValue;
-use switchyard_catalog::error::Result;
 use switchyard_catalog::BoxFuture;
+use switchyard_contract::error::Result;
 use switchyard_core::rerank_cache::{CachedScores, RerankCache};
 
 use crate::error::TableStore;

@@ -14,9 +14,9 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use aws_sdk_dynamodb::types::AttributeValue;
-use switchyard_catalog::error::Result;
 use switchyard_catalog::metric;
 use switchyard_catalog::BoxFuture;
+use switchyard_contract::error::Result;
 use switchyard_routing::config::SessionsConfig;
 use switchyard_routing::session::{push_bounded, SessionStore, Turn};
 

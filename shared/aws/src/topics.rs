@@ -6,8 +6,8 @@ use std::collections::HashMap;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use sha2::{Digest, Sha256};
-use switchyard_catalog::error::Result;
 use switchyard_catalog::BoxFuture;
+use switchyard_contract::error::Result;
 use switchyard_routing::topics::{TopicStore, Topics};
 
 use crate::error::TableStore;

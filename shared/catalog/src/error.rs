@@ -1,5 +1,7 @@
-//! The one error type of the domain crate. Every variant names the file, field or
-//! datasource it is about, so a message can be acted on without a debugger.
+//! The catalog crate's error: what reading templates, configuration and access rules can
+//! fail with, and nothing else. Every variant names the file, field or datasource it is
+//! about, so a message can be acted on without a debugger. Higher crates have errors of
+//! their own that wrap this one with `#[from]`; the service's error gathers them all.
 
 use std::path::PathBuf;
 
@@ -35,68 +37,8 @@ pub enum Error {
         message: String,
     },
 
-    #[error(
-        "embedding model not found in {}: {missing}. Fetch it with `./infra/scripts/fetch-model.sh` \
-         (or set SWITCHYARD_MODEL_DIR to a folder holding model.onnx, tokenizer.json and libonnxruntime.so)",
-        dir.display()
-    )]
-    ModelMissing { dir: PathBuf, missing: String },
-
-    #[error("embedding: {0}")]
-    Embedding(String),
-
-    /// The embedding model's own error (`switchyard-embed`'s `EmbedError`), cause kept.
-    #[error("embedding: {0}")]
-    Embedder(#[source] Box<dyn std::error::Error + Send + Sync>),
-
-    /// A corrupt, truncated or mismatched index artifact; `origin` is its path or S3 location.
-    #[error("index {origin}: {problem}")]
-    Index {
-        origin: String,
-        problem: String,
-        #[source]
-        source: Option<BoxError>,
-    },
-
-    /// A request that does not follow the API's contract: `field` names what is wrong.
-    #[error("{field}: {message}")]
-    InvalidRequest { field: String, message: String },
-
     #[error("unknown datasource `{0}`")]
     UnknownDatasource(String),
-
-    /// No adapter for this kind of datasource exists (yet) in this deployment.
-    #[error("no adapter for datasource `{datasource}` of kind `{kind}` is available")]
-    AdapterUnavailable { datasource: String, kind: String },
-
-    #[error("adapter for datasource `{datasource}` did not answer within {after_ms} ms")]
-    AdapterTimeout { datasource: String, after_ms: u64 },
-
-    #[error("adapter for datasource `{datasource}` failed: {message}")]
-    AdapterFailed {
-        datasource: String,
-        message: String,
-        #[source]
-        source: Option<BoxError>,
-    },
-
-    #[error("reranker `{reranker}`: {message}")]
-    Rerank {
-        reranker: String,
-        message: String,
-        #[source]
-        source: Option<BoxError>,
-    },
-
-    /// A store (sessions, rerank cache, feedback, workflows, topics; `store` names which)
-    /// failed; `source` keeps the client's error.
-    #[error("{store}: {message}")]
-    Store {
-        store: String,
-        message: String,
-        #[source]
-        source: Option<BoxError>,
-    },
 
     /// The caller is not identified (401).
     #[error("unauthenticated: {0}")]
@@ -117,21 +59,6 @@ impl Error {
         Error::Template {
             file: file.into(),
             template: template.map(str::to_owned),
-            field: field.into(),
-            message: message.into(),
-        }
-    }
-
-    pub fn index(origin: impl Into<String>, problem: impl Into<String>) -> Self {
-        Error::Index {
-            origin: origin.into(),
-            problem: problem.into(),
-            source: None,
-        }
-    }
-
-    pub fn invalid_request(field: impl Into<String>, message: impl Into<String>) -> Self {
-        Error::InvalidRequest {
             field: field.into(),
             message: message.into(),
         }

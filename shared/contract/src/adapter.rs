@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use switchyard_catalog::error::Result;
+use crate::error::Result;
 use switchyard_catalog::BoxFuture;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -170,7 +170,7 @@ impl From<ResponseJson> for AdapterResponse {
 }
 
 /// Runs a routed request on the datasource's adapter. Transport failures are errors
-/// (`Error::AdapterUnavailable`, `AdapterTimeout`, `AdapterFailed`);
+/// (`ContractError::AdapterUnavailable`, `AdapterTimeout`, `AdapterFailed`);
 /// an adapter's own refusal is a response with status `error`.
 pub trait AdapterInvoker: Send + Sync {
     fn invoke<'a>(&'a self, request: AdapterRequest) -> BoxFuture<'a, Result<AdapterResponse>>;

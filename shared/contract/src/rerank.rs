@@ -5,9 +5,9 @@
 
 use std::sync::Arc;
 
+use crate::error::Result;
 use serde::{Deserialize, Serialize};
 use switchyard_catalog::config::rules::*;
-use switchyard_catalog::error::Result;
 use switchyard_catalog::BoxFuture;
 use validator::{Validate, ValidationError};
 

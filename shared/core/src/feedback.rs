@@ -12,7 +12,7 @@ use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 
-use switchyard_catalog::error::{Error, Result};
+use crate::error::{Result, ServiceError};
 use switchyard_catalog::BoxFuture;
 use switchyard_routing::router::{Outcome, Routing};
 
@@ -41,7 +41,7 @@ impl Decision {
         let best = routing.best();
         let margin = match (routing.matches.first(), routing.matches.get(1)) {
             (Some(first), Some(second)) if !second.is_declined() => {
-                Some(first.rank_score - second.rank_score)
+                Some(first.scores.rank_score - second.scores.rank_score)
             }
             _ => None,
         };
@@ -50,7 +50,7 @@ impl Decision {
             datasource: best.map(|m| m.datasource.clone()),
             template_id: best.map(|m| m.template_id.clone()),
             outcome: routing.outcome,
-            confidence: best.map_or(0.0, |m| m.combined_score),
+            confidence: best.map_or(0.0, |m| m.scores.combined_score),
             margin,
             threshold: routing.threshold,
             processing_ms,
@@ -78,7 +78,7 @@ impl Feedback {
         ] {
             if let Some(v) = value {
                 if !(0.0..=1.0).contains(&v) {
-                    return Err(Error::invalid_request(
+                    return Err(ServiceError::invalid_request(
                         field,
                         format!("must be between 0 and 1, not {v}"),
                     ));
@@ -89,7 +89,7 @@ impl Feedback {
             && self.agent_success.is_none()
             && self.search_quality.is_none()
         {
-            return Err(Error::invalid_request(
+            return Err(ServiceError::invalid_request(
                 "body",
                 "give at least one of user_satisfaction, agent_success, search_quality",
             ));
@@ -131,7 +131,10 @@ pub struct FeedbackRecord {
 /// Decisions by request id, and the feedback on them. Boxed futures keep it usable as
 /// `dyn FeedbackStore`.
 pub trait FeedbackStore: Send + Sync {
-    fn record<'a>(&'a self, decision: Decision) -> BoxFuture<'a, Result<()>>;
+    fn record<'a>(
+        &'a self,
+        decision: Decision,
+    ) -> BoxFuture<'a, switchyard_contract::error::Result<()>>;
 
     /// Attach feedback to the decision of `request_id`; `None` when no such decision is
     /// kept (unknown, or expired). Later feedback on the same request replaces earlier.
@@ -139,10 +142,10 @@ pub trait FeedbackStore: Send + Sync {
         &'a self,
         request_id: &'a str,
         feedback: Feedback,
-    ) -> BoxFuture<'a, Result<Option<FeedbackRecord>>>;
+    ) -> BoxFuture<'a, switchyard_contract::error::Result<Option<FeedbackRecord>>>;
 
     /// Every kept record (for `switchyard tune --table`).
-    fn all(&self) -> BoxFuture<'_, Result<Vec<FeedbackRecord>>>;
+    fn all(&self) -> BoxFuture<'_, switchyard_contract::error::Result<Vec<FeedbackRecord>>>;
 }
 
 /// The reward of `feedback` on `decision`, recorded.
@@ -177,7 +180,10 @@ impl Default for MemoryFeedbackStore {
 }
 
 impl FeedbackStore for MemoryFeedbackStore {
-    fn record<'a>(&'a self, decision: Decision) -> BoxFuture<'a, Result<()>> {
+    fn record<'a>(
+        &'a self,
+        decision: Decision,
+    ) -> BoxFuture<'a, switchyard_contract::error::Result<()>> {
         Box::pin(async move {
             let mut guard = self.records.lock().unwrap_or_else(|e| e.into_inner());
             let (records, order) = &mut *guard;
@@ -203,7 +209,7 @@ impl FeedbackStore for MemoryFeedbackStore {
         &'a self,
         request_id: &'a str,
         feedback: Feedback,
-    ) -> BoxFuture<'a, Result<Option<FeedbackRecord>>> {
+    ) -> BoxFuture<'a, switchyard_contract::error::Result<Option<FeedbackRecord>>> {
         Box::pin(async move {
             let mut guard = self.records.lock().unwrap_or_else(|e| e.into_inner());
             Ok(guard.0.get_mut(request_id).map(|record| {
@@ -213,7 +219,7 @@ impl FeedbackStore for MemoryFeedbackStore {
         })
     }
 
-    fn all(&self) -> BoxFuture<'_, Result<Vec<FeedbackRecord>>> {
+    fn all(&self) -> BoxFuture<'_, switchyard_contract::error::Result<Vec<FeedbackRecord>>> {
         Box::pin(async move {
             let guard = self.records.lock().unwrap_or_else(|e| e.into_inner());
             let mut all: Vec<FeedbackRecord> = guard.0.values().cloned().collect();

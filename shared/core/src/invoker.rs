@@ -3,10 +3,10 @@
 
 use std::sync::Arc;
 
-use switchyard_catalog::error::Result;
 use switchyard_catalog::template::Catalog;
 use switchyard_catalog::BoxFuture;
 use switchyard_contract::adapter::{AdapterInvoker, AdapterRequest, AdapterResponse};
+use switchyard_contract::error::Result;
 
 /// The service's invoker: names the catalog its router routes with on every request, so
 /// no way of building one (the winner's, a workflow task's, the text-to-SQL fallback's)

@@ -6,10 +6,10 @@
 
 use sha2::{Digest, Sha256};
 
-use switchyard_catalog::error::Result;
 use switchyard_catalog::expiring::ExpiringMap;
 use switchyard_catalog::template::Template;
 use switchyard_catalog::BoxFuture;
+use switchyard_contract::error::Result;
 
 /// A cached answer: one score per candidate, and when it stops counting (Unix seconds).
 #[derive(Debug, Clone, PartialEq)]

@@ -30,7 +30,7 @@ impl AdapterInvoker for Recording {
     fn invoke<'a>(
         &'a self,
         request: AdapterRequest,
-    ) -> BoxFuture<'a, switchyard_catalog::error::Result<AdapterResponse>> {
+    ) -> BoxFuture<'a, switchyard_contract::error::Result<AdapterResponse>> {
         self.calls.lock().unwrap().push(request);
         let outcome = self.answer.clone();
         Box::pin(async move {

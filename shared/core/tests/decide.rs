@@ -103,7 +103,10 @@ fn a_threshold_above_every_score_gives_no_match() {
         .unwrap();
     assert!(!routing.matches.is_empty(), "the search still ran");
     assert!(
-        routing.matches.iter().all(|m| m.combined_score < 1.0),
+        routing
+            .matches
+            .iter()
+            .all(|m| m.scores.combined_score < 1.0),
         "{:?}",
         routing.matches
     );

@@ -28,14 +28,9 @@ fn refused(bytes: &[u8]) -> String {
     let error = Index::from_bytes(bytes, "s3://bucket/key.idx")
         .err()
         .expect("the artifact is bad");
-    // The index's own error is kept as the cause: a bad artifact, not a model mismatch.
-    let cause = std::error::Error::source(&error)
-        .and_then(|e| e.downcast_ref::<switchyard_vectors::ArtifactError>());
+    // The variant says what is wrong: a bad artifact, not a model mismatch.
     assert!(
-        matches!(
-            cause,
-            Some(switchyard_vectors::ArtifactError::Artifact { .. })
-        ),
+        matches!(error, switchyard_vectors::VectorsError::Artifact { .. }),
         "{error:?}"
     );
     error.to_string()
@@ -126,7 +121,7 @@ impl Embedder for OtherModel {
     fn dimension(&self) -> usize {
         8
     }
-    fn embed(&self, texts: &[&str]) -> switchyard_catalog::error::Result<Vec<Vec<f32>>> {
+    fn embed(&self, texts: &[&str]) -> switchyard_vectors::error::Result<Vec<Vec<f32>>> {
         Ok(texts.iter().map(|_| vec![0.0; 8]).collect())
     }
 }
@@ -142,10 +137,13 @@ fn index_of_another_model_is_refused_at_start() {
     )
     .err()
     .expect("mismatched model");
-    let cause = std::error::Error::source(&error)
-        .and_then(|e| e.downcast_ref::<switchyard_vectors::ArtifactError>());
     assert!(
-        matches!(cause, Some(switchyard_vectors::ArtifactError::Model { .. })),
+        matches!(
+            error,
+            switchyard_routing::RoutingError::Vectors(
+                switchyard_vectors::VectorsError::Model { .. }
+            )
+        ),
         "{error:?}"
     );
     let error = error.to_string();

@@ -1,12 +1,12 @@
-//! The documents crate's own error: a corpus that is missing, unreadable or malformed. It
-//! reaches callers as the domain's `Error` variant the edges already map (`Template` for a
-//! corpus at fault, `Io` for a file that cannot be read, the read error kept as its
-//! source), so the messages people see and the statuses stay what they were. The chunk
-//! artifact's refusals are the index's `ArtifactError`.
+//! The documents crate's error: a corpus that is missing, unreadable or malformed (the file
+//! and field at fault named), or its chunk artifact's and embedder's failures
+//! (`switchyard-vectors`' error, kept whole).
 
 use std::path::PathBuf;
 
-use switchyard_catalog::error::Error;
+use switchyard_vectors::VectorsError;
+
+pub type Result<T, E = DocumentsError> = std::result::Result<T, E>;
 
 #[derive(Debug, thiserror::Error)]
 pub enum DocumentsError {
@@ -25,6 +25,8 @@ pub enum DocumentsError {
         #[source]
         source: std::io::Error,
     },
+    #[error(transparent)]
+    Vectors(#[from] VectorsError),
 }
 
 impl DocumentsError {
@@ -44,19 +46,6 @@ impl DocumentsError {
         DocumentsError::Read {
             path: path.into(),
             source,
-        }
-    }
-}
-
-impl From<DocumentsError> for Error {
-    fn from(error: DocumentsError) -> Error {
-        match error {
-            DocumentsError::Corpus {
-                file,
-                field,
-                message,
-            } => Error::template(file, None, field, message),
-            DocumentsError::Read { path, source } => Error::io(path, source),
         }
     }
 }

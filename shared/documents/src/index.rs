@@ -9,11 +9,11 @@ use serde::{Deserialize, Serialize};
 use super::chunk::{chunk_document, summary_of, terms, Chunk};
 use super::corpus::{corpus_hash, Document};
 use crate::config::DocumentsConfig;
-use switchyard_catalog::error::{Error, Result};
 use switchyard_text::keywords::TermIndex;
 use switchyard_vectors::embed::Embedder;
+use switchyard_vectors::error::Result;
 use switchyard_vectors::frame::{seal, unseal, write_atomically};
-use switchyard_vectors::ArtifactError;
+use switchyard_vectors::VectorsError;
 
 pub const CHUNK_FORMAT_VERSION: u32 = 1;
 const MAGIC: &[u8; 8] = b"SWYDCHK\0";
@@ -171,7 +171,7 @@ impl ChunkIndex {
             terms: &self.terms,
         })
         .map_err(|e| {
-            ArtifactError::artifact("(memory)", format!("cannot serialise the chunks: {e}"))
+            VectorsError::artifact("(memory)", format!("cannot serialise the chunks: {e}"))
         })?;
         Ok(seal(MAGIC, CHUNK_FORMAT_VERSION, &manifest, &body))
     }
@@ -181,13 +181,13 @@ impl ChunkIndex {
     }
 
     pub fn read(path: &Path) -> Result<ChunkIndex> {
-        let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+        let bytes = std::fs::read(path).map_err(|e| VectorsError::io(path, e))?;
         ChunkIndex::from_bytes(&bytes, &path.display().to_string())
     }
 
     /// Parse and verify a chunk artifact; `origin` names it in errors.
     pub fn from_bytes(bytes: &[u8], origin: &str) -> Result<ChunkIndex> {
-        let fail = |problem: String| ArtifactError::artifact(origin, problem);
+        let fail = |problem: String| VectorsError::artifact(origin, problem);
         let (manifest, body) = unseal(bytes, MAGIC, CHUNK_FORMAT_VERSION, "chunk").map_err(fail)?;
         let manifest: ChunkManifest =
             serde_json::from_slice(manifest).map_err(|e| fail(format!("bad manifest: {e}")))?;
@@ -210,7 +210,7 @@ impl ChunkIndex {
     /// Refuse an artifact built for another datasource.
     pub fn check_datasource(&self, datasource: &str, origin: &str) -> Result<()> {
         if self.manifest.datasource != datasource {
-            return Err(ArtifactError::artifact(
+            return Err(VectorsError::artifact(
                 origin,
                 format!(
                     "built for the datasource `{}`, not `{datasource}`",

@@ -1,14 +1,18 @@
 //! What can go wrong loading or running the model. Each error names the file or the step,
-//! and keeps the runtime's or the tokenizer's own error as its source; the domain sees it
-//! as `switchyard_catalog::error::Error::ModelMissing` (missing files, with the command that fetches
-//! them) or `Error::Embedder` (the rest, cause kept).
+//! and keeps the runtime's or the tokenizer's own error as its source; a missing file says
+//! which command fetches the model.
 
 use std::path::PathBuf;
 
 #[derive(Debug, thiserror::Error)]
 pub enum EmbedError {
     /// Files the model folder lacks.
-    #[error("embedding model not found in {}: missing {}", dir.display(), missing.join(", "))]
+    #[error(
+        "embedding model not found in {}: missing {}. Fetch it with `./infra/scripts/fetch-model.sh` \
+         (or set SWITCHYARD_MODEL_DIR to a folder holding model.onnx, tokenizer.json and libonnxruntime.so)",
+        dir.display(),
+        missing.join(", ")
+    )]
     Missing { dir: PathBuf, missing: Vec<String> },
 
     #[error("{}: {source}", path.display())]
@@ -45,18 +49,8 @@ pub enum EmbedError {
     /// A graph without MiniLM's interface, or an output of the wrong shape.
     #[error("{origin}: {problem}")]
     Graph { origin: String, problem: String },
-}
 
-impl From<EmbedError> for switchyard_catalog::error::Error {
-    fn from(error: EmbedError) -> Self {
-        match error {
-            EmbedError::Missing { dir, missing } => {
-                switchyard_catalog::error::Error::ModelMissing {
-                    dir,
-                    missing: format!("missing {}", missing.join(", ")),
-                }
-            }
-            other => switchyard_catalog::error::Error::Embedder(Box::new(other)),
-        }
-    }
+    /// An adapted encoder's graph that is not the one its index names.
+    #[error(transparent)]
+    Vectors(#[from] switchyard_vectors::VectorsError),
 }

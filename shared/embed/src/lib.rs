@@ -11,10 +11,10 @@
 //! embeds a query in about a fifth of candle's f32 time at the same accuracy, so it is the
 //! one embedder; candle is gone.
 //!
-//! The [`Embedder`] trait lives in `switchyard-core`. Errors are this crate's
-//! [`EmbedError`], which name the file or step and keep their cause; the domain sees a
-//! missing file as `Error::ModelMissing` (with the command that fetches the model) and the
-//! rest as `Error::Embedder`.
+//! The [`Embedder`] trait lives in `switchyard-vectors`. Errors are this crate's
+//! [`EmbedError`], which name the file or step and keep their cause (a missing file with
+//! the command that fetches the model); through the trait, an embedding that fails is the
+//! vectors crate's `VectorsError::Embedding`, this error its source.
 
 mod error;
 
@@ -27,13 +27,14 @@ use ort::session::builder::GraphOptimizationLevel;
 use ort::session::Session;
 use ort::value::Tensor;
 use rayon::prelude::*;
-use switchyard_catalog::error::Result;
 use switchyard_index::config::EmbeddingConfig;
 use switchyard_index::index::EncoderManifest;
 use switchyard_vectors::embed::Embedder;
 use tokenizers::{Encoding, Tokenizer, TruncationParams};
 
 pub use error::EmbedError;
+
+type Result<T, E = EmbedError> = std::result::Result<T, E>;
 
 /// Recorded in index manifests: an index embedded with another model (the earlier f32
 /// candle one, and the 8-bit-weight int8 one whose vectors depended on the CPU, included)
@@ -85,8 +86,8 @@ impl MiniLmEmbedder {
     }
 
     /// Load the model from `dir` with one session per thread (`threads`, 0 = one per
-    /// available core). A missing file is [`EmbedError::Missing`]; as the domain's
-    /// `Error::ModelMissing` its message gives the command that fetches the model.
+    /// available core). A missing file is [`EmbedError::Missing`], whose message gives the
+    /// command that fetches the model.
     pub fn load(dir: &Path, batch_size: usize, threads: usize) -> Result<Self> {
         let model_path = dir.join(MODEL_FILE);
         let graph = Graph {
@@ -109,8 +110,7 @@ impl MiniLmEmbedder {
             return Err(EmbedError::Graph {
                 origin: graph.origin,
                 problem: "an empty model graph".into(),
-            }
-            .into());
+            });
         }
         Self::load_graph(dir, graph, batch_size, threads)
     }
@@ -312,7 +312,7 @@ fn environment(runtime: &Path) -> Result<&'static Environment> {
                 .map_err(|e| format!("starting ONNX Runtime from {}: {e}", runtime.display()))
         })
         .as_ref()
-        .map_err(|e| switchyard_catalog::error::Error::from(EmbedError::RuntimeLibrary(e.clone())))
+        .map_err(|e| EmbedError::RuntimeLibrary(e.clone()))
 }
 
 fn open_session(environment: &Environment, model: &[u8], path: &Path) -> Result<Session> {
@@ -380,7 +380,14 @@ impl Embedder for MiniLmEmbedder {
 
     /// Texts are sorted by token count so each batch pads little, batches run on the
     /// sessions in parallel, and the vectors come back in the texts' order.
-    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+    fn embed(&self, texts: &[&str]) -> switchyard_vectors::error::Result<Vec<Vec<f32>>> {
+        self.embed_sorted(texts)
+            .map_err(switchyard_vectors::VectorsError::embedding)
+    }
+}
+
+impl MiniLmEmbedder {
+    fn embed_sorted(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
         let encodings = self
             .tokenizer
             .encode_batch(texts.to_vec(), true)

@@ -13,8 +13,8 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
+use crate::error::Result;
 use switchyard_catalog::auth::Access;
-use switchyard_catalog::error::Result;
 use switchyard_core::conversation::{
     contextualize, turn_of, unexecuted_outcome, AssistantTurn, ContextTexts,
 };

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{percentiles, Percentiles};
 use crate::error::EvalError;
-use switchyard_catalog::error::Result;
+use crate::error::Result;
 use switchyard_documents::config::DocumentsConfig;
 use switchyard_documents::{ChunkIndex, Query, Signals};
 use switchyard_text::keywords::TermExpansion;

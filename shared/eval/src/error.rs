@@ -1,10 +1,8 @@
-//! The eval crate's own error: a data set file that cannot be read or has a bad line. It
-//! reaches callers as the domain's `Error` (`Template` naming the file and line, `Io` with
-//! the read error as its source), so what the CLI prints stays what it was.
+//! The eval crate's error: a data set file that cannot be read or has a bad line (the
+//! file and line named), or what routing, the service or the documents' search failed
+//! with while it was measured (their errors, kept whole).
 
 use std::path::PathBuf;
-
-use switchyard_catalog::error::Error;
 
 #[derive(Debug, thiserror::Error)]
 pub enum EvalError {
@@ -23,7 +21,17 @@ pub enum EvalError {
         #[source]
         source: std::io::Error,
     },
+    #[error(transparent)]
+    Routing(#[from] switchyard_routing::RoutingError),
+    #[error(transparent)]
+    Service(#[from] switchyard_core::ServiceError),
+    #[error(transparent)]
+    Documents(#[from] switchyard_documents::error::DocumentsError),
+    #[error(transparent)]
+    Vectors(#[from] switchyard_vectors::VectorsError),
 }
+
+pub type Result<T, E = EvalError> = std::result::Result<T, E>;
 
 impl EvalError {
     pub fn data_set(
@@ -42,15 +50,6 @@ impl EvalError {
         EvalError::Read {
             path: path.into(),
             source,
-        }
-    }
-}
-
-impl From<EvalError> for Error {
-    fn from(error: EvalError) -> Error {
-        match error {
-            EvalError::DataSet { file, at, message } => Error::template(file, None, at, message),
-            EvalError::Read { path, source } => Error::io(path, source),
         }
     }
 }

@@ -16,8 +16,8 @@ use std::time::Instant;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
+use crate::error::Result;
 use switchyard_catalog::auth::Access;
-use switchyard_catalog::error::Result;
 use switchyard_index::config::RouterConfig;
 use switchyard_routing::router::{Outcome, Router};
 use switchyard_text::config::Fusion;
@@ -283,7 +283,7 @@ pub fn embed_queries(router: &Router, queries: &[LabeledQuery]) -> Result<Embedd
     let vectors = texts
         .par_iter()
         .map(|text| router.embedder().embed_one(text))
-        .collect::<Result<Vec<_>>>()?;
+        .collect::<std::result::Result<Vec<_>, _>>()?;
     Ok(Embedded {
         vectors,
         batch_ms: start.elapsed().as_secs_f64() * 1000.0,
@@ -376,7 +376,7 @@ fn predict(
         predictions.push(Prediction {
             template: best.map(|m| m.template_id.clone()),
             datasource: best.map(|m| m.datasource.clone()),
-            score: best.map(|m| m.combined_score).unwrap_or(f32::MIN),
+            score: best.map(|m| m.scores.combined_score).unwrap_or(f32::MIN),
             outcome: routing.outcome,
             choices: routing
                 .clarify_choices()

@@ -8,8 +8,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 
 use super::{percentiles, ratio, Embedded, LabeledQuery, Percentiles};
+use crate::error::Result;
 use switchyard_catalog::auth::Access;
-use switchyard_catalog::error::Result;
 use switchyard_core::config::OrchestrationConfig;
 use switchyard_core::orchestration::{decompose, Decomposer};
 use switchyard_routing::router::Router;

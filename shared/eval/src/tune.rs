@@ -14,9 +14,9 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use crate::error::Result;
 use crate::LabeledQuery;
 use switchyard_catalog::auth::Access;
-use switchyard_catalog::error::Result;
 use switchyard_core::feedback::FeedbackRecord;
 use switchyard_index::config::{RouterConfig, Threshold};
 use switchyard_routing::router::{Match, Outcome, Router};

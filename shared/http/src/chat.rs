@@ -23,7 +23,6 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
-use switchyard_catalog::error::Error;
 use switchyard_core::service::Question;
 use switchyard_core::ServiceError;
 use utoipa::ToSchema;
@@ -276,10 +275,8 @@ fn history(request: &ChatRequest, question: &Question) -> Vec<Question> {
 /// The question and the assistant's turn come from `messages`: an error about either
 /// names that field, the one the caller sent.
 fn in_messages(error: ServiceError) -> ApiError {
-    match error {
-        ServiceError::Domain(Error::InvalidRequest { field, message })
-            if field == "query" || field == "assistant" =>
-        {
+    match error.invalid_field() {
+        Some((field, message)) if field == "query" || field == "assistant" => {
             let which = if field == "query" {
                 "the last user message"
             } else {
@@ -287,7 +284,7 @@ fn in_messages(error: ServiceError) -> ApiError {
             };
             ApiError::invalid("messages", format!("{which}: {message}"))
         }
-        other => ApiError::from(other),
+        _ => ApiError::from(error),
     }
 }
 
@@ -328,12 +325,12 @@ pub(crate) async fn completions(
         None => history(&request, &question),
     };
     for turn in &earlier {
-        turn.validate().map_err(|e| match e {
-            Error::InvalidRequest { field, message } => ApiError::invalid(
+        turn.validate().map_err(|e| match e.invalid_field() {
+            Some((field, message)) => ApiError::invalid(
                 "messages",
                 format!("an earlier user message: {field}: {message}"),
             ),
-            other => ApiError::from(ServiceError::from(other)),
+            None => ApiError::from(e),
         })?;
     }
     let answer = service

@@ -3,7 +3,8 @@
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use switchyard_catalog::error::Error as DomainError;
+use switchyard_catalog::error::Error as CatalogError;
+use switchyard_contract::ContractError;
 use switchyard_core::ServiceError;
 
 use crate::wire::{ErrorBody, ErrorDetail};
@@ -27,9 +28,9 @@ pub enum ApiError {
     Service(#[from] ServiceError),
 }
 
-impl From<DomainError> for ApiError {
-    fn from(e: DomainError) -> Self {
-        ApiError::Service(ServiceError::Domain(e))
+impl From<CatalogError> for ApiError {
+    fn from(e: CatalogError) -> Self {
+        ApiError::Service(e.into())
     }
 }
 
@@ -60,46 +61,65 @@ impl ApiError {
             }
             ApiError::Overloaded { .. } => (StatusCode::SERVICE_UNAVAILABLE, "overloaded", None),
             ApiError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal", None),
-            ApiError::Service(ServiceError::Domain(e)) => domain_parts(e),
-            ApiError::Service(ServiceError::UnknownRequest(_)) => (
-                StatusCode::NOT_FOUND,
-                "unknown_request",
-                Some("request_id".into()),
-            ),
-            ApiError::Service(ServiceError::WorkflowRunning { .. }) => (
-                StatusCode::CONFLICT,
-                "workflow_running",
-                Some("workflow_id".into()),
-            ),
+            ApiError::Service(e) => service_parts(e),
         }
     }
 }
 
-/// The status, code and field of a domain error: the one mapping, used for refused
-/// requests and for the adapter failures a query answer reports alike.
-pub(crate) fn domain_parts(e: &DomainError) -> (StatusCode, &'static str, Option<String>) {
-    match e {
-        DomainError::InvalidRequest { field, .. } => (
+// The one table from the service's error (and the errors it gathers) to the status, the
+// stable code and the field at fault. Whatever it does not name is a 500 `internal`.
+
+fn service_parts(e: &ServiceError) -> (StatusCode, &'static str, Option<String>) {
+    if let Some((field, _)) = e.invalid_field() {
+        return (
             StatusCode::BAD_REQUEST,
             "invalid_request",
-            Some(field.clone()),
+            Some(field.to_owned()),
+        );
+    }
+    match e {
+        ServiceError::UnknownRequest(_) => (
+            StatusCode::NOT_FOUND,
+            "unknown_request",
+            Some("request_id".into()),
         ),
-        DomainError::UnknownDatasource(_) => (
+        ServiceError::WorkflowRunning { .. } => (
+            StatusCode::CONFLICT,
+            "workflow_running",
+            Some("workflow_id".into()),
+        ),
+        ServiceError::Catalog(e) => catalog_parts(e),
+        ServiceError::Contract(e) => contract_parts(e),
+        _ => (StatusCode::INTERNAL_SERVER_ERROR, "internal", None),
+    }
+}
+
+fn catalog_parts(e: &CatalogError) -> (StatusCode, &'static str, Option<String>) {
+    match e {
+        CatalogError::UnknownDatasource(_) => (
             StatusCode::BAD_REQUEST,
             "unknown_datasource",
             Some("datasources".into()),
         ),
-        DomainError::Unauthenticated(_) => (StatusCode::UNAUTHORIZED, "unauthenticated", None),
-        DomainError::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden", None),
-        DomainError::AdapterUnavailable { .. } => {
+        CatalogError::Unauthenticated(_) => (StatusCode::UNAUTHORIZED, "unauthenticated", None),
+        CatalogError::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden", None),
+        _ => (StatusCode::INTERNAL_SERVER_ERROR, "internal", None),
+    }
+}
+
+/// Also the status of an adapter failure a query answer reports.
+pub(crate) fn contract_parts(e: &ContractError) -> (StatusCode, &'static str, Option<String>) {
+    match e {
+        ContractError::AdapterUnavailable { .. } => {
             (StatusCode::NOT_IMPLEMENTED, "adapter_unavailable", None)
         }
-        DomainError::AdapterTimeout { .. } => {
+        ContractError::AdapterTimeout { .. } => {
             (StatusCode::GATEWAY_TIMEOUT, "adapter_timeout", None)
         }
-        DomainError::AdapterFailed { .. } => (StatusCode::BAD_GATEWAY, "adapter_error", None),
-        DomainError::Store { .. } => (StatusCode::SERVICE_UNAVAILABLE, "store_unavailable", None),
-        _ => (StatusCode::INTERNAL_SERVER_ERROR, "internal", None),
+        ContractError::AdapterFailed { .. } => (StatusCode::BAD_GATEWAY, "adapter_error", None),
+        ContractError::Store { .. } => (StatusCode::SERVICE_UNAVAILABLE, "store_unavailable", None),
+        ContractError::Catalog(e) => catalog_parts(e),
+        ContractError::Rerank { .. } => (StatusCode::INTERNAL_SERVER_ERROR, "internal", None),
     }
 }
 

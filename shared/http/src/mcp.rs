@@ -132,15 +132,13 @@ impl ServerHandler for Tools {
         match result {
             Ok(result) => Ok(result.into()),
             // Bad arguments are the caller's to fix: a protocol error naming the field.
-            Err(
-                ApiError::InvalidRequest { field, message }
-                | ApiError::Service(switchyard_core::ServiceError::Domain(
-                    switchyard_catalog::error::Error::InvalidRequest { field, message },
-                )),
-            ) => Err(ErrorData::invalid_params(
-                format!("{field}: {message}"),
-                Some(json!({"field": field})),
-            )),
+            Err(ApiError::InvalidRequest { field, message }) => {
+                Err(invalid_params(&field, &message))
+            }
+            Err(ApiError::Service(error)) if error.invalid_field().is_some() => {
+                let (field, message) = error.invalid_field().unwrap_or_default();
+                Err(invalid_params(field, message))
+            }
             // Anything else happened while answering: a tool result flagged as an error.
             Err(error) => {
                 Ok(CallToolResult::error(vec![ContentBlock::text(error.to_string())]).into())
@@ -305,4 +303,9 @@ fn inline(schema: &Value, components: &Value, depth: usize) -> Value {
         }
         other => other.clone(),
     }
+}
+
+/// Bad arguments, as the protocol's error naming the field.
+fn invalid_params(field: &str, message: &str) -> ErrorData {
+    ErrorData::invalid_params(format!("{field}: {message}"), Some(json!({"field": field})))
 }

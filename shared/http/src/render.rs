@@ -3,8 +3,8 @@
 use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
-use switchyard_catalog::error::Error;
 use switchyard_contract::adapter::AdapterResponse;
+use switchyard_contract::ContractError;
 use switchyard_core::service::{Answer, Execution, Routed, SessionUse};
 use switchyard_documents::schema::SchemaContext;
 use switchyard_index::index::DriftStatus;
@@ -184,15 +184,7 @@ impl Render<'_> {
         MatchReport {
             template_id: m.template_id.clone(),
             source_adapter: m.datasource.clone(),
-            embedding_score: m.embedding_score,
-            learned_score: m.learned_score,
-            keyword_score: m.keyword_score,
-            opening_score: m.opening_score,
-            combined_score: m.combined_score,
-            rank_score: m.rank_score,
-            probability: m.probability,
-            rerank_score: m.rerank_score,
-            string_similarity_score: m.string_similarity_score,
+            scores: StageScores::from(&m.scores),
             description: template.description.clone(),
             nl_examples: template.nl_examples.clone(),
             above_threshold: m.combined_score >= routing.threshold,
@@ -213,15 +205,7 @@ impl Render<'_> {
                 enabled: self.multistage_enabled(),
                 ranking: routing.ranking,
                 outcome: routing.outcome,
-                rank_score: m.rank_score,
-                learned_score: m.learned_score,
-                keyword_score: m.keyword_score,
-                opening_score: m.opening_score,
-                probability: m.probability,
-                combined_score: m.combined_score,
-                embedding_score: m.embedding_score,
-                rerank_score: m.rerank_score,
-                string_similarity_score: m.string_similarity_score,
+                scores: StageScores::from(&m.scores),
                 scoring_details: scoring_details(&routing.weights),
                 rerank: routing.rerank.clone(),
             },
@@ -437,8 +421,8 @@ impl Render<'_> {
 
 /// The HTTP status and code of an adapter that could not answer (transport failures;
 /// anything else the invoker returns is a bad gateway too).
-fn adapter_error_code(e: &Error) -> (u16, &'static str) {
-    match crate::error::domain_parts(e) {
+fn adapter_error_code(e: &ContractError) -> (u16, &'static str) {
+    match crate::error::contract_parts(e) {
         (status, code @ ("adapter_unavailable" | "adapter_timeout"), _) => (status.as_u16(), code),
         _ => (502, "adapter_error"),
     }

@@ -4,6 +4,7 @@
 //! frame are `switchyard-vectors`'.
 
 pub mod config;
+pub mod error;
 pub mod head;
 pub mod index;
 pub mod scoring;

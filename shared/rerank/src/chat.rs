@@ -8,8 +8,8 @@ use std::pin::Pin;
 use std::task::Poll;
 
 use serde_json::Value;
-use switchyard_catalog::error::{Error, Result};
 use switchyard_catalog::BoxFuture;
+use switchyard_contract::error::{ContractError, Result};
 use switchyard_contract::rerank::{RerankCandidate, Reranker};
 
 use crate::error::RerankError;
@@ -73,7 +73,7 @@ impl ChatJudge {
         parse_scores(answer, batch.len()).map_err(|m| self.error(&m))
     }
 
-    fn error(&self, message: &str) -> Error {
+    fn error(&self, message: &str) -> ContractError {
         RerankError::Answer {
             reranker: self.id.clone(),
             message: message.to_owned(),

@@ -5,8 +5,8 @@
 use reqwest::header::{HeaderMap, AUTHORIZATION};
 use serde::Deserialize;
 use serde_json::json;
-use switchyard_catalog::error::{Error, Result};
 use switchyard_catalog::BoxFuture;
+use switchyard_contract::error::{ContractError, Result};
 use switchyard_contract::rerank::{RerankCandidate, Reranker};
 
 use crate::error::RerankError;
@@ -110,7 +110,7 @@ impl Cohere {
         Ok(scores.into_iter().flatten().collect())
     }
 
-    fn error(&self, message: String) -> Error {
+    fn error(&self, message: String) -> ContractError {
         RerankError::Answer {
             reranker: self.id.clone(),
             message,

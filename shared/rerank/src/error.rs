@@ -1,14 +1,14 @@
 //! The rerank providers' own error: which provider failed, and why — the chat or rerank
 //! API's error (`LlmError`, kept as the source) or an answer the reranker cannot use. It
-//! reaches the router as the domain's `Error::Rerank`, this error as that one's source.
+//! reaches the router as the contract's `ContractError::Rerank`, this error as that one's source.
 
-use switchyard_catalog::error::Error;
+use switchyard_contract::ContractError;
 use switchyard_llm::LlmError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RerankError {
     /// The provider's API failed: HTTP status and body excerpt, a timeout, a transport error.
-    /// (The domain error it becomes carries the message; this names its kind, so a chain
+    /// (The contract error it becomes carries the message; this names its kind, so a chain
     /// printed whole does not say it twice.)
     #[error("the provider's API failed")]
     Api {
@@ -30,13 +30,13 @@ fn api_message(error: &LlmError) -> String {
     }
 }
 
-impl From<RerankError> for Error {
-    fn from(error: RerankError) -> Error {
+impl From<RerankError> for ContractError {
+    fn from(error: RerankError) -> ContractError {
         let (reranker, message) = match &error {
             RerankError::Api { reranker, source } => (reranker.clone(), api_message(source)),
             RerankError::Answer { reranker, message } => (reranker.clone(), message.clone()),
         };
-        Error::Rerank {
+        ContractError::Rerank {
             reranker,
             message,
             source: Some(Box::new(error)),

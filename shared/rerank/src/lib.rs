@@ -5,7 +5,7 @@
 //!
 //! [`from_config`] builds the configured provider once (one HTTP client, the API key read
 //! from its variable at start). A provider fails with a [`RerankError`] (as
-//! `Error::Rerank`) naming the provider, the HTTP status and a body excerpt, a score count mismatch, a timeout or an unparsable
+//! `ContractError::Rerank`) naming the provider, the HTTP status and a body excerpt, a score count mismatch, a timeout or an unparsable
 //! judge answer; the caller keeps its routing when that happens.
 
 mod chat;
@@ -19,6 +19,7 @@ use std::time::Duration;
 
 use switchyard_catalog::error::Error;
 use switchyard_contract::rerank::{RerankProvider, Reranker, Reranking};
+use switchyard_contract::ContractError;
 use switchyard_llm::{ApiKey, ChatClient, Dialect, JsonEndpoint, LlmError};
 
 use crate::chat::ChatJudge;
@@ -29,7 +30,7 @@ const FIELD: &str = "composite_retrieval.reranking";
 
 /// The reranker the settings describe: `None` when reranking is disabled or no provider is
 /// set. Fails when the endpoint, model or API key variable cannot be used.
-pub fn from_config(settings: &Reranking) -> Result<Option<Arc<dyn Reranker>>, Error> {
+pub fn from_config(settings: &Reranking) -> Result<Option<Arc<dyn Reranker>>, ContractError> {
     let Some(provider) = settings.provider.filter(|_| settings.enabled) else {
         return Ok(None);
     };
@@ -48,7 +49,7 @@ pub fn from_config(settings: &Reranking) -> Result<Option<Arc<dyn Reranker>>, Er
         None => None,
     };
     if settings.batch_size == 0 {
-        return Err(config_error("batch_size", "must be at least 1".into()));
+        return Err(config_error("batch_size", "must be at least 1".into()).into());
     }
 
     let name = match provider {
@@ -68,7 +69,7 @@ pub fn from_config(settings: &Reranking) -> Result<Option<Arc<dyn Reranker>>, Er
         )
     };
     let setup = |error: LlmError| match error {
-        LlmError::Endpoint(message) => config_error("endpoint", message),
+        LlmError::Endpoint(message) => config_error("endpoint", message).into(),
         other => provider_error(&id, other),
     };
     let reranker: Arc<dyn Reranker> = match provider {
@@ -116,7 +117,7 @@ fn config_error(field: &str, message: String) -> Error {
 }
 
 /// A model API failure as the reranker's error, the API's error kept as its source.
-fn provider_error(reranker: &str, error: LlmError) -> Error {
+fn provider_error(reranker: &str, error: LlmError) -> ContractError {
     RerankError::Api {
         reranker: reranker.to_owned(),
         source: error,

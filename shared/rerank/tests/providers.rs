@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 use switchyard_catalog::error::Error;
 use switchyard_contract::rerank::{RerankCandidate, Reranker};
 use switchyard_contract::rerank::{RerankProvider, Reranking};
+use switchyard_contract::ContractError;
 use switchyard_rerank::from_config;
 
 /// One request as the fake server saw it.
@@ -105,10 +106,10 @@ fn key_env(name: &str, value: &str) -> String {
     name.to_owned()
 }
 
-fn rerank_error(result: switchyard_catalog::error::Result<Vec<f32>>) -> String {
+fn rerank_error(result: switchyard_contract::error::Result<Vec<f32>>) -> String {
     match result {
         Ok(scores) => panic!("expected an error, got scores {scores:?}"),
-        Err(error @ Error::Rerank { .. }) => {
+        Err(error @ ContractError::Rerank { .. }) => {
             // The provider's error is kept as the source, not only as text.
             let kept = std::error::Error::source(&error)
                 .and_then(|e| e.downcast_ref::<switchyard_rerank::RerankError>());
@@ -466,7 +467,10 @@ fn a_missing_api_key_variable_is_a_configuration_error() {
     let error = from_config(&settings)
         .err()
         .expect("a missing key must fail");
-    assert!(matches!(error, Error::Config { .. }), "{error}");
+    assert!(
+        matches!(error, ContractError::Catalog(Error::Config { .. })),
+        "{error}"
+    );
     let message = error.to_string();
     assert!(message.contains(variable), "{message}");
     assert!(

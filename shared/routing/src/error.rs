@@ -1,21 +1,17 @@
-//! The routing crate's own error: a question the router refuses before any stage runs. It
-//! reaches callers as the domain's `Error::InvalidRequest` naming the `query` field, so the
-//! 400 the API answers and its message stay what they were. The stages themselves fail
-//! only through the embedder (the domain's `Error`).
+//! The routing crate's error: a question the router refuses before any stage runs (the
+//! API answers it as a 400 naming the `query` field), or the embedder's failure. The
+//! session and topic stores fail with the contract's error, as every store does.
 
-use switchyard_catalog::error::Error;
+use switchyard_vectors::VectorsError;
+
+pub type Result<T, E = RoutingError> = std::result::Result<T, E>;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RoutingError {
     /// The question is empty or longer than `MAX_QUERY_CHARS`.
     #[error("query: {0}")]
     Query(String),
-}
 
-impl From<RoutingError> for Error {
-    fn from(error: RoutingError) -> Error {
-        match error {
-            RoutingError::Query(message) => Error::invalid_request("query", message),
-        }
-    }
+    #[error(transparent)]
+    Vectors(#[from] VectorsError),
 }

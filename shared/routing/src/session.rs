@@ -8,8 +8,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::config::SessionsConfig;
-use switchyard_catalog::error::Result;
 use switchyard_catalog::expiring::ExpiringMap;
+use switchyard_contract::error::Result;
 
 /// One question of a session and what became of it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

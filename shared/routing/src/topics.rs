@@ -10,10 +10,10 @@ use std::collections::{BTreeSet, HashMap};
 use serde::{Deserialize, Serialize};
 
 use crate::config::TopicsConfig;
-use switchyard_catalog::error::Result;
 use switchyard_catalog::expiring::ExpiringMap;
 use switchyard_catalog::template::Template;
 use switchyard_catalog::BoxFuture;
+use switchyard_contract::error::Result;
 
 /// Words too common to say what a caller is about.
 const STOP_WORDS: &[&str] = &[

@@ -9,10 +9,10 @@
 
 use std::path::{Component, Path, PathBuf};
 
+use crate::error::{Result, S3Error};
 use aws_sdk_s3::primitives::ByteStream;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-use switchyard_catalog::error::{Error, Result};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::object;
@@ -71,8 +71,8 @@ impl S3DataStore {
         object::place(&self.bucket, key)
     }
 
-    fn fail(&self, key: &str, problem: impl Into<String>) -> Error {
-        Error::index(self.place(key), problem)
+    fn fail(&self, key: &str, problem: impl Into<String>) -> S3Error {
+        S3Error::object(self.place(key), problem)
     }
 
     /// Publish the datasource's files, each `(path relative to the datasource folder,
@@ -89,7 +89,7 @@ impl S3DataStore {
                 .unwrap_or_default();
             let key = format!("{}/{sha256}{extension}", self.prefix);
             let body = ByteStream::from_path(file).await.map_err(|e| {
-                Error::index(file.display().to_string(), format!("cannot read it: {e}"))
+                S3Error::object(file.display().to_string(), format!("cannot read it: {e}"))
             })?;
             object::put(
                 &self.client,
@@ -178,7 +178,7 @@ impl S3DataStore {
             }
             let parent = target.parent().unwrap_or(folder);
             tokio::fs::create_dir_all(parent).await.map_err(|e| {
-                Error::index(
+                S3Error::object(
                     parent.display().to_string(),
                     format!("cannot create it: {e}"),
                 )
@@ -209,7 +209,7 @@ impl S3DataStore {
                 return Err(e);
             }
             tokio::fs::rename(&partial, &target).await.map_err(|e| {
-                Error::index(
+                S3Error::object(
                     target.display().to_string(),
                     format!("cannot write it: {e}"),
                 )
@@ -235,7 +235,7 @@ impl S3DataStore {
         let mut body = self.get(key).await?.body;
         let mut out = match file {
             Some(path) => Some(tokio::fs::File::create(path).await.map_err(|e| {
-                Error::index(path.display().to_string(), format!("cannot write it: {e}"))
+                S3Error::object(path.display().to_string(), format!("cannot write it: {e}"))
             })?),
             None => None,
         };
@@ -250,13 +250,13 @@ impl S3DataStore {
             bytes += chunk.len() as u64;
             if let (Some(out), Some(path)) = (out.as_mut(), file) {
                 out.write_all(&chunk).await.map_err(|e| {
-                    Error::index(path.display().to_string(), format!("cannot write it: {e}"))
+                    S3Error::object(path.display().to_string(), format!("cannot write it: {e}"))
                 })?;
             }
         }
         if let (Some(mut out), Some(path)) = (out, file) {
             out.flush().await.map_err(|e| {
-                Error::index(path.display().to_string(), format!("cannot write it: {e}"))
+                S3Error::object(path.display().to_string(), format!("cannot write it: {e}"))
             })?;
         }
         Ok((hex::encode(hasher.finalize()), bytes))
@@ -266,7 +266,7 @@ impl S3DataStore {
 /// The SHA-256 and size of a file on disk, read in blocks.
 async fn hash_file(path: &Path) -> Result<(String, u64)> {
     let unreadable = |e: std::io::Error| {
-        Error::index(path.display().to_string(), format!("cannot read it: {e}"))
+        S3Error::object(path.display().to_string(), format!("cannot read it: {e}"))
     };
     let mut file = tokio::fs::File::open(path).await.map_err(unreadable)?;
     let mut hasher = Sha256::new();

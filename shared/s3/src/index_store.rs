@@ -4,10 +4,10 @@
 //! artifact. The router reads the pointer, then the artifact it names, and checks the
 //! bytes against the pointer's hash before deserialising them.
 
+use crate::error::{Result, S3Error};
 use aws_sdk_s3::primitives::ByteStream;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-use switchyard_catalog::error::{Error, Result};
 use switchyard_documents::ChunkIndex;
 
 use crate::object;
@@ -68,7 +68,7 @@ impl S3IndexStore {
         let stored = self.get(&key).await?;
         let stored_sha256 = hex::encode(Sha256::digest(&stored));
         if stored_sha256 != sha256 {
-            return Err(Error::index(
+            return Err(S3Error::object(
                 self.place(&key),
                 format!(
                     "read back {} bytes with SHA-256 {stored_sha256}, uploaded {} bytes with {sha256}; `current` not moved",
@@ -100,7 +100,7 @@ impl S3IndexStore {
         let key = self.pointer_key();
         let bytes = self.get(&key).await?;
         serde_json::from_slice(&bytes).map_err(|e| {
-            Error::index(
+            S3Error::object(
                 self.place(&key),
                 format!("the pointer is not {{key, sha256, bytes}} JSON: {e}"),
             )
@@ -113,7 +113,7 @@ impl S3IndexStore {
         let bytes = self.get(&pointer.key).await?;
         let sha256 = hex::encode(Sha256::digest(&bytes));
         if sha256 != pointer.sha256 {
-            return Err(Error::index(
+            return Err(S3Error::object(
                 self.place(&pointer.key),
                 format!(
                     "SHA-256 {sha256} does not match the pointer's {} (corrupt or replaced artifact)",

@@ -5,7 +5,7 @@
 //! links this crate; the router's AWS edges (`switchyard-aws`) build on it.
 //!
 //! A failed S3 call is an [`S3Error`] naming the place, the SDK's error kept as its
-//! source; it reaches callers as the domain's `Error::Index`. Endpoints follow the SDK's
+//! source. Endpoints follow the SDK's
 //! usual configuration, `AWS_ENDPOINT_URL` included, which is how the tests reach
 //! `moto_server` on 127.0.0.1.
 

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use switchyard_catalog::error::{Error, Result};
+use crate::error::{Result, S3Error};
 use switchyard_catalog::template::{Catalog, DatasourceKind};
 use switchyard_documents::{artifact_beside, ChunkIndex};
 
@@ -59,7 +59,7 @@ pub async fn documents_chunks(
         artifacts.push(match location {
             IndexLocation::S3 { bucket, prefix } => {
                 let s3 = s3.ok_or_else(|| {
-                    Error::index(
+                    S3Error::object(
                         format!("s3://{bucket}/{prefix}"),
                         "no S3 client to read the chunk artifacts with",
                     )
@@ -78,7 +78,7 @@ pub async fn documents_chunks(
 fn chunks_beside(index: &Path, name: &str) -> Result<(ChunkIndex, String)> {
     let path = artifact_beside(index, name);
     if !path.is_file() {
-        return Err(Error::index(
+        return Err(S3Error::object(
             path.display().to_string(),
             format!(
                 "the chunks of `{name}` are missing: `index build` writes them beside the index"

@@ -1,11 +1,9 @@
 //! One object's calls, made alike by both stores: the place errors name, an upload, and a
 //! download whose missing object is said in the store's own words.
 
+use crate::error::{Result, S3Error};
 use aws_sdk_s3::operation::get_object::GetObjectOutput;
 use aws_sdk_s3::primitives::ByteStream;
-use switchyard_catalog::error::{Error, Result};
-
-use crate::error::S3Error;
 
 /// `s3://bucket/key`, as errors and logs name an object.
 pub(crate) fn place(bucket: &str, key: &str) -> String {
@@ -18,13 +16,12 @@ pub(crate) fn failed(
     key: &str,
     problem: &str,
     error: impl std::error::Error + Send + Sync + 'static,
-) -> Error {
-    S3Error::Object {
+) -> S3Error {
+    S3Error::Call {
         place: place(bucket, key),
         problem: problem.into(),
         source: Box::new(error),
     }
-    .into()
 }
 
 pub(crate) async fn put(
@@ -60,7 +57,9 @@ pub(crate) async fn get(
         .send()
         .await
         .map_err(|e| match e.as_service_error() {
-            Some(service) if service.is_no_such_key() => Error::index(place(bucket, key), missing),
+            Some(service) if service.is_no_such_key() => {
+                S3Error::object(place(bucket, key), missing)
+            }
             _ => failed(bucket, key, "download failed", e),
         })
 }

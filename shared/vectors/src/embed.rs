@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 
 use lru::LruCache;
 
-use switchyard_catalog::error::{Error, Result};
+use crate::error::{Result, VectorsError};
 use switchyard_catalog::metric;
 
 /// Texts in, L2-normalised vectors out (one per text, in order).
@@ -26,7 +26,7 @@ pub trait Embedder: Send + Sync {
         let mut vectors = self.embed(&[text])?;
         vectors
             .pop()
-            .ok_or_else(|| Error::Embedding("the embedder returned no vector".into()))
+            .ok_or_else(|| VectorsError::embedding("the embedder returned no vector"))
     }
 }
 

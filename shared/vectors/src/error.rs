@@ -1,47 +1,62 @@
-//! A built artifact's refusal (the routing index's, a chunk artifact's): bytes that cannot
-//! be trusted, or built with another model than the one at hand. It reaches callers as the
-//! domain's `Error::Index`, this error as its source, so an operator's tooling can tell a
-//! corrupt upload from a model mismatch.
+//! The vectors crate's error: an embedder that failed, an artifact (the routing index's, a
+//! chunk artifact's) whose bytes cannot be trusted or that was built with another model
+//! than the one at hand, or a file that cannot be written. Operators' tooling tells a
+//! corrupt upload (`Artifact`) from a model mismatch (`Model`) by the variant.
 
-use switchyard_catalog::error::Error;
+use std::path::PathBuf;
+
+use switchyard_catalog::error::BoxError;
+
+pub type Result<T, E = VectorsError> = std::result::Result<T, E>;
 
 #[derive(Debug, thiserror::Error)]
-pub enum ArtifactError {
+pub enum VectorsError {
     /// Unreadable, truncated, corrupt or inconsistent bytes; `origin` is a path or S3 place.
-    /// (The domain error it becomes carries the problem; this names its kind, so a chain
-    /// printed whole does not say it twice.)
-    #[error("the artifact cannot be trusted")]
+    #[error("index {origin}: {problem}")]
     Artifact { origin: String, problem: String },
+
     /// Built with another model, dimension or adapted encoder than the one at hand, or one
     /// whose probe sentences the model at hand embeds differently (drift).
-    #[error("built for another model than the one at hand")]
+    #[error("index {origin}: {problem}")]
     Model { origin: String, problem: String },
+
+    /// The embedder failed; its own error (`switchyard-embed`'s) is the source.
+    #[error("embedding: {0}")]
+    Embedding(#[source] BoxError),
+
+    /// An artifact that cannot be written.
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
 }
 
-impl ArtifactError {
+impl VectorsError {
     pub fn artifact(origin: impl Into<String>, problem: impl Into<String>) -> Self {
-        ArtifactError::Artifact {
+        VectorsError::Artifact {
             origin: origin.into(),
             problem: problem.into(),
         }
     }
 
     pub fn model(origin: impl Into<String>, problem: impl Into<String>) -> Self {
-        ArtifactError::Model {
+        VectorsError::Model {
             origin: origin.into(),
             problem: problem.into(),
         }
     }
-}
 
-impl From<ArtifactError> for Error {
-    fn from(error: ArtifactError) -> Error {
-        let (ArtifactError::Artifact { origin, problem }
-        | ArtifactError::Model { origin, problem }) = &error;
-        Error::Index {
-            origin: origin.clone(),
-            problem: problem.clone(),
-            source: Some(Box::new(error)),
+    /// An embedder's own failure, kept whole as the source.
+    pub fn embedding(source: impl Into<BoxError>) -> Self {
+        VectorsError::Embedding(source.into())
+    }
+
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        VectorsError::Io {
+            path: path.into(),
+            source,
         }
     }
 }

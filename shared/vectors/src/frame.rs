@@ -9,8 +9,8 @@
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use crate::error::{Result, VectorsError};
 use sha2::{Digest, Sha256};
-use switchyard_catalog::error::{Error, Result};
 
 const CHECKSUM_LEN: usize = 32;
 
@@ -32,11 +32,11 @@ pub fn seal(magic: &[u8; 8], version: u32, manifest: &[u8], body: &[u8]) -> Vec<
 /// Write beside, then rename, so a reader never sees half an artifact.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+        std::fs::create_dir_all(parent).map_err(|e| VectorsError::io(parent, e))?;
     }
     let partial = path.with_extension("partial");
-    std::fs::write(&partial, bytes).map_err(|e| Error::io(&partial, e))?;
-    std::fs::rename(&partial, path).map_err(|e| Error::io(path, e))
+    std::fs::write(&partial, bytes).map_err(|e| VectorsError::io(&partial, e))?;
+    std::fs::rename(&partial, path).map_err(|e| VectorsError::io(path, e))
 }
 
 /// Check the frame of an artifact (length, magic, version, section lengths, checksum) and

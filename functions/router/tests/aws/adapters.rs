@@ -8,9 +8,9 @@ use axum::response::IntoResponse;
 use axum::routing::post;
 use serde_json::json;
 use switchyard_aws::LambdaInvoker;
-use switchyard_catalog::error::Error;
 use switchyard_catalog::template::Catalog;
 use switchyard_contract::adapter::{AdapterInvoker, AdapterRequest, AdapterStatus};
+use switchyard_contract::ContractError;
 
 use crate::setup::{adapter_functions, endpoint, root, sdk};
 
@@ -77,7 +77,10 @@ async fn adapter_failures_are_named() {
         .invoke(tools_request(1000))
         .await
         .unwrap_err();
-    assert!(matches!(error, Error::AdapterFailed { .. }), "{error}");
+    assert!(
+        matches!(error, ContractError::AdapterFailed { .. }),
+        "{error}"
+    );
     assert!(
         error.to_string().contains("PanicError: adapter blew up"),
         "{error}"
@@ -121,7 +124,10 @@ async fn adapter_failures_are_named() {
         .invoke(tools_request(100))
         .await
         .unwrap_err();
-    assert!(matches!(error, Error::AdapterTimeout { .. }), "{error}");
+    assert!(
+        matches!(error, ContractError::AdapterTimeout { .. }),
+        "{error}"
+    );
     assert!(started.elapsed() < Duration::from_secs(10));
 
     // A datasource without a function is unavailable, not guessed.
@@ -132,7 +138,10 @@ async fn adapter_failures_are_named() {
         |_| None,
     );
     let error = none.invoke(tools_request(100)).await.unwrap_err();
-    assert!(matches!(error, Error::AdapterUnavailable { .. }), "{error}");
+    assert!(
+        matches!(error, ContractError::AdapterUnavailable { .. }),
+        "{error}"
+    );
 }
 
 /// A server-backed SQL datasource through the Lambda path: the router's invoker calls the

@@ -12,9 +12,9 @@ use switchyard_aws::index::IndexPublishing;
 use switchyard_aws::DynamoWorkflowStore;
 use switchyard_catalog::auth::Access;
 use switchyard_catalog::clock::unix_now;
-use switchyard_catalog::error::Error;
 use switchyard_catalog::BoxFuture;
 use switchyard_contract::adapter::{AdapterInvoker, AdapterRequest, AdapterResponse};
+use switchyard_contract::ContractError;
 use switchyard_core::config::Config;
 use switchyard_core::orchestration::{Checkpoint, TaskState, TaskStatus, WorkflowStore};
 use switchyard_core::service::{Answer, Question, Service};
@@ -42,7 +42,7 @@ impl AdapterInvoker for FlakyInvoker {
     fn invoke<'a>(
         &'a self,
         request: AdapterRequest,
-    ) -> BoxFuture<'a, switchyard_catalog::error::Result<AdapterResponse>> {
+    ) -> BoxFuture<'a, switchyard_contract::error::Result<AdapterResponse>> {
         Box::pin(async move {
             let call = {
                 let mut calls = self.calls.lock().unwrap();
@@ -51,7 +51,7 @@ impl AdapterInvoker for FlakyInvoker {
                 *count
             };
             if request.template_id == self.fail_first_call_of && call == 1 {
-                return Err(Error::AdapterFailed {
+                return Err(ContractError::AdapterFailed {
                     datasource: request.datasource,
                     message: "injected failure of the first call".into(),
                     source: None,
@@ -325,7 +325,7 @@ async fn a_failed_phase_resumes_from_its_checkpoint_without_rerunning_phase_one(
         Err(e) => e,
     };
     assert!(
-        matches!(&error, ServiceError::Domain(Error::InvalidRequest { field, .. }) if field == "workflow_id"),
+        matches!(&error, ServiceError::InvalidRequest { field, .. } if field == "workflow_id"),
         "{error}"
     );
     assert!(error.to_string().contains("workflow_id"), "{error}");
@@ -407,7 +407,7 @@ async fn expired_or_unknown_workflows_are_not_loaded() {
         .await
         .unwrap();
     match store.load("wf-corrupt", now).await {
-        Err(Error::Store { store, message, .. }) => {
+        Err(ContractError::Store { store, message, .. }) => {
             assert_eq!(store, format!("workflow table `{table}`"));
             assert!(message.contains("`wf-corrupt`"), "{message}");
         }
@@ -426,7 +426,7 @@ async fn expired_or_unknown_workflows_are_not_loaded() {
             .unwrap_err(),
     ] {
         assert!(
-            matches!(&error, Error::Store { store, .. } if store == "workflow table `workflows`"),
+            matches!(&error, ContractError::Store { store, .. } if store == "workflow table `workflows`"),
             "{error}"
         );
         // The cause is kept, not flattened into the message: the AWS edge's error names

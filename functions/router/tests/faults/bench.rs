@@ -141,7 +141,7 @@ impl Bench {
     pub async fn cold_start(
         &self,
         config: Config,
-    ) -> switchyard_catalog::error::Result<(RouterService, ColdStart)> {
+    ) -> Result<(RouterService, ColdStart), switchyard_router::ColdStartError> {
         let moto = sdk(&self.moto.url).await;
         let clients = Clients {
             s3: switchyard_s3::s3_client(&moto),

@@ -372,6 +372,18 @@ impl Adapter for ToolsAdapter {
             Ok((content, data))
         })
     }
+
+    /// Notation the calculator lacks is refused before the dispatcher asks for parameters
+    /// it could not use: "2 to the power of 10" is not a multiplication short of factors.
+    fn refuse_before_extraction(&self, template: &Template, question: &str) -> Option<String> {
+        if template.tool_name.as_deref() != Some("calculator") {
+            return None;
+        }
+        let operation = template.tool_operation.as_deref().unwrap_or_default();
+        check_reading(operation, question, &Map::new())
+            .err()
+            .map(|e| e.to_string())
+    }
 }
 
 /// Render a tool template's answer: its `response_template` over the parameters plus

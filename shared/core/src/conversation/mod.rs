@@ -114,7 +114,7 @@ pub fn contextualize(
     });
     let preferred = preferred_datasource(turns, config.preference_uses);
     let prior_belief = previous.map(prior_belief).unwrap_or_default();
-    let power = evidence_power(config, own.best().map_or(0.0, |m| m.combined_score));
+    let power = evidence_power(config, own.best().map_or(0.0, |m| m.scores.combined_score));
     let belief = follow(
         config,
         Prior {
@@ -232,7 +232,7 @@ pub fn turn_of(
         template_id: chosen.map(|m| m.template_id.clone()),
         parameters,
         outcome,
-        confidence: chosen.map_or(0.0, |m| m.combined_score),
+        confidence: chosen.map_or(0.0, |m| m.scores.combined_score),
         belief: belief.to_vec(),
         choices: routing
             .clarify_choices()
@@ -375,7 +375,7 @@ fn evidence(
     assistant: Option<AssistantTurn<'_>>,
     config: &ContextConfig,
 ) -> Vec<Evidence> {
-    let confidence = own.best().map_or(0.0, |m| m.combined_score);
+    let confidence = own.best().map_or(0.0, |m| m.scores.combined_score);
     let span = config.informative_above - config.uninformative_below;
     let informative = ((confidence - config.uninformative_below) / span).clamp(0.0, 1.0);
     let w = joint.map_or(0.0, |_| {
@@ -438,7 +438,10 @@ fn same(a: &Match, b: &Match) -> bool {
 
 /// The learned head's calibrated probability, or the confidence without a head.
 fn probability_of(m: &Match) -> f32 {
-    m.probability.unwrap_or(m.combined_score).max(0.0)
+    m.scores
+        .probability
+        .unwrap_or(m.scores.combined_score)
+        .max(0.0)
 }
 
 fn weighted(m: &Match, probability: f32) -> Weighted {

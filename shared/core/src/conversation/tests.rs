@@ -1,7 +1,7 @@
 use super::*;
 use crate::config::Config;
 use switchyard_index::scoring::Weights;
-use switchyard_routing::router::{Ranking, RerankStatus, StageTimings};
+use switchyard_routing::router::{Ranking, RerankStatus, StageScores, StageTimings};
 
 fn template(datasource: &str, template_id: &str) -> TemplateRef {
     TemplateRef {
@@ -245,16 +245,18 @@ fn routing(order: &[(&str, &str)]) -> Routing {
             template_id: (*t).into(),
             datasource_position: 0,
             template_position: i,
-            embedding_score: 0.5,
-            learned_score: None,
-            keyword_score: None,
-            opening_score: None,
-            rerank_score: None,
-            string_similarity_score: None,
-            retrieval_score: 0.5,
-            rank_score: 0.5,
-            combined_score: 0.5,
-            probability: None,
+            scores: StageScores {
+                embedding_score: 0.5,
+                learned_score: None,
+                keyword_score: None,
+                opening_score: None,
+                rerank_score: None,
+                string_similarity_score: None,
+                retrieval_score: 0.5,
+                rank_score: 0.5,
+                combined_score: 0.5,
+                probability: None,
+            },
             declined_by: None,
             context_probability: None,
         })

@@ -8,8 +8,10 @@ use std::time::Duration;
 use super::QuestionSplitter;
 use crate::config::Config;
 use serde_json::{json, Value};
-use switchyard_catalog::error::{Error, Result};
+use switchyard_catalog::error::Error;
 use switchyard_catalog::BoxFuture;
+use switchyard_contract::error::Result;
+use switchyard_contract::ContractError;
 use switchyard_llm::{ApiKey, ChatClient, ChatRequest, Dialect, Tool};
 
 const INSTRUCTIONS: &str = "Split the user's message into the separate requests it makes, \
@@ -25,7 +27,7 @@ impl ChatSplitter {
     /// From the configuration: `None` unless `orchestration.chat_decomposer` is on and the
     /// `llm` section names an endpoint and a model (an OpenAI-compatible server, like the
     /// adapters' assistant).
-    pub fn from_config(config: &Config) -> Result<Option<Arc<dyn QuestionSplitter>>> {
+    pub fn from_config(config: &Config) -> Result<Option<Arc<dyn QuestionSplitter>>, Error> {
         let llm = &config.llm;
         let (true, Some(endpoint), Some(model)) = (
             config.orchestration.chat_decomposer,
@@ -106,7 +108,7 @@ impl QuestionSplitter for ChatSplitter {
         Box::pin(async move {
             self.ask(question)
                 .await
-                .map_err(|message| Error::AdapterFailed {
+                .map_err(|message| ContractError::AdapterFailed {
                     datasource: self.id.clone(),
                     message,
                     source: None,

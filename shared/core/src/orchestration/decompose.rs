@@ -37,8 +37,8 @@ impl SpanRouting {
         let best = routing.best();
         SpanRouting {
             template: best.map(|m| m.template_ref()),
-            confidence: best.map_or(0.0, |m| m.combined_score),
-            probability: best.and_then(|m| m.probability),
+            confidence: best.map_or(0.0, |m| m.scores.combined_score),
+            probability: best.and_then(|m| m.scores.probability),
             selected: routing.selected.is_some(),
         }
     }

@@ -30,8 +30,8 @@ pub use workflow::{
 };
 
 use crate::config::OrchestrationConfig;
+use crate::error::Result;
 use switchyard_catalog::auth::Access;
-use switchyard_catalog::error::Result;
 use switchyard_catalog::template::Catalog;
 use switchyard_routing::router::{Router, Routing};
 

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::split::{tokens, Link};
 use super::SubQuestion;
-use switchyard_catalog::error::{Error, Result};
+use crate::error::{Result, ServiceError};
 
 /// One sub-question to run on one template.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -50,7 +50,7 @@ pub fn plan(parts: &[SubQuestion], reference_words: &[String]) -> Vec<Task> {
             question: part.text.clone(),
             datasource: best.datasource.clone(),
             template_id: best.template_id.clone(),
-            confidence: best.combined_score,
+            confidence: best.scores.combined_score,
             depends_on,
         });
     }
@@ -65,14 +65,14 @@ pub fn phases(tasks: &[Task]) -> Result<Vec<Vec<usize>>> {
     let mut unblocks: Vec<Vec<usize>> = vec![Vec::new(); tasks.len()];
     for (i, task) in tasks.iter().enumerate() {
         if position(&task.id) != Some(i) {
-            return Err(Error::invalid_request(
+            return Err(ServiceError::invalid_request(
                 format!("plan.tasks[{i}].id"),
                 format!("`{}` is used by more than one task", task.id),
             ));
         }
         for dependency in &task.depends_on {
             let Some(d) = position(dependency) else {
-                return Err(Error::invalid_request(
+                return Err(ServiceError::invalid_request(
                     format!("plan.tasks[{i}].depends_on"),
                     format!(
                         "task `{}` depends on `{dependency}`, which is not in the plan",
@@ -106,7 +106,7 @@ pub fn phases(tasks: &[Task]) -> Result<Vec<Vec<usize>>> {
             .filter(|&i| waiting_on[i] > 0)
             .map(|i| tasks[i].id.as_str())
             .collect();
-        return Err(Error::invalid_request(
+        return Err(ServiceError::invalid_request(
             "plan.tasks",
             format!(
                 "the dependencies of {} form a cycle",

@@ -5,8 +5,8 @@
 use super::decompose::{valid_split, SpanRouting};
 use super::SubQuestion;
 use crate::config::OrchestrationConfig;
+use crate::error::Result;
 use switchyard_catalog::auth::Access;
-use switchyard_catalog::error::Result;
 use switchyard_catalog::BoxFuture;
 use switchyard_routing::router::{Router, Routing, MAX_QUERY_CHARS};
 
@@ -15,7 +15,10 @@ pub trait QuestionSplitter: Send + Sync {
     fn id(&self) -> &str;
 
     /// The separate requests `question` makes, each a self-contained question, in order.
-    fn split<'a>(&'a self, question: &'a str) -> BoxFuture<'a, Result<Vec<String>>>;
+    fn split<'a>(
+        &'a self,
+        question: &'a str,
+    ) -> BoxFuture<'a, switchyard_contract::error::Result<Vec<String>>>;
 }
 
 /// Route `texts` (one embedding batch) and keep them as sub-questions when they split

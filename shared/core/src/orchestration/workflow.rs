@@ -8,9 +8,9 @@ use std::sync::Mutex;
 use serde::{Deserialize, Serialize};
 
 use super::plan::Task;
-use switchyard_catalog::error::Result;
 use switchyard_catalog::BoxFuture;
 use switchyard_contract::adapter::{AdapterResponse, AdapterStatus};
+use switchyard_contract::error::Result;
 
 /// Longest `workflow_id` accepted.
 pub const MAX_WORKFLOW_ID_CHARS: usize = 128;

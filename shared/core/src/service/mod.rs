@@ -22,6 +22,7 @@ use crate::config::Config;
 use crate::conversation::{
     contextualize, AssistantTurn, ContextTexts, Contextualized, MAX_ASSISTANT_CHARS,
 };
+use crate::error::Result;
 use crate::error::ServiceError;
 use crate::feedback::{Decision, Feedback, FeedbackRecord, FeedbackStore, MemoryFeedbackStore};
 use crate::invoker::RoutedWith;
@@ -34,7 +35,6 @@ pub use routed::{Plan, Routed};
 use switchyard_catalog::auth::{scoped, Access};
 use switchyard_catalog::blocking::run_blocking;
 use switchyard_catalog::clock::unix_now;
-use switchyard_catalog::error::{Error, Result};
 use switchyard_catalog::metric;
 use switchyard_contract::adapter::{AdapterInvoker, AdapterResponse};
 use switchyard_documents::schema::{schema_context, SchemaContext};
@@ -81,7 +81,7 @@ impl Question {
         Router::validate_query(&self.query)?;
         if let Some(id) = &self.session_id {
             if id.is_empty() || id.chars().count() > MAX_SESSION_ID_CHARS {
-                return Err(Error::invalid_request(
+                return Err(ServiceError::invalid_request(
                     "session_id",
                     format!("must be a string of 1 to {MAX_SESSION_ID_CHARS} characters"),
                 ));
@@ -89,7 +89,7 @@ impl Question {
         }
         if let Some(said) = &self.assistant {
             if said.chars().count() > MAX_ASSISTANT_CHARS {
-                return Err(Error::invalid_request(
+                return Err(ServiceError::invalid_request(
                     "assistant",
                     format!("must be at most {MAX_ASSISTANT_CHARS} characters"),
                 ));
@@ -98,7 +98,7 @@ impl Question {
         if let Some(id) = &self.workflow_id {
             let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.');
             if id.is_empty() || id.len() > MAX_WORKFLOW_ID_CHARS || !id.chars().all(allowed) {
-                return Err(Error::invalid_request(
+                return Err(ServiceError::invalid_request(
                     "workflow_id",
                     format!(
                         "must be 1 to {MAX_WORKFLOW_ID_CHARS} letters, digits, '-', '_' or '.'"
@@ -127,7 +127,7 @@ pub struct Answer {
 
 #[derive(Debug)]
 pub struct Execution {
-    pub adapter: Result<AdapterResponse>,
+    pub adapter: switchyard_contract::error::Result<AdapterResponse>,
     pub adapter_ms: f64,
 }
 
@@ -297,7 +297,7 @@ impl Service {
         for asked in earlier.iter().chain([question]) {
             asked.validate()?;
             if !earlier.is_empty() && asked.session_id.is_some() {
-                return Err(Error::invalid_request(
+                return Err(ServiceError::invalid_request(
                     "session_id",
                     "must be absent when the earlier questions are given",
                 )
@@ -391,7 +391,7 @@ impl Service {
         feedback: Feedback,
     ) -> Result<FeedbackRecord, ServiceError> {
         if request_id.is_empty() || request_id.chars().count() > MAX_SESSION_ID_CHARS {
-            return Err(Error::invalid_request(
+            return Err(ServiceError::invalid_request(
                 "request_id",
                 format!("must be a string of 1 to {MAX_SESSION_ID_CHARS} characters"),
             )
@@ -452,7 +452,7 @@ impl Service {
     /// The caller's access, narrowed to the question's `datasources`.
     fn access_for(&self, question: &Question, access: &Access) -> Result<Access> {
         match &question.datasources {
-            Some(names) => access.narrow(names, &self.router.index().catalog),
+            Some(names) => Ok(access.narrow(names, &self.router.index().catalog)?),
             None => Ok(access.clone()),
         }
     }
@@ -534,7 +534,7 @@ fn record_routing(routing: &Routing, question: &Question) {
         Some(m) => {
             metrics::counter!(metric::REQUESTS, metric::DATASOURCE => m.datasource.clone())
                 .increment(1);
-            metrics::histogram!(metric::CONFIDENCE).record(f64::from(m.combined_score));
+            metrics::histogram!(metric::CONFIDENCE).record(f64::from(m.scores.combined_score));
         }
         None => metrics::counter!(metric::NO_MATCH).increment(1),
     }
@@ -545,7 +545,7 @@ fn record_routing(routing: &Routing, question: &Question) {
         datasource = selected.map(|m| m.datasource.as_str()).unwrap_or(""),
         template = selected.map(|m| m.template_id.as_str()).unwrap_or(""),
         outcome = ?routing.outcome,
-        score = routing.best().map(|m| m.combined_score).unwrap_or(0.0),
+        score = routing.best().map(|m| m.scores.combined_score).unwrap_or(0.0),
         embedding_ms = t.embedding_ms,
         search_ms = t.search_ms,
         string_similarity_ms = t.string_similarity_ms,

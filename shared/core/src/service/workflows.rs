@@ -8,6 +8,7 @@ use serde_json::Map;
 
 use super::routed::{Plan, Routed};
 use super::{new_request_id, Question, Service};
+use crate::error::Result;
 use crate::error::ServiceError;
 use crate::orchestration::{
     decompose, fuse, phases, plan, run, validated_parts, Checkpoint, Decomposition, Fused,
@@ -16,7 +17,6 @@ use crate::orchestration::{
 use switchyard_catalog::auth::scoped;
 use switchyard_catalog::auth::Access;
 use switchyard_catalog::blocking::run_blocking;
-use switchyard_catalog::error::{Error, Result};
 use switchyard_catalog::metric;
 use switchyard_routing::router::Routing;
 
@@ -156,7 +156,7 @@ impl Service {
         // Another caller's workflow is refused exactly like another question's: the
         // answer tells nothing about whether it exists.
         if !checkpoint.asks(&question.query) || checkpoint.owner != question.owner {
-            return Err(Error::invalid_request(
+            return Err(ServiceError::invalid_request(
                 "workflow_id",
                 format!("workflow `{id}` belongs to another question"),
             ));

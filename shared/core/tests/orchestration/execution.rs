@@ -8,9 +8,9 @@ use std::time::Duration;
 use serde_json::{json, Map, Value};
 
 use crate::helpers::{checkpoint, response, task};
-use switchyard_catalog::error::Error;
 use switchyard_catalog::BoxFuture;
 use switchyard_contract::adapter::{AdapterInvoker, AdapterRequest, AdapterResponse};
+use switchyard_contract::ContractError;
 use switchyard_core::orchestration::*;
 
 /// Answers after a pause, counting how many calls are in flight at once.
@@ -26,7 +26,7 @@ impl AdapterInvoker for SlowInvoker {
     fn invoke<'a>(
         &'a self,
         request: AdapterRequest,
-    ) -> BoxFuture<'a, switchyard_catalog::error::Result<AdapterResponse>> {
+    ) -> BoxFuture<'a, switchyard_contract::error::Result<AdapterResponse>> {
         Box::pin(async move {
             let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
             self.most_in_flight.fetch_max(now, Ordering::SeqCst);
@@ -34,7 +34,7 @@ impl AdapterInvoker for SlowInvoker {
             self.in_flight.fetch_sub(1, Ordering::SeqCst);
             self.calls.lock().unwrap().push(request.clone());
             if self.fail.as_deref() == Some(request.template_id.as_str()) {
-                return Err(Error::AdapterTimeout {
+                return Err(ContractError::AdapterTimeout {
                     datasource: request.datasource,
                     after_ms: 40,
                 });

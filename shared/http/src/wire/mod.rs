@@ -379,8 +379,22 @@ pub struct MultistageScoring {
     /// `execute`, `clarify` or `no_match`.
     #[schema(value_type = String)]
     pub outcome: switchyard_routing::router::Outcome,
+    #[serde(flatten)]
+    pub scores: StageScores,
+    pub scoring_details: ScoringDetails,
+    /// What the rerank stage did: `{"status": "disabled" | "no_provider" | "no_candidates" |
+    /// "not_needed" | "applied" | "failed", ...}`.
+    #[schema(value_type = Object)]
+    pub rerank: switchyard_routing::router::RerankStatus,
+}
+
+/// A candidate's score at each stage (routing's `StageScores` on the wire, rounded),
+/// flattened into the match reports and the chosen template's scoring. A new stage is a
+/// field here and one line in its `From`.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct StageScores {
     #[serde(serialize_with = "score")]
-    pub rank_score: f32,
+    pub embedding_score: f32,
     #[serde(serialize_with = "score")]
     pub learned_score: Option<f32>,
     #[serde(serialize_with = "score")]
@@ -388,20 +402,31 @@ pub struct MultistageScoring {
     #[serde(serialize_with = "score")]
     pub opening_score: Option<f32>,
     #[serde(serialize_with = "score")]
-    pub probability: Option<f32>,
-    #[serde(serialize_with = "score")]
-    pub combined_score: f32,
-    #[serde(serialize_with = "score")]
-    pub embedding_score: f32,
-    #[serde(serialize_with = "score")]
     pub rerank_score: Option<f32>,
     #[serde(serialize_with = "score")]
     pub string_similarity_score: Option<f32>,
-    pub scoring_details: ScoringDetails,
-    /// What the rerank stage did: `{"status": "disabled" | "no_provider" | "no_candidates" |
-    /// "not_needed" | "applied" | "failed", ...}`.
-    #[schema(value_type = Object)]
-    pub rerank: switchyard_routing::router::RerankStatus,
+    #[serde(serialize_with = "score")]
+    pub rank_score: f32,
+    #[serde(serialize_with = "score")]
+    pub combined_score: f32,
+    #[serde(serialize_with = "score")]
+    pub probability: Option<f32>,
+}
+
+impl From<&switchyard_routing::router::StageScores> for StageScores {
+    fn from(s: &switchyard_routing::router::StageScores) -> StageScores {
+        StageScores {
+            embedding_score: s.embedding_score,
+            learned_score: s.learned_score,
+            keyword_score: s.keyword_score,
+            opening_score: s.opening_score,
+            rerank_score: s.rerank_score,
+            string_similarity_score: s.string_similarity_score,
+            rank_score: s.rank_score,
+            combined_score: s.combined_score,
+            probability: s.probability,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, ToSchema)]

@@ -44,24 +44,8 @@ pub struct TemplateRef {
 pub struct MatchReport {
     pub template_id: String,
     pub source_adapter: String,
-    #[serde(serialize_with = "score")]
-    pub embedding_score: f32,
-    #[serde(serialize_with = "score")]
-    pub learned_score: Option<f32>,
-    #[serde(serialize_with = "score")]
-    pub keyword_score: Option<f32>,
-    #[serde(serialize_with = "score")]
-    pub opening_score: Option<f32>,
-    #[serde(serialize_with = "score")]
-    pub combined_score: f32,
-    #[serde(serialize_with = "score")]
-    pub rank_score: f32,
-    #[serde(serialize_with = "score")]
-    pub probability: Option<f32>,
-    #[serde(serialize_with = "score")]
-    pub rerank_score: Option<f32>,
-    #[serde(serialize_with = "score")]
-    pub string_similarity_score: Option<f32>,
+    #[serde(flatten)]
+    pub scores: StageScores,
     pub description: String,
     pub nl_examples: Vec<String>,
     pub above_threshold: bool,

@@ -27,7 +27,7 @@ impl AdapterInvoker for Panicking {
     fn invoke<'a>(
         &'a self,
         request: AdapterRequest,
-    ) -> BoxFuture<'a, switchyard_catalog::error::Result<AdapterResponse>> {
+    ) -> BoxFuture<'a, switchyard_contract::error::Result<AdapterResponse>> {
         let armed = self
             .panics
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))

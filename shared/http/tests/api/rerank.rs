@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use switchyard_catalog::auth::Access;
-use switchyard_catalog::error::Error;
 use switchyard_catalog::BoxFuture;
 use switchyard_contract::rerank::{RerankCandidate, Reranker};
+use switchyard_contract::ContractError;
 use switchyard_core::config::Config;
 use switchyard_core::rerank::RerankStage;
 use switchyard_core::rerank_cache::MemoryRerankCache;
@@ -42,12 +42,12 @@ impl Reranker for ScriptedReranker {
         &'a self,
         _query: &'a str,
         candidates: &'a [RerankCandidate],
-    ) -> BoxFuture<'a, switchyard_catalog::error::Result<Vec<f32>>> {
+    ) -> BoxFuture<'a, switchyard_contract::error::Result<Vec<f32>>> {
         self.calls.fetch_add(1, Ordering::SeqCst);
         Box::pin(async move {
             tokio::time::sleep(self.delay).await;
             if self.fail {
-                return Err(Error::Rerank {
+                return Err(ContractError::Rerank {
                     reranker: "scripted".into(),
                     message: "HTTP 503 from the provider".into(),
                     source: None,

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 use switchyard_adapters::respond::IntentInvoker;
-use switchyard_catalog::error::Error;
 use switchyard_catalog::BoxFuture;
+use switchyard_contract::ContractError;
 use switchyard_core::config::Config;
 use switchyard_core::service::Service;
 use switchyard_routing::session::{SessionStore, Turn};
@@ -93,7 +93,7 @@ struct UnreachableSessions;
 impl SessionStore for UnreachableSessions {
     fn recent<'a>(&'a self, _: &'a str, _: i64) -> BoxFuture<'a, Result<Vec<Turn>, Error>> {
         Box::pin(async move {
-            Err(Error::Store {
+            Err(ContractError::Store {
                 store: "sessions".into(),
                 message: "connection refused".into(),
                 source: None,
@@ -102,7 +102,7 @@ impl SessionStore for UnreachableSessions {
     }
     fn append<'a>(&'a self, _: &'a str, _: Turn) -> BoxFuture<'a, Result<(), Error>> {
         Box::pin(async move {
-            Err(Error::Store {
+            Err(ContractError::Store {
                 store: "sessions".into(),
                 message: "connection refused".into(),
                 source: None,
@@ -111,7 +111,7 @@ impl SessionStore for UnreachableSessions {
     }
     fn delete<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Result<bool, Error>> {
         Box::pin(async move {
-            Err(Error::Store {
+            Err(ContractError::Store {
                 store: "sessions".into(),
                 message: "connection refused".into(),
                 source: None,

@@ -11,10 +11,10 @@ use super::partition::Coarse;
 use super::{Calibration, Index, Partition, Probe};
 use crate::config::IndexConfig;
 use crate::head::Head;
-use switchyard_catalog::error::{Error, Result};
 use switchyard_catalog::template::{Catalog, DatasourceKind};
+use switchyard_vectors::error::Result;
 use switchyard_vectors::frame::{seal, unseal, write_atomically};
-use switchyard_vectors::ArtifactError;
+use switchyard_vectors::VectorsError;
 
 pub const FORMAT_VERSION: u32 = 4;
 const MAGIC: &[u8; 8] = b"SWYDIDX\0";
@@ -48,7 +48,7 @@ impl EncoderManifest {
     pub fn check_graph(&self, bytes: &[u8], graph_origin: &str, index_origin: &str) -> Result<()> {
         let found = hex::encode(Sha256::digest(bytes));
         if found != self.onnx_sha256 {
-            return Err(ArtifactError::model(
+            return Err(VectorsError::model(
                 index_origin,
                 format!(
                     "the index was embedded with the adapted encoder {} (sha256 {}) but {graph_origin} has sha256 {found}: the index and its encoder come from different builds; build or push them together",
@@ -140,7 +140,7 @@ impl Index {
             head: &self.head,
         })
         .map_err(|e| {
-            ArtifactError::artifact("(memory)", format!("cannot serialise the index: {e}"))
+            VectorsError::artifact("(memory)", format!("cannot serialise the index: {e}"))
         })?;
 
         Ok(seal(MAGIC, FORMAT_VERSION, &manifest, &body_bytes))
@@ -151,13 +151,13 @@ impl Index {
     }
 
     pub fn read(path: &Path) -> Result<Index> {
-        let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+        let bytes = std::fs::read(path).map_err(|e| VectorsError::io(path, e))?;
         Index::from_bytes(&bytes, &path.display().to_string())
     }
 
     /// Parse and verify an artifact; `origin` (a path or `s3://bucket/key`) names it in errors.
     pub fn from_bytes(bytes: &[u8], origin: &str) -> Result<Index> {
-        let fail = |problem: String| ArtifactError::artifact(origin, problem);
+        let fail = |problem: String| VectorsError::artifact(origin, problem);
         let (manifest_bytes, body_bytes) =
             unseal(bytes, MAGIC, FORMAT_VERSION, "index").map_err(fail)?;
         let manifest: Manifest = serde_json::from_slice(manifest_bytes)

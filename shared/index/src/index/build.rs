@@ -8,9 +8,9 @@ use super::{
 };
 use crate::config::RouterConfig;
 use crate::head::{Head, TrainingSet};
-use switchyard_catalog::error::Result;
 use switchyard_catalog::template::Catalog;
 use switchyard_vectors::embed::Embedder;
+use switchyard_vectors::error::Result;
 use switchyard_vectors::frame::build_time;
 
 impl Index {

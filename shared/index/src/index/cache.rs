@@ -7,7 +7,7 @@ use sha2::{Digest, Sha256};
 
 use super::{EncoderManifest, Index, Progress, FORMAT_VERSION};
 use crate::config::RouterConfig;
-use switchyard_catalog::error::Result;
+use crate::error::IndexError;
 use switchyard_catalog::template::Catalog;
 use switchyard_vectors::embed::Embedder;
 
@@ -45,7 +45,7 @@ pub fn load_or_build(
     encoder: Option<EncoderManifest>,
     config: &RouterConfig,
     progress: Progress<'_>,
-) -> Result<(Index, bool)> {
+) -> Result<(Index, bool), IndexError> {
     let catalog = Catalog::load(templates_dir)?;
     let path = cache_path(
         cache_dir,

@@ -10,9 +10,9 @@
 use serde::{Deserialize, Serialize};
 
 use crate::config::DriftConfig;
-use switchyard_catalog::error::Result;
 use switchyard_vectors::embed::{dot, Embedder};
-use switchyard_vectors::ArtifactError;
+use switchyard_vectors::error::Result;
+use switchyard_vectors::VectorsError;
 
 /// Short and long, questions and statements, digits and punctuation: sentences that
 /// exercise what the tokenizer and every layer do.
@@ -100,7 +100,7 @@ pub fn check(
     for probe in recorded {
         let now = embedder.embed_one(&probe.text)?;
         if now.len() != probe.vector.len() {
-            return Err(ArtifactError::model(
+            return Err(VectorsError::model(
                 origin,
                 format!(
                     "probe `{}` was recorded with {} dimensions, the model gives {}",
@@ -119,7 +119,7 @@ pub fn check(
     drift.min_cosine = Some(min);
     drift.mean_cosine = Some(mean);
     if min < tolerance.refuse_below {
-        return Err(ArtifactError::model(
+        return Err(VectorsError::model(
             origin,
             format!(
                 "built with {index_model_id}, whose probe sentences the model at hand ({}) embeds at \

@@ -35,11 +35,11 @@ pub use partition::{Centroid, Partition};
 
 use crate::config::DriftConfig;
 use crate::head::Head;
-use switchyard_catalog::error::Result;
 use switchyard_catalog::template::Catalog;
 use switchyard_text::keywords::id_words;
 use switchyard_vectors::embed::Embedder;
-use switchyard_vectors::ArtifactError;
+use switchyard_vectors::error::Result;
+use switchyard_vectors::VectorsError;
 
 /// A loaded, verified index.
 pub struct Index {
@@ -93,7 +93,7 @@ impl Index {
         if embedder.model_id() != self.manifest.model_id
             || embedder.dimension() != self.manifest.dimension
         {
-            return Err(ArtifactError::model(
+            return Err(VectorsError::model(
                 origin,
                 format!(
                     "built with {} ({} dimensions) but the router embeds with {} ({} dimensions); rebuild the index",

@@ -13,8 +13,12 @@ pub fn order(matches: &mut [Match]) {
     matches.sort_by(|a, b| {
         a.is_declined()
             .cmp(&b.is_declined())
-            .then(b.rank_score.total_cmp(&a.rank_score))
-            .then(b.embedding_score.total_cmp(&a.embedding_score))
+            .then(b.scores.rank_score.total_cmp(&a.scores.rank_score))
+            .then(
+                b.scores
+                    .embedding_score
+                    .total_cmp(&a.scores.embedding_score),
+            )
             .then(a.datasource_position.cmp(&b.datasource_position))
             .then(a.template_position.cmp(&b.template_position))
     });
@@ -39,22 +43,22 @@ pub fn decide(
     let applied = matches!(reranked.status, RerankStatus::Applied { .. });
     if applied {
         for (m, score) in matches.iter_mut().zip(&reranked.scores) {
-            m.rerank_score = Some(*score);
+            m.scores.rerank_score = Some(*score);
         }
     }
     let weights = Weights::for_stages(retrieval, applied);
     for m in &mut matches {
-        m.combined_score = confidence(
+        m.scores.combined_score = confidence(
             &weights,
-            m.embedding_score,
-            m.string_similarity_score,
-            m.rerank_score,
+            m.scores.embedding_score,
+            m.scores.string_similarity_score,
+            m.scores.rerank_score,
         );
-        m.rank_score = rank_score(
+        m.scores.rank_score = rank_score(
             retrieval,
-            m.retrieval_score,
-            m.string_similarity_score,
-            m.rerank_score,
+            m.scores.retrieval_score,
+            m.scores.string_similarity_score,
+            m.scores.rerank_score,
         );
     }
     order(&mut matches);
@@ -67,14 +71,16 @@ pub fn decide(
     };
     let selected = matches
         .first()
-        .filter(|m| !m.is_declined() && m.combined_score >= threshold_of(m))
+        .filter(|m| !m.is_declined() && m.scores.combined_score >= threshold_of(m))
         .map(|_| 0);
     let clarify = &retrieval.clarify;
     let close = matches.first().map_or(0, |top| {
         matches
             .iter()
             .take(clarify.choices)
-            .take_while(|m| !m.is_declined() && top.rank_score - m.rank_score < clarify.margin)
+            .take_while(|m| {
+                !m.is_declined() && top.scores.rank_score - m.scores.rank_score < clarify.margin
+            })
             .count()
     });
     // Only the learned ranking is calibrated: its margin means the same on every query.
@@ -105,7 +111,7 @@ pub fn decide(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::router::routing::{Declined, StageTimings};
+    use crate::router::routing::{Declined, StageScores, StageTimings};
 
     fn candidate(template: usize, retrieval_score: f32, embedding: f32) -> Match {
         Match {
@@ -113,16 +119,18 @@ mod tests {
             template_id: format!("t{template}"),
             datasource_position: 0,
             template_position: template,
-            embedding_score: embedding,
-            learned_score: None,
-            keyword_score: None,
-            opening_score: None,
-            rerank_score: None,
-            string_similarity_score: None,
-            retrieval_score,
-            rank_score: retrieval_score,
-            combined_score: embedding,
-            probability: None,
+            scores: StageScores {
+                embedding_score: embedding,
+                learned_score: None,
+                keyword_score: None,
+                opening_score: None,
+                rerank_score: None,
+                string_similarity_score: None,
+                retrieval_score,
+                rank_score: retrieval_score,
+                combined_score: embedding,
+                probability: None,
+            },
             declined_by: None,
             context_probability: None,
         }
@@ -256,7 +264,7 @@ mod tests {
         };
         let routing = decide(found, reranked, 0.1, &r);
         assert_eq!(routing.matches[0].template_id, "t1");
-        assert_eq!(routing.matches[0].rerank_score, Some(0.9));
+        assert_eq!(routing.matches[0].scores.rerank_score, Some(0.9));
         assert!(routing.weights.rerank_weight > 0.0);
         assert_eq!(routing.timings.rerank_ms, 2.0);
     }

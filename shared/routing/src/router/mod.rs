@@ -25,13 +25,14 @@ use rayon::prelude::*;
 
 pub use decide::{decide, order};
 pub use routing::{
-    Candidates, Declined, Match, Outcome, Ranking, RerankStatus, Reranked, Routing, StageTimings,
+    Candidates, Declined, Match, Outcome, Ranking, RerankStatus, Reranked, Routing, StageScores,
+    StageTimings,
 };
 use switchyard_catalog::auth::Access;
 pub use threshold::{ThresholdSource, FALLBACK_THRESHOLD};
 
+use crate::error::Result;
 use crate::error::RoutingError;
-use switchyard_catalog::error::Result;
 use switchyard_catalog::metric;
 use switchyard_catalog::template::{Datasource, Template};
 use switchyard_index::config::RouterConfig;
@@ -338,14 +339,15 @@ impl Router {
             let texts = &self.texts;
             candidates.matches.par_iter_mut().for_each(|m| {
                 let template = &texts[m.datasource_position][m.template_position];
-                m.string_similarity_score = Some(template_similarity(&prepared, template, strings));
+                m.scores.string_similarity_score =
+                    Some(template_similarity(&prepared, template, strings));
             });
         }
         for m in &mut candidates.matches {
-            m.rank_score = rank_score(
+            m.scores.rank_score = rank_score(
                 retrieval,
-                m.retrieval_score,
-                m.string_similarity_score,
+                m.scores.retrieval_score,
+                m.scores.string_similarity_score,
                 None,
             );
         }

@@ -14,7 +14,7 @@ use switchyard_index::index::Index;
 use switchyard_text::config::Fusion;
 
 use super::deadline;
-use super::routing::{Candidates, Declined, Match, Ranking, StageTimings};
+use super::routing::{Candidates, Declined, Match, Ranking, StageScores, StageTimings};
 use super::{ms_since, Router};
 use switchyard_catalog::auth::Access;
 
@@ -180,16 +180,18 @@ impl Router {
                 template_id: datasource.templates[c.template].id.clone(),
                 datasource_position: d,
                 template_position: c.template,
-                embedding_score: c.embedding,
-                learned_score: c.learned,
-                keyword_score: c.keyword,
-                opening_score: c.opening,
-                rerank_score: None,
-                string_similarity_score: None,
-                retrieval_score: c.fused,
-                rank_score: c.fused,
-                combined_score: c.embedding,
-                probability: c.probability,
+                scores: StageScores {
+                    embedding_score: c.embedding,
+                    learned_score: c.learned,
+                    keyword_score: c.keyword,
+                    opening_score: c.opening,
+                    rerank_score: None,
+                    string_similarity_score: None,
+                    retrieval_score: c.fused,
+                    rank_score: c.fused,
+                    combined_score: c.embedding,
+                    probability: c.probability,
+                },
                 declined_by,
                 context_probability: None,
             }
@@ -274,16 +276,16 @@ fn rrf_across_datasources(matches: &mut [Match], retrieval: &CompositeRetrieval)
         .iter()
         .map(|m| Candidate {
             template: m.template_position,
-            learned: m.learned_score,
-            probability: m.probability,
-            keyword: m.keyword_score,
-            opening: m.opening_score,
+            learned: m.scores.learned_score,
+            probability: m.scores.probability,
+            keyword: m.scores.keyword_score,
+            opening: m.scores.opening_score,
             fused: 0.0,
-            embedding: m.embedding_score,
+            embedding: m.scores.embedding_score,
         })
         .collect();
     for (m, f) in matches.iter_mut().zip(fuse(&found, retrieval, Fusion::Rrf)) {
-        m.retrieval_score = f;
+        m.scores.retrieval_score = f;
     }
 }
 

@@ -15,6 +15,21 @@ pub struct Match {
     pub datasource_position: usize,
     #[serde(skip)]
     pub template_position: usize,
+    #[serde(flatten)]
+    pub scores: StageScores,
+    /// Set when the query is nearer one of the datasource's negative examples than to any
+    /// of this template's texts: the template is then never selected.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub declined_by: Option<Declined>,
+    /// The conversation's probability for this template (turns of a session only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub context_probability: Option<f32>,
+}
+
+/// A candidate's score at each stage, in one place: a new stage is a field here (and its
+/// wire name in the HTTP reports, which flatten their own copy).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct StageScores {
     /// Cosine to the template (per `template_scoring`, the centroid by default).
     pub embedding_score: f32,
     /// The learned head's probability, over the allowed templates.
@@ -34,13 +49,6 @@ pub struct Match {
     /// Calibrated probability that this is the template meant (the head's logits at the
     /// temperature fitted on held-out examples).
     pub probability: Option<f32>,
-    /// Set when the query is nearer one of the datasource's negative examples than to any
-    /// of this template's texts: the template is then never selected.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub declined_by: Option<Declined>,
-    /// The conversation's probability for this template (turns of a session only).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub context_probability: Option<f32>,
 }
 
 impl Match {
@@ -176,7 +184,7 @@ impl Candidates {
             .iter()
             .take_while(|m| !m.is_declined())
             .take(2)
-            .map(|m| m.rank_score)
+            .map(|m| m.scores.rank_score)
             .collect();
         match open[..] {
             [first, second] => first - second,
@@ -238,7 +246,7 @@ impl Routing {
                 if self
                     .matches
                     .iter()
-                    .any(|m| m.is_declined() && m.combined_score >= self.threshold) =>
+                    .any(|m| m.is_declined() && m.scores.combined_score >= self.threshold) =>
             {
                 "declined_by_negative_example"
             }
