@@ -160,7 +160,7 @@ async fn load_encoder(
     config: &Config,
 ) -> Result<MiniLmEmbedder> {
     let Some(manifest) = &index.manifest.encoder else {
-        return MiniLmEmbedder::from_config(&config.embedding);
+        return Ok(MiniLmEmbedder::from_config(&config.embedding)?);
     };
     let (origin, bytes) = match location {
         IndexLocation::S3 { bucket, prefix } => {
@@ -183,7 +183,13 @@ async fn load_encoder(
             (graph.display().to_string(), bytes)
         }
     };
-    MiniLmEmbedder::adapted(&config.embedding, manifest, bytes, &origin, artifact)
+    Ok(MiniLmEmbedder::adapted(
+        &config.embedding,
+        manifest,
+        bytes,
+        &origin,
+        artifact,
+    )?)
 }
 
 /// The SDK clients the router uses (built once in `main`, or by tests for emulators).

@@ -111,20 +111,21 @@ fn print_routing(routed: &Routed) {
             rank + 1,
             m.datasource,
             m.template_id,
-            m.rank_score,
-            score(m.probability),
-            score(m.keyword_score),
-            score(m.opening_score),
-            m.combined_score,
-            m.embedding_score,
-            score(m.string_similarity_score),
-            score(m.rerank_score),
+            m.scores.rank_score,
+            score(m.scores.probability),
+            score(m.scores.keyword_score),
+            score(m.scores.opening_score),
+            m.scores.combined_score,
+            m.scores.embedding_score,
+            score(m.scores.string_similarity_score),
+            score(m.scores.rerank_score),
             match &m.declined_by {
                 Some(d) => format!(
                     "  (declined: nearer the negative example \"{}\", {:.3} vs {:.3})",
                     d.negative_example, d.similarity, d.template_similarity
                 ),
-                None if m.combined_score < routing.threshold => "  (below threshold)".to_owned(),
+                None if m.scores.combined_score < routing.threshold =>
+                    "  (below threshold)".to_owned(),
                 None => String::new(),
             }
         );
@@ -145,7 +146,7 @@ fn print_routing(routed: &Routed) {
             "→ {} / {} (confidence {:.3} ≥ threshold {threshold:.3}; {}; {source} ranking)",
             m.datasource,
             m.template_id,
-            m.combined_score,
+            m.scores.combined_score,
             routed.reason()
         ),
         (_, None) => println!("→ no_match ({}; threshold {threshold:.3})", routed.reason()),

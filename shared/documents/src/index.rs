@@ -216,8 +216,7 @@ impl ChunkIndex {
                     "built for the datasource `{}`, not `{datasource}`",
                     self.manifest.datasource
                 ),
-            )
-            .into());
+            ));
         }
         Ok(())
     }

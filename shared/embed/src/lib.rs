@@ -157,8 +157,7 @@ impl MiniLmEmbedder {
             return Err(EmbedError::Missing {
                 dir: dir.to_path_buf(),
                 missing,
-            }
-            .into());
+            });
         }
         let environment = environment(&runtime)?;
 
@@ -260,8 +259,7 @@ impl MiniLmEmbedder {
                 problem: format!(
                     "last_hidden_state has shape {out_shape:?}, expected [{rows}, {width}, {DIMENSION}]"
                 ),
-            }
-            .into());
+            });
         }
         Ok((0..rows)
             .map(|row| mean_pool(hidden, &mask[row * width..(row + 1) * width], row))
@@ -336,7 +334,7 @@ fn open_session(environment: &Environment, model: &[u8], path: &Path) -> Result<
     let mut builder = builder
         .with_memory_pattern(false)
         .map_err(|e| fail(e.into()))?;
-    Ok(builder.commit_from_memory(model).map_err(fail)?)
+    builder.commit_from_memory(model).map_err(fail)
 }
 
 /// The graph must take the three BERT inputs and give `last_hidden_state`.
@@ -352,8 +350,7 @@ fn check_interface(session: &Mutex<Session>, path: &Path) -> Result<()> {
                     "the model has no input {name} (inputs: {})",
                     inputs.join(", ")
                 ),
-            }
-            .into());
+            });
         }
     }
     if !outputs.contains(&"last_hidden_state") {
@@ -363,8 +360,7 @@ fn check_interface(session: &Mutex<Session>, path: &Path) -> Result<()> {
                 "the model has no output last_hidden_state (outputs: {})",
                 outputs.join(", ")
             ),
-        }
-        .into());
+        });
     }
     Ok(())
 }

@@ -116,23 +116,23 @@ impl Render<'_> {
             Some(m) => RoutingDecision {
                 would_route_to: Some(m.datasource.clone()),
                 selected_template: Some(m.template_id.clone()),
-                selection_score: Some(m.combined_score),
-                embedding_score: Some(m.embedding_score),
-                rerank_score: Some(m.rerank_score),
-                string_similarity_score: Some(m.string_similarity_score),
+                selection_score: Some(m.scores.combined_score),
+                embedding_score: Some(m.scores.embedding_score),
+                rerank_score: Some(m.scores.rerank_score),
+                string_similarity_score: Some(m.scores.string_similarity_score),
                 reason: routed.reason().into(),
             },
             None => RoutingDecision {
                 would_route_to: None,
                 selected_template: None,
-                selection_score: routing.best().map(|m| m.combined_score),
+                selection_score: routing.best().map(|m| m.scores.combined_score),
                 embedding_score: None,
                 rerank_score: None,
                 string_similarity_score: None,
                 reason: routed.reason().into(),
             },
         };
-        let above = |m: &&Match| !m.is_declined() && m.combined_score >= routing.threshold;
+        let above = |m: &&Match| !m.is_declined() && m.scores.combined_score >= routing.threshold;
         RouteReport {
             query: routing.query.clone(),
             outcome: routing.outcome,
@@ -187,7 +187,7 @@ impl Render<'_> {
             scores: StageScores::from(&m.scores),
             description: template.description.clone(),
             nl_examples: template.nl_examples.clone(),
-            above_threshold: m.combined_score >= routing.threshold,
+            above_threshold: m.scores.combined_score >= routing.threshold,
             declined_by: m.declined_by.clone(),
             scoring_details: scoring_details(&routing.weights),
             context_probability: m.context_probability,
@@ -198,7 +198,7 @@ impl Render<'_> {
         CompositeRouting {
             selected_adapter: m.datasource.clone(),
             template_id: m.template_id.clone(),
-            similarity_score: m.embedding_score,
+            similarity_score: m.scores.embedding_score,
             adapters_searched: routing.adapters_searched.clone(),
             total_matches_found: routing.matches.len(),
             multistage_scoring: MultistageScoring {
@@ -219,7 +219,7 @@ impl Render<'_> {
             datasource: m.datasource.clone(),
             template_id: m.template_id.clone(),
             description: template.description.clone(),
-            score: m.rank_score,
+            score: m.scores.rank_score,
             example: None,
             probability: None,
             confidence: None,
@@ -292,7 +292,7 @@ impl Render<'_> {
             session,
             adapter,
         };
-        let confidence = selected.combined_score;
+        let confidence = selected.scores.combined_score;
         match execution.adapter {
             Ok(AdapterResponse {
                 outcome,
@@ -345,7 +345,7 @@ impl Render<'_> {
                 let (_, template) = self.0.template(m);
                 Choice {
                     example: Some(template.nl_examples.first().cloned()),
-                    probability: Some(m.probability),
+                    probability: Some(m.scores.probability),
                     ..self.choice(m)
                 }
             })
@@ -359,7 +359,7 @@ impl Render<'_> {
         Clarify {
             status: "clarify".into(),
             content: format!("Which did you mean: {}?", listed.join(", or ")),
-            confidence: best.combined_score,
+            confidence: best.scores.combined_score,
             choices,
             metadata: ClarifyMetadata {
                 request_id,
@@ -383,11 +383,11 @@ impl Render<'_> {
             .filter(|m| !m.is_declined())
             .take(3)
             .map(|m| Choice {
-                confidence: Some(m.combined_score),
+                confidence: Some(m.scores.combined_score),
                 ..self.choice(m)
             })
             .collect();
-        let best = routing.best().map_or(0.0, |m| m.combined_score);
+        let best = routing.best().map_or(0.0, |m| m.scores.combined_score);
         NoMatch {
             status: "no_match".into(),
             content: format!(
@@ -407,7 +407,7 @@ impl Render<'_> {
                 composite_routing: NoMatchRouting {
                     selected_adapter: None,
                     template_id: None,
-                    similarity_score: routing.best().map(|m| m.embedding_score),
+                    similarity_score: routing.best().map(|m| m.scores.embedding_score),
                     adapters_searched: routing.adapters_searched.clone(),
                     total_matches_found: routing.matches.len(),
                     reason: routed.reason().into(),

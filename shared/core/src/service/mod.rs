@@ -267,9 +267,8 @@ impl Service {
         question.validate()?;
         let now = unix_now();
         let context = self.read_context(question, now).await;
-        Ok(self
-            .route_in_context(question, access, &context, now, true)
-            .await?)
+        self.route_in_context(question, access, &context, now, true)
+            .await
     }
 
     /// Route `question`, execute it on the winner's adapter with the session's context,
@@ -300,16 +299,12 @@ impl Service {
                 return Err(ServiceError::invalid_request(
                     "session_id",
                     "must be absent when the earlier questions are given",
-                )
-                .into());
+                ));
             }
         }
         let now = unix_now();
         let lease = self.claim_workflow(question, now).await?;
-        let answer = self
-            .answer(question, earlier, access, now)
-            .await
-            .map_err(ServiceError::from);
+        let answer = self.answer(question, earlier, access, now).await;
         if let Some(lease) = lease {
             self.release_workflow(&lease).await;
         }
@@ -394,8 +389,7 @@ impl Service {
             return Err(ServiceError::invalid_request(
                 "request_id",
                 format!("must be a string of 1 to {MAX_SESSION_ID_CHARS} characters"),
-            )
-            .into());
+            ));
         }
         feedback.validate()?;
         let record = self

@@ -6,7 +6,9 @@ use serde_json::{Map, Value};
 use utoipa::ToSchema;
 
 use super::score::score;
-use super::{OrchestrationReport, SchemaTableReport, ScoringDetails, SessionContext, Timings};
+use super::{
+    OrchestrationReport, SchemaTableReport, ScoringDetails, SessionContext, StageScores, Timings,
+};
 
 /// `POST /v1/route`: every match with its stage scores, the decision, the configuration.
 #[derive(Debug, Clone, Serialize, ToSchema)]

@@ -9,11 +9,11 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use switchyard_adapters::respond::{find, respond_intent};
 use switchyard_catalog::auth::Access;
-use switchyard_catalog::error::Error;
 use switchyard_catalog::template::Catalog;
 use switchyard_catalog::BoxFuture;
 use switchyard_contract::adapter::AdapterResponse;
 use switchyard_contract::adapter::{AdapterInvoker, AdapterRequest};
+use switchyard_contract::ContractError;
 use switchyard_core::config::Config;
 use switchyard_core::service::{Question, Service};
 use switchyard_routing::session::{SessionStore, Turn};
@@ -49,7 +49,7 @@ impl AdapterInvoker for CountingInvoker {
     fn invoke<'a>(
         &'a self,
         request: AdapterRequest,
-    ) -> BoxFuture<'a, Result<AdapterResponse, Error>> {
+    ) -> BoxFuture<'a, Result<AdapterResponse, ContractError>> {
         Box::pin(async move {
             let (datasource, template) = find(&self.catalog, &request)?;
             let response = respond_intent(datasource, template, &request).await;
@@ -86,7 +86,11 @@ impl RecordingSessions {
 }
 
 impl SessionStore for RecordingSessions {
-    fn recent<'a>(&'a self, id: &'a str, _: i64) -> BoxFuture<'a, Result<Vec<Turn>, Error>> {
+    fn recent<'a>(
+        &'a self,
+        id: &'a str,
+        _: i64,
+    ) -> BoxFuture<'a, Result<Vec<Turn>, ContractError>> {
         Box::pin(async move {
             self.calls.lock().unwrap().push(format!("recent {id}"));
             Ok(self
@@ -98,7 +102,7 @@ impl SessionStore for RecordingSessions {
                 .unwrap_or_default())
         })
     }
-    fn append<'a>(&'a self, id: &'a str, turn: Turn) -> BoxFuture<'a, Result<(), Error>> {
+    fn append<'a>(&'a self, id: &'a str, turn: Turn) -> BoxFuture<'a, Result<(), ContractError>> {
         Box::pin(async move {
             self.calls.lock().unwrap().push(format!("append {id}"));
             self.sessions
@@ -110,7 +114,7 @@ impl SessionStore for RecordingSessions {
             Ok(())
         })
     }
-    fn delete<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool, Error>> {
+    fn delete<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool, ContractError>> {
         Box::pin(async move {
             self.calls.lock().unwrap().push(format!("delete {id}"));
             Ok(self.sessions.lock().unwrap().remove(id).is_some())

@@ -28,7 +28,7 @@ fn routes_to_the_right_datasource_and_template() {
         ("hr", "employees_by_department")
     );
     assert_eq!(routing.adapters_searched, ["assistant", "hr"]);
-    assert!(selected.string_similarity_score.is_some());
+    assert!(selected.scores.string_similarity_score.is_some());
     let routing = router
         .route("remind me to feed the cat", &Access::All)
         .unwrap();
@@ -53,8 +53,8 @@ fn weights_renormalise_over_enabled_stages() {
         .unwrap();
     assert_eq!(routing.weights.embedding_weight, 1.0);
     for m in &routing.matches {
-        assert_eq!(m.combined_score, m.embedding_score);
-        assert_eq!(m.string_similarity_score, None);
+        assert_eq!(m.scores.combined_score, m.scores.embedding_score);
+        assert_eq!(m.scores.string_similarity_score, None);
     }
 }
 
@@ -91,8 +91,8 @@ fn ties_go_to_the_earlier_datasource() {
         .route("how many employees are there", &Access::All)
         .unwrap();
     assert_eq!(
-        routing.matches[0].combined_score,
-        routing.matches[1].combined_score
+        routing.matches[0].scores.combined_score,
+        routing.matches[1].scores.combined_score
     );
     assert_eq!(routing.matches[0].datasource, "alpha");
 }
@@ -129,7 +129,7 @@ fn term_expansion_routes_an_abbreviation() {
     let routing = router.route("check NCD", &Access::All).unwrap();
     let best = routing.best().unwrap();
     assert_eq!(best.template_id, "claim_discount", "{routing:?}");
-    assert_eq!(best.keyword_score, Some(1.0));
+    assert_eq!(best.scores.keyword_score, Some(1.0));
 
     let plain = router_for(dir.path(), Config::default());
     let routing = plain.route("check NCD", &Access::All).unwrap();
@@ -139,7 +139,7 @@ fn term_expansion_routes_an_abbreviation() {
         .find(|m| m.template_id == "claim_discount")
         .unwrap();
     assert_eq!(
-        claim.keyword_score,
+        claim.scores.keyword_score,
         Some(0.0),
         "no shared word without expansion"
     );

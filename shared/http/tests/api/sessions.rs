@@ -91,7 +91,7 @@ fn topics_follow_a_caller_across_its_sessions() {
 struct UnreachableSessions;
 
 impl SessionStore for UnreachableSessions {
-    fn recent<'a>(&'a self, _: &'a str, _: i64) -> BoxFuture<'a, Result<Vec<Turn>, Error>> {
+    fn recent<'a>(&'a self, _: &'a str, _: i64) -> BoxFuture<'a, Result<Vec<Turn>, ContractError>> {
         Box::pin(async move {
             Err(ContractError::Store {
                 store: "sessions".into(),
@@ -100,7 +100,7 @@ impl SessionStore for UnreachableSessions {
             })
         })
     }
-    fn append<'a>(&'a self, _: &'a str, _: Turn) -> BoxFuture<'a, Result<(), Error>> {
+    fn append<'a>(&'a self, _: &'a str, _: Turn) -> BoxFuture<'a, Result<(), ContractError>> {
         Box::pin(async move {
             Err(ContractError::Store {
                 store: "sessions".into(),
@@ -109,7 +109,7 @@ impl SessionStore for UnreachableSessions {
             })
         })
     }
-    fn delete<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Result<bool, Error>> {
+    fn delete<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Result<bool, ContractError>> {
         Box::pin(async move {
             Err(ContractError::Store {
                 store: "sessions".into(),

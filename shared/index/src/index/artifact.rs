@@ -54,7 +54,7 @@ impl EncoderManifest {
                     "the index was embedded with the adapted encoder {} (sha256 {}) but {graph_origin} has sha256 {found}: the index and its encoder come from different builds; build or push them together",
                     self.model_id, self.onnx_sha256
                 ),
-            ).into());
+            ));
         }
         Ok(())
     }

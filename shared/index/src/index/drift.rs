@@ -108,8 +108,7 @@ pub fn check(
                     probe.vector.len(),
                     now.len()
                 ),
-            )
-            .into());
+            ));
         }
         cosines.push(dot(&now, &probe.vector));
     }
@@ -128,7 +127,7 @@ pub fn check(
                 embedder.model_id(),
                 tolerance.refuse_below
             ),
-        ).into());
+        ));
     }
     drift.status = if min < tolerance.warn_below {
         DriftStatus::Drifted

@@ -102,7 +102,7 @@ impl Index {
                     embedder.model_id(),
                     embedder.dimension()
                 ),
-            ).into());
+            ));
         }
         drift::check(
             &self.manifest.probes,
