@@ -1,11 +1,13 @@
 //! `switchyard eval`: routing quality and latency on a labelled JSON-lines data set.
 
-use std::path::Path;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use switchyard_core::config::Config;
 use switchyard_eval::conversation::{replay, ConversationReport, Replay, TurnAccuracy};
 use switchyard_eval::multi::{multi_intent, MultiIntentReport};
+use switchyard_eval::suggest::judged_traffic;
 use switchyard_eval::{embed_queries, evaluate, load_dataset, stage_table, EvalReport, StageRow};
 use switchyard_routing::router::Router;
 
@@ -19,6 +21,8 @@ pub struct Options {
     /// With `stages`, the same catalog's router on the frozen base model, when the
     /// evaluated one runs an adapted encoder: its rows are added to the table.
     pub frozen: Option<Router>,
+    /// Write the data set as judged traffic to this file (one question in `.1` judged).
+    pub judge_out: Option<(PathBuf, usize)>,
 }
 
 /// Evaluate `router` on `dataset` (each stage on and off with `stages`; conversations
@@ -27,6 +31,16 @@ pub struct Options {
 pub fn run(router: &Router, config: &Config, dataset: &Path, options: &Options) -> Result<()> {
     let queries = load_dataset(dataset)?;
     let embedded = embed_queries(router, &queries)?;
+    if let Some((path, every)) = &options.judge_out {
+        let records = judged_traffic(router, &queries, &embedded.vectors, *every)?;
+        let mut file = std::io::BufWriter::new(
+            std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?,
+        );
+        for record in &records {
+            writeln!(file, "{}", serde_json::to_string(record)?)?;
+        }
+        file.flush()?;
+    }
     let report = evaluate(router, &queries, &embedded, options.latency_samples)?;
     let table = if options.stages {
         let mut rows = stage_table(router, &queries, &embedded)?;

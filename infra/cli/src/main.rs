@@ -12,6 +12,7 @@ mod open;
 mod route;
 mod serve;
 mod stats;
+mod suggest;
 mod tune;
 
 use std::path::PathBuf;
@@ -84,6 +85,13 @@ enum Command {
         /// `assistant`).
         #[arg(long, conflicts_with = "no_session")]
         no_assistant: bool,
+        /// Also write the data set as traffic: each question's decision and, for one in
+        /// `--judge-every`, a judge's feedback from its label (the expected template, or
+        /// `none` out of scope), as JSON lines `suggest` and `tune` read.
+        #[arg(long)]
+        judge_out: Option<PathBuf>,
+        #[arg(long, default_value_t = 1, requires = "judge_out")]
+        judge_every: usize,
     },
     /// Cold start and per-query latency on one thread: model and index load, the first
     /// query, then p50/p95/p99 of the embedding alone and of the whole route.
@@ -136,6 +144,27 @@ enum Command {
         /// answers, more no_match).
         #[arg(long, default_value_t = 1.0)]
         wrong_answer_cost: f32,
+    },
+    /// Suggest catalog changes from traffic: new examples from corrected, confirmed and
+    /// re-asked questions, negative examples, and candidates for new templates from
+    /// unanswered questions; print a patch to review (`git apply`), nothing changes live.
+    Suggest {
+        /// Feedback records as JSON lines.
+        #[arg(long, conflicts_with = "table", required_unless_present = "table")]
+        feedback: Option<PathBuf>,
+        /// A DynamoDB feedback table (the stack's FeedbackTableName).
+        #[arg(long)]
+        table: Option<String>,
+        /// A labelled JSON-lines data set the patched catalog (re-indexed) must not make
+        /// worse.
+        #[arg(long)]
+        dataset: Option<PathBuf>,
+        /// Write the patch to this file instead of stdout.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Unanswered questions a group needs to be a new-template candidate.
+        #[arg(long, default_value_t = 5)]
+        min_cluster: usize,
     },
     /// Templates per datasource and the configuration in force.
     Stats,
@@ -216,6 +245,8 @@ fn main() -> Result<()> {
             stages,
             no_session,
             no_assistant,
+            judge_out,
+            judge_every,
         } => {
             // --stages on an adapted catalog also scores the frozen base model.
             let mut base = config.clone();
@@ -237,6 +268,7 @@ fn main() -> Result<()> {
                     (false, true) => Replay::Session,
                     (false, false) => Replay::SessionAndAssistant,
                 },
+                judge_out: judge_out.clone().map(|path| (path, *judge_every)),
             };
             eval::run(&router, &config, dataset, &options)
         }
@@ -296,6 +328,30 @@ fn main() -> Result<()> {
                 },
             };
             tune::run(&router, &config, &options)
+        }
+        Command::Suggest {
+            feedback,
+            table,
+            dataset,
+            out,
+            min_cluster,
+        } => {
+            let router = open_router(templates, index_file, &config)?;
+            let source = match (feedback, table) {
+                (Some(file), _) => tune::Source::File(file.clone()),
+                (None, Some(table)) => tune::Source::Table(table.clone()),
+                (None, None) => unreachable!("clap requires one"),
+            };
+            let options = suggest::Options {
+                source,
+                dataset: dataset.clone(),
+                out: out.clone(),
+                settings: switchyard_eval::suggest::Settings {
+                    min_cluster: *min_cluster,
+                    ..Default::default()
+                },
+            };
+            suggest::run(templates, &router, &config, &options)
         }
         Command::Stats => {
             let router = open_router(templates, index_file, &config)?;

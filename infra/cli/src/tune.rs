@@ -70,7 +70,7 @@ pub fn run(router: &Router, config: &Config, options: &Options) -> Result<()> {
     Ok(())
 }
 
-fn read_records(path: &Path) -> Result<Vec<FeedbackRecord>> {
+pub fn read_records(path: &Path) -> Result<Vec<FeedbackRecord>> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     text.lines()
@@ -88,7 +88,7 @@ fn read_records(path: &Path) -> Result<Vec<FeedbackRecord>> {
         .collect()
 }
 
-fn read_table(table: &str, ttl_seconds: u64) -> Result<Vec<FeedbackRecord>> {
+pub fn read_table(table: &str, ttl_seconds: u64) -> Result<Vec<FeedbackRecord>> {
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
     Ok(runtime.block_on(async {
         let sdk = switchyard_s3::sdk_config().await;

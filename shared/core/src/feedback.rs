@@ -34,10 +34,25 @@ pub struct Decision {
     pub processing_ms: f64,
     /// Unix seconds.
     pub at: i64,
+    /// The question (with `sessions.store_text` only): what `switchyard suggest` learns
+    /// new examples from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub query: Option<String>,
+    /// The caller's session (scoped to its owner), so a question re-asked in other words
+    /// a few seconds later can be told apart from a new one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
 }
 
 impl Decision {
-    pub fn of(routing: &Routing, request_id: &str, processing_ms: f64, at: i64) -> Decision {
+    /// `asked` is the question's text and session key, when they may be kept.
+    pub fn of(
+        routing: &Routing,
+        request_id: &str,
+        processing_ms: f64,
+        at: i64,
+        asked: Option<(&str, Option<&str>)>,
+    ) -> Decision {
         let best = routing.best();
         let margin = match (routing.matches.first(), routing.matches.get(1)) {
             (Some(first), Some(second)) if !second.is_declined() => {
@@ -55,6 +70,8 @@ impl Decision {
             threshold: routing.threshold,
             processing_ms,
             at,
+            query: asked.map(|(query, _)| query.to_owned()),
+            session_id: asked.and_then(|(_, session)| session.map(str::to_owned)),
         }
     }
 }
@@ -67,6 +84,37 @@ pub struct Feedback {
     pub agent_success: Option<bool>,
     /// 0 to 1.
     pub search_quality: Option<f32>,
+    /// The template that should have answered, `<datasource>/<template_id>`, or `none`
+    /// when none of the catalog's should have (a clarify answered with a choice, a
+    /// correction): what `switchyard suggest` learns examples from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_template: Option<String>,
+}
+
+/// What a judge said should have answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Expected<'a> {
+    Template {
+        datasource: &'a str,
+        template_id: &'a str,
+    },
+    None,
+}
+
+impl Expected<'_> {
+    /// `<datasource>/<template_id>` or `none`; anything else is refused.
+    pub fn parse(text: &str) -> Option<Expected<'_>> {
+        if text == "none" {
+            return Some(Expected::None);
+        }
+        let (datasource, template_id) = text.split_once('/')?;
+        (!datasource.is_empty() && !template_id.is_empty() && !template_id.contains('/')).then_some(
+            Expected::Template {
+                datasource,
+                template_id,
+            },
+        )
+    }
 }
 
 impl Feedback {
@@ -85,13 +133,22 @@ impl Feedback {
                 }
             }
         }
+        if let Some(expected) = &self.expected_template {
+            if Expected::parse(expected).is_none() {
+                return Err(ServiceError::invalid_request(
+                    "expected_template",
+                    format!("must be `<datasource>/<template_id>` or `none`, not `{expected}`"),
+                ));
+            }
+        }
         if self.user_satisfaction.is_none()
             && self.agent_success.is_none()
             && self.search_quality.is_none()
+            && self.expected_template.is_none()
         {
             return Err(ServiceError::invalid_request(
                 "body",
-                "give at least one of user_satisfaction, agent_success, search_quality",
+                "give at least one of user_satisfaction, agent_success, search_quality, expected_template",
             ));
         }
         Ok(())
@@ -239,6 +296,7 @@ mod tests {
             user_satisfaction: Some(1.0),
             agent_success: Some(true),
             search_quality: Some(0.5),
+            expected_template: None,
         };
         assert!((all.reward(0.0) - 0.8).abs() < 1e-6, "{}", all.reward(0.0));
         let success_only = Feedback {
@@ -273,6 +331,8 @@ mod tests {
                 threshold: 0.4,
                 processing_ms: 1.0,
                 at: n,
+                query: None,
+                session_id: None,
             };
             store.record(decision).await.unwrap();
         }

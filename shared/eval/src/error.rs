@@ -21,6 +21,16 @@ pub enum EvalError {
         #[source]
         source: std::io::Error,
     },
+    /// A feedback record the catalog cannot account for: `at` names the line or request.
+    #[error("{at}: {message}")]
+    Traffic { at: String, message: String },
+    /// A catalog file `suggest` cannot insert a line into.
+    #[error("{}: template `{template_id}`: {message}", path.display())]
+    CatalogLayout {
+        path: PathBuf,
+        template_id: String,
+        message: String,
+    },
     #[error(transparent)]
     Routing(#[from] switchyard_routing::RoutingError),
     #[error(transparent)]

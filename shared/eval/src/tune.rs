@@ -265,6 +265,8 @@ mod tests {
             threshold: 0.4,
             processing_ms: 10.0,
             at: 0,
+            query: None,
+            session_id: None,
         };
         let feedback = Feedback {
             agent_success: Some(good),

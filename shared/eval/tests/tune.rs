@@ -80,7 +80,7 @@ fn feedback_tuning_keeps_in_scope_accuracy_and_out_of_scope_recall() {
             let success = query.in_scope()
                 && routing.outcome != Outcome::NoMatch
                 && routing.best().map(|m| m.template_id.as_str()) == Some(query.intent.as_str());
-            let decision = Decision::of(&routing, &format!("r{i}"), 20.0, 0);
+            let decision = Decision::of(&routing, &format!("r{i}"), 20.0, 0, None);
             judged(
                 decision,
                 Feedback {

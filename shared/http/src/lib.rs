@@ -203,6 +203,7 @@ async fn feedback(
         user_satisfaction: body.user_satisfaction,
         agent_success: body.agent_success,
         search_quality: body.search_quality,
+        expected_template: body.expected_template,
     };
     let record = service.feedback(&body.request_id, feedback).await?;
     let decision = record.decision;

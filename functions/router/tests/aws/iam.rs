@@ -425,6 +425,8 @@ async fn the_functions_policies_allow_every_call_their_code_makes() {
         threshold: 0.5,
         processing_ms: 3.0,
         at: now,
+        query: None,
+        session_id: None,
     };
     allowed(
         "feedback: record (PutItem)",

@@ -122,12 +122,15 @@ async fn feedback_is_stored_with_its_decision_and_read_back() {
         threshold: 0.4,
         processing_ms: 120.0,
         at: now,
+        query: None,
+        session_id: None,
     };
     store.record(decision.clone()).await.unwrap();
     let feedback = Feedback {
         user_satisfaction: Some(1.0),
         agent_success: Some(true),
         search_quality: None,
+        expected_template: None,
     };
     let judged = store
         .judge("req-1", feedback.clone())

@@ -337,7 +337,7 @@ impl Service {
         let session = self
             .record_turn(question, &routed, context, &executed, now)
             .await;
-        self.record_decision(&routed.routing, &executed, &request_id, now)
+        self.record_decision(question, &routed.routing, &executed, &request_id, now)
             .await;
         let Executed {
             execution,
@@ -358,6 +358,7 @@ impl Service {
     /// of the answer.
     async fn record_decision(
         &self,
+        question: &Question,
         routing: &Routing,
         executed: &Executed,
         request_id: &str,
@@ -372,7 +373,13 @@ impl Service {
             (None, None) => 0.0,
         };
         let processing_ms = routing.timings.total_ms + adapter_ms;
-        let decision = Decision::of(routing, request_id, processing_ms, now);
+        let session = question.session_key();
+        let asked = self
+            .config
+            .sessions
+            .store_text
+            .then(|| (question.query.as_str(), session.as_deref()));
+        let decision = Decision::of(routing, request_id, processing_ms, now, asked);
         if let Err(e) = self.feedback.record(decision).await {
             metrics::counter!(metric::FEEDBACK_STORE_ERRORS).increment(1);
             tracing::warn!(request_id = %request_id, error = %e, "decision not kept for feedback");

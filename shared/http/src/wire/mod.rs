@@ -305,6 +305,11 @@ pub struct FeedbackRequest {
     #[serde(default)]
     #[schema(minimum = 0, maximum = 1, nullable = false)]
     pub search_quality: Option<f32>,
+    /// The template that should have answered, `<datasource>/<template_id>`, or `none`
+    /// (a correction, a clarify answered): what `switchyard suggest` learns from.
+    #[serde(default)]
+    #[schema(nullable = false, max_length = 300)]
+    pub expected_template: Option<String>,
 }
 
 /// Sets `FeedbackRequest`'s `minProperties` to 2 in the document: utoipa-gen 5.5 writes
