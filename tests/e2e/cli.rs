@@ -293,3 +293,101 @@ fn index_build_refuses_a_write_template() {
         "{stderr}"
     );
 }
+
+#[test]
+fn suggest_turns_judged_traffic_into_a_patch_that_applies() {
+    let cache = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let dataset = repo_root().join("tests/data/demo/queries.jsonl");
+    let feedback = work.path().join("feedback.jsonl");
+    run_ok(
+        switchyard(cache.path())
+            .args(["eval", "--json", "--latency-samples", "0", "--dataset"])
+            .arg(&dataset)
+            .arg("--judge-out")
+            .arg(&feedback),
+    );
+    let records = std::fs::read_to_string(&feedback).unwrap();
+    assert_eq!(records.lines().count(), 65, "one record per question");
+
+    let patch = work.path().join("catalog.patch");
+    let output = run(switchyard(cache.path())
+        .args(["suggest", "--feedback"])
+        .arg(&feedback)
+        .arg("--dataset")
+        .arg(&dataset)
+        .arg("--out")
+        .arg(&patch));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    // The demo's misses (2 in scope, 5 off topic answered) come back as lines with their
+    // evidence, and the figures on the data set are said.
+    let text = std::fs::read_to_string(&patch).unwrap();
+    assert!(text.contains("# suggested: feedback on traffic-"), "{text}");
+    assert!(stderr.contains("intent accuracy"), "{stderr}");
+    let copy = work.path().join("templates");
+    std::fs::create_dir_all(&copy).unwrap();
+    let status = std::process::Command::new("cp")
+        .args(["-r"])
+        .arg(repo_root().join("templates/demo"))
+        .arg(&copy)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let applied = std::process::Command::new("git")
+        .args(["apply", "--verbose"])
+        .arg(&patch)
+        .current_dir(work.path())
+        .output()
+        .unwrap();
+    assert!(
+        applied.status.success(),
+        "{}",
+        String::from_utf8_lossy(&applied.stderr)
+    );
+    // The patched catalog still loads.
+    run_ok(
+        switchyard_base(cache.path())
+            .arg("--templates")
+            .arg(copy.join("demo"))
+            .arg("stats"),
+    );
+}
+
+#[test]
+fn suggest_names_the_bad_record_and_writes_nothing() {
+    let cache = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let patch = work.path().join("catalog.patch");
+    let good = r#"{"decision":{"request_id":"r1","datasource":"hr","template_id":"employees_count_by_department","outcome":"execute","confidence":0.9,"margin":0.2,"threshold":0.4,"processing_ms":3.0,"at":1,"query":"staff in sales"}}"#;
+    let cases = [
+        (format!("{good}\n{{not json\n"), "line 2"),
+        (
+            good.replace("employees_count_by_department", "no_such_template"),
+            "hr/no_such_template",
+        ),
+        (
+            format!(
+                "{}\n",
+                good.replace(
+                    r#""query":"staff in sales"}"#,
+                    r#""query":"staff in sales"},"feedback":{"expected_template":"hr/nope"}"#
+                )
+            ),
+            "hr/nope",
+        ),
+    ];
+    for (records, named) in cases {
+        let feedback = work.path().join("feedback.jsonl");
+        std::fs::write(&feedback, records).unwrap();
+        let output = run(switchyard_base(cache.path())
+            .args(["suggest", "--feedback"])
+            .arg(&feedback)
+            .arg("--out")
+            .arg(&patch));
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{stderr}");
+        assert!(stderr.contains(named), "{named} not in: {stderr}");
+        assert!(!patch.exists(), "nothing is written");
+    }
+}

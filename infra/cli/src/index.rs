@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use switchyard_aws::index::IndexPublishing;
 use switchyard_catalog::template::{Catalog, Datasource, DatasourceKind};
 use switchyard_core::config::Config;
@@ -16,7 +16,7 @@ use crate::open::{advance, progress_bar, schema_tables};
 use switchyard_documents::schema::{table_documents, SCHEMA_ARTIFACT};
 
 /// `index build`: embed the catalog in `templates`, write the artifact to `out`, report.
-pub fn build(templates: &Path, config: &Config, out: &Path) -> Result<()> {
+pub fn build(templates: &Path, config: &Config, out: &Path, strict: Option<f64>) -> Result<()> {
     let catalog = Catalog::load(templates)?;
     switchyard_adapters::check_catalog(&catalog)?;
     let start = Instant::now();
@@ -33,6 +33,16 @@ pub fn build(templates: &Path, config: &Config, out: &Path) -> Result<()> {
         &advance(&bar),
     )?;
     bar.finish_and_clear();
+    let astray = check_catalog(&index);
+    if let Some(limit) = strict {
+        if astray > limit {
+            bail!(
+                "--strict: {:.1}% of the examples go astray when left out (limit {:.1}%); nothing written",
+                astray * 100.0,
+                limit * 100.0
+            );
+        }
+    }
     index.write(out)?;
     // The adapted graph travels beside the index; a stale one from an earlier build goes.
     let beside = encoder::graph_beside(out);
@@ -282,4 +292,28 @@ fn data_files(index: &Index, templates: &Path) -> Result<Vec<(String, DataFiles)
         data.push((datasource.name().to_owned(), published));
     }
     Ok(data)
+}
+
+/// Print the templates whose own examples, left out, are nearer another template (the
+/// catalog check); the share of examples that go astray.
+fn check_catalog(index: &Index) -> f64 {
+    let (confusable, checked) = switchyard_index::index::check::confusable(index);
+    let astray: usize = confusable.iter().map(|c| c.astray.len()).sum();
+    let share = astray as f64 / checked.max(1) as f64;
+    eprintln!(
+        "catalog check: {astray} of {checked} examples ({:.1}%) are nearer another template when left out of their own",
+        share * 100.0
+    );
+    for c in confusable.iter().take(10) {
+        eprintln!(
+            "  {}/{}: {} of {} go astray, mostly to {}; e.g. {:?}",
+            c.datasource,
+            c.template_id,
+            c.astray.len(),
+            c.examples,
+            c.rival,
+            c.astray.iter().take(2).collect::<Vec<_>>()
+        );
+    }
+    share
 }

@@ -185,6 +185,10 @@ enum IndexCommand {
     Build {
         #[arg(long, default_value = "switchyard.idx")]
         out: PathBuf,
+        /// Fail, writing nothing, when more than this share of the templates' examples
+        /// are nearer another template when left out of their own (the catalog check).
+        #[arg(long, value_name = "SHARE")]
+        strict: Option<f64>,
     },
     /// Verify an artifact and print its manifest.
     Inspect { file: PathBuf },
@@ -226,7 +230,7 @@ fn main() -> Result<()> {
     let (templates, index_file) = (cli.templates.as_path(), cli.index.as_deref());
     match &cli.command {
         Command::Index { command } => match command {
-            IndexCommand::Build { out } => index::build(templates, &config, out),
+            IndexCommand::Build { out, strict } => index::build(templates, &config, out, *strict),
             IndexCommand::Inspect { file } => index::inspect(file),
             IndexCommand::Push {
                 file,

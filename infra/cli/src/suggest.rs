@@ -15,7 +15,7 @@ use switchyard_eval::{embed_queries, evaluate, load_dataset, EvalReport};
 use switchyard_routing::router::Router;
 
 use crate::open::open_router;
-use crate::tune::{read_records, read_table, Source};
+use crate::tune::{read_numbered, read_table, Source};
 
 pub struct Options {
     pub source: Source,
@@ -26,11 +26,10 @@ pub struct Options {
 
 pub fn run(templates: &Path, router: &Router, config: &Config, options: &Options) -> Result<()> {
     let traffic: Vec<Traffic> = match &options.source {
-        Source::File(path) => read_records(path)?
+        Source::File(path) => read_numbered(path)?
             .into_iter()
-            .enumerate()
-            .map(|(n, record)| Traffic {
-                at: format!("{} record {}", path.display(), n + 1),
+            .map(|(line, record)| Traffic {
+                at: format!("{} line {line}", path.display()),
                 record,
             })
             .collect(),

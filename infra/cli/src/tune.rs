@@ -70,20 +70,27 @@ pub fn run(router: &Router, config: &Config, options: &Options) -> Result<()> {
     Ok(())
 }
 
-pub fn read_records(path: &Path) -> Result<Vec<FeedbackRecord>> {
+fn read_records(path: &Path) -> Result<Vec<FeedbackRecord>> {
+    Ok(read_numbered(path)?.into_iter().map(|(_, r)| r).collect())
+}
+
+/// The records of a JSON-lines file with their line numbers; a line that is not a record
+/// is an error naming it.
+pub fn read_numbered(path: &Path) -> Result<Vec<(usize, FeedbackRecord)>> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     text.lines()
         .enumerate()
         .filter(|(_, line)| !line.trim().is_empty())
         .map(|(n, line)| {
-            serde_json::from_str(line).with_context(|| {
+            let record = serde_json::from_str(line).with_context(|| {
                 format!(
                     "{} line {}: expected a feedback record {{\"decision\", \"feedback\", \"reward\"}}",
                     path.display(),
                     n + 1
                 )
-            })
+            })?;
+            Ok((n + 1, record))
         })
         .collect()
 }

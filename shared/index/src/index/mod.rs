@@ -24,6 +24,7 @@ mod artifact;
 mod build;
 mod cache;
 mod calibration;
+pub mod check;
 mod drift;
 mod partition;
 
