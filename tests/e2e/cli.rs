@@ -296,6 +296,10 @@ fn index_build_refuses_a_write_template() {
 
 #[test]
 fn suggest_turns_judged_traffic_into_a_patch_that_applies() {
+    // On the frozen base model: the adapted encoder answers all 65 demo questions right,
+    // leaving no evidence; the base one misses 2 in scope and answers 5 off-topic ones,
+    // which is what the loop learns from.
+    let switchyard = switchyard_base;
     let cache = tempfile::tempdir().unwrap();
     let work = tempfile::tempdir().unwrap();
     let dataset = repo_root().join("tests/data/demo/queries.jsonl");
@@ -347,7 +351,7 @@ fn suggest_turns_judged_traffic_into_a_patch_that_applies() {
     );
     // The patched catalog still loads.
     run_ok(
-        switchyard_base(cache.path())
+        switchyard(cache.path())
             .arg("--templates")
             .arg(copy.join("demo"))
             .arg("stats"),

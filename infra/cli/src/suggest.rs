@@ -52,7 +52,6 @@ pub fn run(templates: &Path, router: &Router, config: &Config, options: &Options
     if let Some(dataset) = &options.dataset {
         let (before, after) = verify(templates, router, config, &edits, dataset)?;
         let line = figures(dataset, &before, &after);
-        eprintln!("{line}");
         header.push(format!("# {line}"));
         if after.intent_accuracy < before.intent_accuracy || after.oos_recall < before.oos_recall {
             bail!(

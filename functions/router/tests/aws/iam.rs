@@ -439,6 +439,7 @@ async fn the_functions_policies_allow_every_call_their_code_makes() {
                 user_satisfaction: Some(1.0),
                 agent_success: Some(true),
                 search_quality: None,
+                expected_template: None,
             },
         )
         .await

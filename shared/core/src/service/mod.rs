@@ -378,7 +378,7 @@ impl Service {
             .config
             .sessions
             .store_text
-            .then(|| (question.query.as_str(), session.as_deref()));
+            .then_some((question.query.as_str(), session.as_deref()));
         let decision = Decision::of(routing, request_id, processing_ms, now, asked);
         if let Err(e) = self.feedback.record(decision).await {
             metrics::counter!(metric::FEEDBACK_STORE_ERRORS).increment(1);

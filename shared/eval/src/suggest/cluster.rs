@@ -28,8 +28,8 @@ pub fn clusters(vectors: &[Vec<f32>], min_similarity: f32, min_size: usize) -> V
         let moved = std::mem::take(&mut groups[b]);
         groups[a].extend(moved);
         alive[b] = false;
-        for c in 0..n {
-            let sum = between[a][c] + between[b][c];
+        let merged: Vec<f32> = (0..n).map(|c| between[a][c] + between[b][c]).collect();
+        for (c, sum) in merged.into_iter().enumerate() {
             between[a][c] = sum;
             between[c][a] = sum;
         }

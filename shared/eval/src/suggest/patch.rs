@@ -120,8 +120,7 @@ fn insert_example(lines: &mut Vec<String>, id: &str, line: String) -> Result<(),
         .ok_or("no `nl_examples:` list")?;
     let key_indent = indent(&lines[key]);
     let mut last = key;
-    for i in key + 1..end {
-        let l = &lines[i];
+    for (i, l) in lines.iter().enumerate().take(end).skip(key + 1) {
         if l.trim().is_empty() || l.trim_start().starts_with('#') {
             continue;
         }
