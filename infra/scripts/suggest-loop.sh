@@ -8,7 +8,8 @@
 #   SWITCHYARD_LOOP_TRAFFIC   questions per intent in the traffic part (default 7, so
 #                             1,050 in scope + half of the out-of-scope ones)
 #   SWITCHYARD_LOOP_MODE      the encoder: `base` (frozen, seconds per build) or
-#                             `adapted` (the default catalog's; minutes per build)
+#                             `adapted` (the configuration's own, which adapts CLINC150's
+#                             encoder: minutes per build)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PER_INTENT="${SWITCHYARD_LOOP_TRAFFIC:-7}"
@@ -29,7 +30,11 @@ with open(f"{work}/traffic.jsonl", "w") as traffic, open(f"{work}/holdout.jsonl"
         seen[line["intent"]] += 1
         (traffic if seen[line["intent"]] <= limit else holdout).write(json.dumps(line) + "\n")
 PY
-export SWITCHYARD__EMBEDDING__ADAPTATION__MODE="$MODE"
+case "$MODE" in
+  base) export SWITCHYARD__EMBEDDING__ADAPTATION__MODE=base ;;
+  adapted) ;;
+  *) echo "suggest-loop: SWITCHYARD_LOOP_MODE must be base or adapted, not $MODE" >&2; exit 2 ;;
+esac
 cp -r templates/clinc150 "$WORK/clinc150"
 echo "suggest-loop: traffic $(wc -l <"$WORK/traffic.jsonl") questions, holdout $(wc -l <"$WORK/holdout.jsonl"), encoder $MODE" >&2
 "$BIN" --templates templates/clinc150 eval --dataset "$WORK/traffic.jsonl" --json \
