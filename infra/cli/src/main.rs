@@ -165,6 +165,9 @@ enum Command {
         /// Unanswered questions a group needs to be a new-template candidate.
         #[arg(long, default_value_t = 5)]
         min_cluster: usize,
+        /// Also write the new-template candidates (every question of each) as JSON.
+        #[arg(long)]
+        candidates: Option<PathBuf>,
     },
     /// Templates per datasource and the configuration in force.
     Stats,
@@ -339,6 +342,7 @@ fn main() -> Result<()> {
             dataset,
             out,
             min_cluster,
+            candidates,
         } => {
             let router = open_router(templates, index_file, &config)?;
             let source = match (feedback, table) {
@@ -350,6 +354,7 @@ fn main() -> Result<()> {
                 source,
                 dataset: dataset.clone(),
                 out: out.clone(),
+                candidates: candidates.clone(),
                 settings: switchyard_eval::suggest::Settings {
                     min_cluster: *min_cluster,
                     ..Default::default()

@@ -21,6 +21,8 @@ pub struct Options {
     pub source: Source,
     pub dataset: Option<PathBuf>,
     pub out: Option<PathBuf>,
+    /// Write the new-template candidates, every question of each, as JSON here.
+    pub candidates: Option<PathBuf>,
     pub settings: Settings,
 }
 
@@ -60,6 +62,10 @@ pub fn run(templates: &Path, router: &Router, config: &Config, options: &Options
             );
         }
     }
+    if let Some(path) = &options.candidates {
+        std::fs::write(path, serde_json::to_string_pretty(&suggestions.candidates)?)
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
     let mut text: String = header.iter().map(|l| format!("{l}\n")).collect();
     text.push_str(&unified_diff(&edits, Path::new(".")));
     match &options.out {
@@ -97,7 +103,7 @@ fn summary(records: usize, s: &Suggestions) -> Vec<String> {
             "#   {}. {} questions, e.g. {:?}; nearest: {}",
             n + 1,
             candidate.size,
-            candidate.questions,
+            &candidate.questions[..candidate.questions.len().min(5)],
             nearest.join(", ")
         ));
     }

@@ -52,7 +52,7 @@ impl Default for Settings {
 #[derive(Debug, Clone, Serialize)]
 pub struct Candidate {
     pub size: usize,
-    /// The questions nearest the group's centre first.
+    /// Every question of the group, the nearest its centre first.
     pub questions: Vec<String>,
     /// The existing templates nearest the group's centre, `datasource/template` and score.
     pub nearest: Vec<(String, f32)>,
@@ -131,7 +131,7 @@ fn candidates(router: &Router, misses: &[String], settings: &Settings) -> Result
         let routing = router.route_vector(&misses[group[0]], &centre, &Access::All)?;
         found.push(Candidate {
             size: group.len(),
-            questions: group.iter().take(5).map(|&i| misses[i].clone()).collect(),
+            questions: group.iter().map(|&i| misses[i].clone()).collect(),
             nearest: routing
                 .matches
                 .iter()
