@@ -319,11 +319,7 @@ fn main() -> Result<()> {
             wrong_answer_cost,
         } => {
             let router = open_router(templates, index_file, &config)?;
-            let source = match (feedback, table) {
-                (Some(file), _) => tune::Source::File(file.clone()),
-                (None, Some(table)) => tune::Source::Table(table.clone()),
-                (None, None) => unreachable!("clap requires one"),
-            };
+            let source = tune::Source::of(feedback, table);
             let options = tune::Options {
                 source,
                 dataset: dataset.clone(),
@@ -345,11 +341,7 @@ fn main() -> Result<()> {
             candidates,
         } => {
             let router = open_router(templates, index_file, &config)?;
-            let source = match (feedback, table) {
-                (Some(file), _) => tune::Source::File(file.clone()),
-                (None, Some(table)) => tune::Source::Table(table.clone()),
-                (None, None) => unreachable!("clap requires one"),
-            };
+            let source = tune::Source::of(feedback, table);
             let options = suggest::Options {
                 source,
                 dataset: dataset.clone(),

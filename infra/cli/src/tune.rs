@@ -18,6 +18,17 @@ pub enum Source {
     Table(String),
 }
 
+impl Source {
+    /// The `--feedback FILE` or `--table NAME` given (clap requires one).
+    pub fn of(feedback: &Option<PathBuf>, table: &Option<String>) -> Source {
+        match (feedback, table) {
+            (Some(file), _) => Source::File(file.clone()),
+            (None, Some(table)) => Source::Table(table.clone()),
+            (None, None) => unreachable!("clap requires one"),
+        }
+    }
+}
+
 pub struct Options {
     pub source: Source,
     pub dataset: Option<PathBuf>,

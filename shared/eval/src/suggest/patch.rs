@@ -23,9 +23,19 @@ pub fn edit(
     negatives: &[Negative],
 ) -> Result<Vec<Edited>, EvalError> {
     let mut files = Files::new();
+    // Which file holds each template, looked up once per template.
+    let mut found: BTreeMap<(String, String), PathBuf> = BTreeMap::new();
     for example in examples {
         let folder = catalog.join(&example.datasource);
-        let path = template_file(&folder, &example.template_id)?;
+        let key = (example.datasource.clone(), example.template_id.clone());
+        let path = match found.get(&key) {
+            Some(path) => path.clone(),
+            None => {
+                let path = template_file(&folder, &example.template_id)?;
+                found.insert(key, path.clone());
+                path
+            }
+        };
         let lines = lines_of(&mut files, &path)?;
         let line = item_line(&example.text, &example.why, "      ");
         insert_example(lines, &example.template_id, line).map_err(|message| {
