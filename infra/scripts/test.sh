@@ -56,6 +56,8 @@ python_tools() {
 }
 system_packages() {
   ./infra/scripts/postgres.sh install && ./infra/scripts/mariadb.sh install &&
+    # Chromium and its driver, for the report's browser check (report-check.sh).
+    if [ "$(id -u)" = 0 ]; then ./infra/scripts/report-check.sh install; fi &&
     if docker_usable; then ./infra/scripts/lambda-base-image.sh; fi
 }
 # The SAM checks run where a Docker Engine answers and the base image can be had (root
@@ -150,6 +152,9 @@ SCHEMATHESIS_SEED="${SCHEMATHESIS_SEED:-20261124}" ./infra/scripts/schemathesis.
 
 # The OpenAI-compatible endpoints with the official OpenAI client.
 ./infra/scripts/chat-clients.sh
+
+# `eval --report` opened in headless Chromium: rendered, charts drawn, no console error.
+./infra/scripts/report-check.sh
 
 # SAM as its users run it: `sam local invoke` and `sam local start-api` in containers of a
 # base image built here (no registry). Needs a Docker Engine, and root the first time (the

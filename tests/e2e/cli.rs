@@ -321,9 +321,18 @@ fn suggest_turns_judged_traffic_into_a_patch_that_applies() {
         .arg("--dataset")
         .arg(&dataset)
         .arg("--out")
-        .arg(&patch));
+        .arg(&patch)
+        .arg("--report")
+        .arg(work.path().join("report.html")));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{stderr}");
+    // The page shows the patched catalog beside the catalog as it is (the browser check
+    // in infra/scripts/report-check.sh opens `eval --report`'s).
+    let page = std::fs::read_to_string(work.path().join("report.html")).unwrap();
+    assert!(
+        page.contains(r#"data-chart="risk-coverage""#) && page.contains("<th>before</th>"),
+        "{page}"
+    );
     // The demo's misses (2 in scope, 5 off topic answered) come back as lines with their
     // evidence, and the figures on the data set are said.
     let text = std::fs::read_to_string(&patch).unwrap();
@@ -394,4 +403,65 @@ fn suggest_names_the_bad_record_and_writes_nothing() {
         assert!(stderr.contains(named), "{named} not in: {stderr}");
         assert!(!patch.exists(), "nothing is written");
     }
+}
+
+#[test]
+fn serve_keeps_its_traffic_for_suggest() {
+    // `serve --traffic` writes what the deployed router's feedback table holds: each
+    // decision, then the same request judged. `suggest` reads it back.
+    let cache = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let traffic = work.path().join("traffic.jsonl");
+    let mut command = switchyard(cache.path());
+    // The question's text is kept only where the deployment says so (as checkpoints).
+    command.env("SWITCHYARD__SESSIONS__STORE_TEXT", "true");
+    let server = switchyard_e2e::serve_command_with(
+        command,
+        &["--templates", "templates/demo"],
+        &[std::ffi::OsStr::new("--traffic"), traffic.as_os_str()],
+        std::process::Stdio::inherit(),
+        "warn",
+    );
+    let ask = |question: &str| {
+        let (status, body) = server.post("/v1/query", serde_json::json!({ "query": question }));
+        assert_eq!(status, 200, "{body}");
+        body["metadata"]["request_id"].as_str().unwrap().to_owned()
+    };
+    ask("How many employees work in Engineering?");
+    let corrected = ask("What is 15% of 200?");
+    // A judge who says another template should have answered: suggest must propose the
+    // question as that template's example.
+    let (status, body) = server.post(
+        "/v1/feedback",
+        serde_json::json!({
+            "request_id": corrected,
+            "expected_template": "hr/employees_count_by_department",
+        }),
+    );
+    assert_eq!(status, 200, "{body}");
+    drop(server);
+
+    let lines = std::fs::read_to_string(&traffic).unwrap();
+    assert_eq!(
+        lines.lines().count(),
+        3,
+        "two decisions, one judged: {lines}"
+    );
+    let patch = work.path().join("catalog.patch");
+    let output = run(switchyard(cache.path())
+        .args(["--templates", "templates/demo", "suggest", "--feedback"])
+        .arg(&traffic)
+        .arg("--out")
+        .arg(&patch));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("2 records"),
+        "one record per request: {stderr}"
+    );
+    let text = std::fs::read_to_string(&patch).unwrap();
+    assert!(
+        text.contains("What is 15% of 200?") && text.contains(&corrected),
+        "{text}"
+    );
 }

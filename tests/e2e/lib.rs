@@ -149,8 +149,19 @@ pub fn serve_base<S: AsRef<OsStr>>(cache: &Path, options: &[S]) -> Server {
 /// `<command> <options> serve --port 0`, for a [`switchyard`] command given more
 /// environment; logs at `level` to `logs`.
 pub fn serve_command<S: AsRef<OsStr>>(
+    command: Command,
+    options: &[S],
+    logs: Stdio,
+    level: &str,
+) -> Server {
+    serve_command_with(command, options, &[] as &[&str], logs, level)
+}
+
+/// [`serve_command`] with `serve`'s own options after it (`--traffic FILE`).
+pub fn serve_command_with<S: AsRef<OsStr>, T: AsRef<OsStr>>(
     mut command: Command,
     options: &[S],
+    serve_options: &[T],
     logs: Stdio,
     level: &str,
 ) -> Server {
@@ -158,6 +169,7 @@ pub fn serve_command<S: AsRef<OsStr>>(
         .env("RUST_LOG", level)
         .args(options)
         .args(["serve", "--port", "0"])
+        .args(serve_options)
         .stdout(Stdio::piped())
         .stderr(logs)
         .spawn()

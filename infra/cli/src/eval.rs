@@ -7,6 +7,7 @@ use anyhow::{Context, Result};
 use switchyard_core::config::Config;
 use switchyard_eval::conversation::{replay, ConversationReport, Replay, TurnAccuracy};
 use switchyard_eval::multi::{multi_intent, MultiIntentReport};
+use switchyard_eval::report::{answers, Page, Snapshot};
 use switchyard_eval::suggest::judged_traffic;
 use switchyard_eval::{embed_queries, evaluate, load_dataset, stage_table, EvalReport, StageRow};
 use switchyard_routing::router::Router;
@@ -23,6 +24,8 @@ pub struct Options {
     pub frozen: Option<Router>,
     /// Write the data set as judged traffic to this file (one question in `.1` judged).
     pub judge_out: Option<(PathBuf, usize)>,
+    /// Write the results as an HTML page here.
+    pub report: Option<PathBuf>,
 }
 
 /// Evaluate `router` on `dataset` (each stage on and off with `stages`; conversations
@@ -73,6 +76,26 @@ pub fn run(router: &Router, config: &Config, dataset: &Path, options: &Options) 
     } else {
         None
     };
+    if let Some(path) = &options.report {
+        let now = Snapshot {
+            answers: answers(router, &queries, &embedded.vectors)?,
+            report: report.clone(),
+        };
+        Page {
+            title: format!("switchyard eval: {}", file_name(dataset)),
+            notes: vec![format!(
+                "Data set {}; catalog of {} templates.",
+                dataset.display(),
+                router.index().catalog.template_count()
+            )],
+            now: &now,
+            before: None,
+            conversation: conversation.as_ref(),
+            multi: multi.as_ref(),
+        }
+        .write(path)?;
+        eprintln!("report written to {}", path.display());
+    }
     if options.json {
         let mut value = serde_json::to_value(&report)?;
         if let Some(table) = &table {
@@ -252,4 +275,11 @@ fn print_report(report: &EvalReport) {
         "search + scoring only ({} queries): p50 {:.3} ms, p95 {:.3} ms, p99 {:.3} ms",
         s.samples, s.p50, s.p95, s.p99
     );
+}
+
+/// A path's last part, for a title.
+pub fn file_name(path: &Path) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| path.display().to_string())
 }

@@ -92,6 +92,10 @@ enum Command {
         judge_out: Option<PathBuf>,
         #[arg(long, default_value_t = 1, requires = "judge_out")]
         judge_every: usize,
+        /// Also write the results as one self-contained HTML page: per-template accuracy,
+        /// confused pairs, risk–coverage and reliability charts.
+        #[arg(long)]
+        report: Option<PathBuf>,
     },
     /// Cold start and per-query latency on one thread: model and index load, the first
     /// query, then p50/p95/p99 of the embedding alone and of the whole route.
@@ -168,6 +172,10 @@ enum Command {
         /// Also write the new-template candidates (every question of each) as JSON.
         #[arg(long)]
         candidates: Option<PathBuf>,
+        /// Also write the data set's eval of the patched catalog beside the catalog as it
+        /// is, as one HTML page (as `eval --report`).
+        #[arg(long, requires = "dataset")]
+        report: Option<PathBuf>,
     },
     /// Templates per datasource and the configuration in force.
     Stats,
@@ -179,6 +187,10 @@ enum Command {
         host: String,
         #[arg(long, default_value_t = 8080)]
         port: u16,
+        /// Append every decision, and each again when feedback judges it, to this
+        /// JSON-lines file: the traffic `suggest --feedback` and `tune --feedback` read.
+        #[arg(long)]
+        traffic: Option<PathBuf>,
     },
 }
 
@@ -254,6 +266,7 @@ fn main() -> Result<()> {
             no_assistant,
             judge_out,
             judge_every,
+            report,
         } => {
             // --stages on an adapted catalog also scores the frozen base model.
             let mut base = config.clone();
@@ -276,6 +289,7 @@ fn main() -> Result<()> {
                     (false, false) => Replay::SessionAndAssistant,
                 },
                 judge_out: judge_out.clone().map(|path| (path, *judge_every)),
+                report: report.clone(),
             };
             eval::run(&router, &config, dataset, &options)
         }
@@ -339,6 +353,7 @@ fn main() -> Result<()> {
             out,
             min_cluster,
             candidates,
+            report,
         } => {
             let router = open_router(templates, index_file, &config)?;
             let source = tune::Source::of(feedback, table);
@@ -347,6 +362,7 @@ fn main() -> Result<()> {
                 dataset: dataset.clone(),
                 out: out.clone(),
                 candidates: candidates.clone(),
+                report: report.clone(),
                 settings: switchyard_eval::suggest::Settings {
                     min_cluster: *min_cluster,
                     ..Default::default()
@@ -362,11 +378,20 @@ fn main() -> Result<()> {
             print!("{}", switchyard_http::openapi::document_text());
             Ok(())
         }
-        Command::Serve { host, port } => {
+        Command::Serve {
+            host,
+            port,
+            traffic,
+        } => {
             let router = open_router(templates, index_file, &config)?;
             let documents = open::open_documents(templates, index_file, &router, &config)?;
             let schema = open::open_schema(templates, index_file, &router, &config)?;
-            serve::run(config, router, templates, documents, schema, host, *port)
+            let options = serve::Options {
+                host: host.clone(),
+                port: *port,
+                traffic: traffic.clone(),
+            };
+            serve::run(config, router, templates, documents, schema, &options)
         }
     }
 }

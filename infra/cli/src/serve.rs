@@ -1,15 +1,23 @@
 //! `switchyard serve`: the API on a local HTTP server, the same axum app the router
 //! Lambda runs, with adapters in-process.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use switchyard_app::{assemble, in_process_adapters, Edges};
 use switchyard_core::config::Config;
+use switchyard_core::feedback::{FeedbackStore, JsonLinesFeedbackStore};
 use switchyard_documents::ChunkIndex;
 use switchyard_routing::router::Router;
 use switchyard_routing::session::MemorySessionStore;
+
+pub struct Options {
+    pub host: String,
+    pub port: u16,
+    /// Append the decisions and their feedback to this JSON-lines file.
+    pub traffic: Option<PathBuf>,
+}
 
 /// Serve `router` (built with `config`'s sections); adapters run in-process with their
 /// files under `templates_dir`, and documents datasources from their chunk artifacts.
@@ -19,9 +27,13 @@ pub fn run(
     templates_dir: &Path,
     documents: Vec<(ChunkIndex, String)>,
     schema: Option<ChunkIndex>,
-    host: &str,
-    port: u16,
+    options: &Options,
 ) -> Result<()> {
+    let feedback = match &options.traffic {
+        Some(path) => Some(Arc::new(JsonLinesFeedbackStore::open(path)?) as Arc<dyn FeedbackStore>),
+        None => None,
+    };
+    let (host, port) = (options.host.as_str(), options.port);
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
     runtime.block_on(async move {
         let catalog = router.index().catalog.clone();
@@ -32,6 +44,7 @@ pub fn run(
         let sessions = MemorySessionStore::new(config.sessions.clone());
         let edges = Edges {
             schema,
+            feedback,
             ..Edges::new(Arc::new(invoker), Arc::new(sessions))
         };
         let service = assemble(config, router, reranker, edges)?;

@@ -8,12 +8,14 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use switchyard_core::config::Config;
+use switchyard_eval::report::{answers, Page, Snapshot};
 use switchyard_eval::suggest::evidence::{gather, Traffic};
 use switchyard_eval::suggest::patch::{edit, unified_diff, Edited};
 use switchyard_eval::suggest::{suggest, Settings, Suggestions};
 use switchyard_eval::{embed_queries, evaluate, load_dataset, EvalReport};
 use switchyard_routing::router::Router;
 
+use crate::eval::file_name;
 use crate::open::open_router;
 use crate::tune::{read_numbered, read_table, Source};
 
@@ -23,6 +25,8 @@ pub struct Options {
     pub out: Option<PathBuf>,
     /// Write the new-template candidates, every question of each, as JSON here.
     pub candidates: Option<PathBuf>,
+    /// With `dataset`: the patched catalog's eval beside the catalog's as an HTML page here.
+    pub report: Option<PathBuf>,
     pub settings: Settings,
 }
 
@@ -53,8 +57,24 @@ pub fn run(templates: &Path, router: &Router, config: &Config, options: &Options
     let mut header = summary(traffic.len(), &suggestions);
     if let Some(dataset) = &options.dataset {
         let (before, after) = verify(templates, router, config, &edits, dataset)?;
-        let line = figures(dataset, &before, &after);
+        let line = figures(dataset, &before.report, &after.report);
         header.push(format!("# {line}"));
+        if let Some(path) = &options.report {
+            Page {
+                title: format!("switchyard suggest: {}", file_name(dataset)),
+                notes: header
+                    .iter()
+                    .map(|l| l.trim_start_matches("# ").to_owned())
+                    .collect(),
+                now: &after,
+                before: Some(&before),
+                conversation: None,
+                multi: None,
+            }
+            .write(path)?;
+            eprintln!("report written to {}", path.display());
+        }
+        let (before, after) = (&before.report, &after.report);
         if after.intent_accuracy < before.intent_accuracy || after.oos_recall < before.oos_recall {
             bail!(
                 "the patch would make {} worse; not written ({line})",
@@ -110,7 +130,7 @@ fn summary(records: usize, s: &Suggestions) -> Vec<String> {
     lines
 }
 
-/// The data set's figures on the catalog as it is and as patched (a copy, re-indexed with
+/// The data set's eval on the catalog as it is and as patched (a copy, re-indexed with
 /// the same configuration).
 fn verify(
     templates: &Path,
@@ -118,9 +138,16 @@ fn verify(
     config: &Config,
     edits: &[Edited],
     dataset: &Path,
-) -> Result<(EvalReport, EvalReport)> {
+) -> Result<(Snapshot, Snapshot)> {
     let queries = load_dataset(dataset)?;
-    let before = evaluate(router, &queries, &embed_queries(router, &queries)?, 0)?;
+    let measure = |router: &Router| -> Result<Snapshot> {
+        let embedded = embed_queries(router, &queries)?;
+        Ok(Snapshot {
+            report: evaluate(router, &queries, &embedded, 0)?,
+            answers: answers(router, &queries, &embedded.vectors)?,
+        })
+    };
+    let before = measure(router)?;
     let scratch = std::env::temp_dir().join(format!("switchyard-suggest-{}", std::process::id()));
     let name = templates
         .canonicalize()
@@ -135,7 +162,7 @@ fn verify(
             .with_context(|| format!("writing {}", copy.join(relative).display()))?;
     }
     let patched = open_router(&copy, None, config)?;
-    let after = evaluate(&patched, &queries, &embed_queries(&patched, &queries)?, 0)?;
+    let after = measure(&patched)?;
     std::fs::remove_dir_all(&scratch).ok();
     Ok((before, after))
 }

@@ -1,6 +1,7 @@
 //! `switchyard tune`: fit the confidence threshold and clarify margin to outcome feedback
 //! and write a configuration patch; refused when a labelled data set says it is worse.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
@@ -90,20 +91,30 @@ fn read_records(path: &Path) -> Result<Vec<FeedbackRecord>> {
 pub fn read_numbered(path: &Path) -> Result<Vec<(usize, FeedbackRecord)>> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    text.lines()
-        .enumerate()
-        .filter(|(_, line)| !line.trim().is_empty())
-        .map(|(n, line)| {
-            let record = serde_json::from_str(line).with_context(|| {
-                format!(
-                    "{} line {}: expected a feedback record {{\"decision\", \"feedback\", \"reward\"}}",
-                    path.display(),
-                    n + 1
-                )
-            })?;
-            Ok((n + 1, record))
-        })
-        .collect()
+    let mut records: Vec<(usize, FeedbackRecord)> = Vec::new();
+    let mut at: HashMap<String, usize> = HashMap::new();
+    for (n, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let record: FeedbackRecord = serde_json::from_str(line).with_context(|| {
+            format!(
+                "{} line {}: expected a feedback record {{\"decision\", \"feedback\", \"reward\"}}",
+                path.display(),
+                n + 1
+            )
+        })?;
+        // `serve --traffic` appends a decision, then the same request judged: the later
+        // line replaces the earlier, in the earlier's place.
+        match at.get(&record.decision.request_id) {
+            Some(&i) => records[i] = (n + 1, record),
+            None => {
+                at.insert(record.decision.request_id.clone(), records.len());
+                records.push((n + 1, record));
+            }
+        }
+    }
+    Ok(records)
 }
 
 pub fn read_table(table: &str, ttl_seconds: u64) -> Result<Vec<FeedbackRecord>> {

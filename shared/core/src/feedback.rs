@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, ServiceError};
 use switchyard_catalog::BoxFuture;
+use switchyard_contract::error::ContractError;
 use switchyard_routing::router::{Outcome, Routing};
 
 /// What the router decided for one answered request: enough to replay the decision at
@@ -286,6 +287,85 @@ impl FeedbackStore for MemoryFeedbackStore {
     }
 }
 
+/// Records in this process, each also appended to a JSON-lines file as it is made and
+/// again when it is judged (`switchyard serve --traffic FILE`): what `suggest` and `tune`
+/// read, a request's later line replacing its earlier one. Lines are only ever appended, so
+/// nothing a reader has seen is rewritten.
+pub struct JsonLinesFeedbackStore {
+    memory: MemoryFeedbackStore,
+    path: std::path::PathBuf,
+    file: Mutex<std::fs::File>,
+}
+
+impl JsonLinesFeedbackStore {
+    /// Append to `path` (created if missing); the error names the file.
+    pub fn open(path: &std::path::Path) -> switchyard_contract::error::Result<Self> {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .map_err(|e| Self::failed(path, e))?;
+        Ok(JsonLinesFeedbackStore {
+            memory: MemoryFeedbackStore::default(),
+            path: path.to_owned(),
+            file: Mutex::new(file),
+        })
+    }
+
+    fn failed(path: &std::path::Path, e: std::io::Error) -> ContractError {
+        ContractError::Store {
+            store: format!("traffic file {}", path.display()),
+            message: e.to_string(),
+            source: Some(Box::new(e)),
+        }
+    }
+
+    fn append(&self, record: &FeedbackRecord) -> switchyard_contract::error::Result<()> {
+        use std::io::Write;
+        let mut line = serde_json::to_string(record)
+            .map_err(|e| ContractError::store(self.path.display().to_string(), e.to_string()))?;
+        line.push('\n');
+        let mut file = self.file.lock().unwrap_or_else(|e| e.into_inner());
+        // One write per line: appends from concurrent requests never interleave.
+        file.write_all(line.as_bytes())
+            .map_err(|e| Self::failed(&self.path, e))
+    }
+}
+
+impl FeedbackStore for JsonLinesFeedbackStore {
+    fn record<'a>(
+        &'a self,
+        decision: Decision,
+    ) -> BoxFuture<'a, switchyard_contract::error::Result<()>> {
+        Box::pin(async move {
+            self.append(&FeedbackRecord {
+                decision: decision.clone(),
+                feedback: None,
+                reward: None,
+            })?;
+            self.memory.record(decision).await
+        })
+    }
+
+    fn judge<'a>(
+        &'a self,
+        request_id: &'a str,
+        feedback: Feedback,
+    ) -> BoxFuture<'a, switchyard_contract::error::Result<Option<FeedbackRecord>>> {
+        Box::pin(async move {
+            let judged = self.memory.judge(request_id, feedback).await?;
+            if let Some(record) = &judged {
+                self.append(record)?;
+            }
+            Ok(judged)
+        })
+    }
+
+    fn all(&self) -> BoxFuture<'_, switchyard_contract::error::Result<Vec<FeedbackRecord>>> {
+        self.memory.all()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -355,5 +435,55 @@ mod tests {
         };
         let error = out_of_range.validate().unwrap_err().to_string();
         assert!(error.contains("search_quality"), "{error}");
+    }
+
+    #[tokio::test]
+    async fn the_traffic_file_gets_each_decision_then_its_judgement_appended() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("traffic.jsonl");
+        std::fs::write(&path, "{\"kept\": \"an earlier run's line\"}\n").unwrap();
+        let store = JsonLinesFeedbackStore::open(&path).unwrap();
+        for n in 0..2 {
+            let decision = Decision {
+                request_id: format!("r{n}"),
+                datasource: Some("tools".into()),
+                template_id: Some("calculator_percentage".into()),
+                outcome: Outcome::Execute,
+                confidence: 0.9,
+                margin: None,
+                threshold: 0.4,
+                processing_ms: 1.0,
+                at: n,
+                query: Some("What is 15% of 200?".into()),
+                session_id: None,
+            };
+            store.record(decision).await.unwrap();
+        }
+        let feedback = Feedback {
+            expected_template: Some("none".into()),
+            ..Feedback::default()
+        };
+        store.judge("r1", feedback.clone()).await.unwrap().unwrap();
+        assert!(store.judge("unknown", feedback).await.unwrap().is_none());
+        let text = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 4, "{text}");
+        assert!(
+            lines[0].contains("an earlier run"),
+            "appended, never rewritten"
+        );
+        let last: FeedbackRecord = serde_json::from_str(lines[3]).unwrap();
+        assert_eq!(last.decision.request_id, "r1");
+        assert!(last
+            .feedback
+            .is_some_and(|f| f.expected_template.as_deref() == Some("none")));
+        assert_eq!(store.all().await.unwrap().len(), 2);
+
+        let missing = dir.path().join("no-such-folder/traffic.jsonl");
+        let message = JsonLinesFeedbackStore::open(&missing)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(message.contains("no-such-folder"), "{message}");
     }
 }

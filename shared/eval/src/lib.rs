@@ -7,6 +7,7 @@ pub mod conversation;
 pub mod documents;
 pub mod error;
 pub mod multi;
+pub mod report;
 pub mod suggest;
 pub mod tune;
 
@@ -99,6 +100,8 @@ struct Prediction {
     template: Option<String>,
     datasource: Option<String>,
     score: f32,
+    /// The best template's calibrated probability, where the router has a head.
+    probability: Option<f32>,
     outcome: Outcome,
     /// The clarify choices' templates.
     choices: Vec<String>,
@@ -378,6 +381,7 @@ fn predict(
             template: best.map(|m| m.template_id.clone()),
             datasource: best.map(|m| m.datasource.clone()),
             score: best.map(|m| m.scores.combined_score).unwrap_or(f32::MIN),
+            probability: best.and_then(|m| m.scores.probability),
             outcome: routing.outcome,
             choices: routing
                 .clarify_choices()
