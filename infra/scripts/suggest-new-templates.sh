@@ -2,7 +2,7 @@
 # New-template candidates, measured on CLINC150 (README, "The catalog learns from its
 # traffic"): the catalog without 10 of its intents (the first of each domain), the whole
 # validation split played as traffic nobody judged, and `suggest`'s groups of unanswered
-# questions compared with the labels: how many of the 10 intents a group recovers (its
+# and unsure questions compared with the labels: how many of the 10 intents a group recovers (its
 # majority, with the group's purity), and how pure the groups are.
 #   SWITCHYARD_LOOP_MODE   `base` (default: the frozen model) or `adapted`
 set -euo pipefail
@@ -54,7 +54,10 @@ for c in candidates:
     purities.append(purity)
     if intent in removed and purity >= 0.5:
         recovered[intent] = max(recovered.get(intent, 0), purity)
+others = [c for c in candidates if collections.Counter(label.get(q, "?") for q in c["questions"]).most_common(1)[0][0] not in removed]
+own = sum(1 for c in others if c["nearest"] and c["nearest"][0][0].split("/")[-1] == collections.Counter(label.get(q, "?") for q in c["questions"]).most_common(1)[0][0])
 print(f"candidates: {len(candidates)} groups; mean purity {sum(purities) / max(len(purities), 1):.2f}")
+print(f"groups of a template the catalog has: {len(others)}, of which {own} name it as their nearest template (more examples wanted there)")
 print(f"removed intents recovered (a group of >= 5 whose majority, >= 50%, is the intent): {len(recovered)} of {len(removed)}")
 for intent in sorted(removed):
     print(f"  {intent}: {'purity %.2f' % recovered[intent] if intent in recovered else 'not recovered'}")

@@ -111,7 +111,7 @@ fn summary(records: usize, s: &Suggestions) -> Vec<String> {
             s.left_out,
             s.without_text
         ),
-        format!("# {} new-template candidates (unanswered questions grouped by meaning):", s.candidates.len()),
+        format!("# {} new-template candidates (questions unanswered, asked to clarify or answered just above the threshold, nobody judged, grouped by meaning; where the nearest template is the one meant, it wants these as examples instead):", s.candidates.len()),
     ];
     for (n, candidate) in s.candidates.iter().enumerate() {
         let nearest: Vec<String> = candidate
@@ -120,9 +120,10 @@ fn summary(records: usize, s: &Suggestions) -> Vec<String> {
             .map(|(t, score)| format!("{t} {score:.2}"))
             .collect();
         lines.push(format!(
-            "#   {}. {} questions, e.g. {:?}; nearest: {}",
+            "#   {}. {} questions ({} unanswered), e.g. {:?}; nearest: {}",
             n + 1,
             candidate.size,
+            candidate.unanswered,
             &candidate.questions[..candidate.questions.len().min(5)],
             nearest.join(", ")
         ));

@@ -13,6 +13,10 @@ use crate::error::EvalError;
 /// How far above the threshold a confirmed answer is still a close call.
 const CLOSE_CALL: f32 = 0.15;
 
+/// How far above the threshold an answer nobody judged is still unsure: a question the
+/// catalog lacks a template for is often answered by a neighbour, just above the threshold.
+const UNSURE: f32 = 0.1;
+
 /// One record and where it came from (`line N` of a file, or a table's request id).
 pub struct Traffic {
     pub at: String,
@@ -45,6 +49,9 @@ pub struct Evidence {
     pub negatives: Vec<Negative>,
     /// `no_match` questions nobody said anything about: candidates for new templates.
     pub misses: Vec<String>,
+    /// Questions nobody judged that were asked to clarify, or answered within `UNSURE`
+    /// of the threshold: grouped with the misses, in case they too want a template.
+    pub unsure: Vec<String>,
     /// Records without the question's text (`sessions.store_text` off), which teach nothing.
     pub without_text: usize,
 }
@@ -148,6 +155,12 @@ pub fn gather(
             None if decision.outcome == Outcome::NoMatch && item.record.feedback.is_none() => {
                 evidence.misses.push(text)
             }
+            None if item.record.feedback.is_none()
+                && (decision.outcome == Outcome::Clarify
+                    || decision.confidence < decision.threshold + UNSURE) =>
+            {
+                evidence.unsure.push(text)
+            }
             None => {
                 // A right answer that nearly was not: confirmed close calls are worth
                 // an example; confident ones add nothing.
@@ -179,6 +192,9 @@ pub fn gather(
     evidence
         .misses
         .retain(|miss| !rephrased.iter().any(|e| &e.text == miss));
+    evidence
+        .unsure
+        .retain(|text| !rephrased.iter().any(|e| &e.text == text));
     evidence.examples.extend(rephrased);
     Ok(evidence)
 }
@@ -323,6 +339,20 @@ mod tests {
                 Outcome::NoMatch,
                 "nothing answers this",
             )),
+            plain(Decision {
+                confidence: 0.45,
+                ..decision(2000, Some((name, a)), Outcome::Execute, "barely answered")
+            }),
+            plain(Decision {
+                confidence: 0.9,
+                ..decision(3000, Some((name, a)), Outcome::Execute, "surely answered")
+            }),
+            plain(decision(
+                4000,
+                Some((name, a)),
+                Outcome::Clarify,
+                "which one?",
+            )),
         ];
         let evidence = gather(&traffic, &catalog, 60).unwrap();
         let pairs: Vec<(&str, &str)> = evidence
@@ -336,6 +366,16 @@ mod tests {
         // The re-asked question was unanswered, not a miss nobody spoke about: the
         // rephrasing says what it meant. The lone one is a miss.
         assert_eq!(evidence.misses, vec!["nothing answers this".to_owned()]);
+        // Unjudged answers just above the threshold, and clarify questions, are unsure;
+        // a confident answer is not.
+        for text in ["barely answered", "which one?"] {
+            assert!(
+                evidence.unsure.iter().any(|u| u == text),
+                "{:?}",
+                evidence.unsure
+            );
+        }
+        assert!(!evidence.unsure.iter().any(|u| u == "surely answered"));
     }
 
     #[test]

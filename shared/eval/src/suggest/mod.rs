@@ -28,9 +28,9 @@ pub struct Settings {
     pub reask_seconds: i64,
     /// Cosine a rephrasing must have with the question it replaces to mean the same.
     pub same_meaning: f32,
-    /// Average cosine within a group of unanswered questions.
+    /// Average cosine within a group of unanswered or unsure questions.
     pub cluster_similarity: f32,
-    /// Unanswered questions a group needs to be a new-template candidate.
+    /// Questions a group needs to be a new-template candidate.
     pub min_cluster: usize,
     /// New examples kept per template (the first given).
     pub max_per_template: usize,
@@ -41,17 +41,20 @@ impl Default for Settings {
         Settings {
             reask_seconds: 60,
             same_meaning: 0.5,
-            cluster_similarity: 0.55,
+            cluster_similarity: 0.45,
             min_cluster: 5,
             max_per_template: 10,
         }
     }
 }
 
-/// A group of unanswered questions that may want a template of its own.
+/// A group of unanswered or unsure questions that may want a template of its own (or,
+/// when its nearest template is the right one, more examples there).
 #[derive(Debug, Clone, Serialize)]
 pub struct Candidate {
     pub size: usize,
+    /// Of them, the questions nothing answered (the others were answered unsure).
+    pub unanswered: usize,
     /// Every question of the group, the nearest its centre first.
     pub questions: Vec<String>,
     /// The existing templates nearest the group's centre, `datasource/template` and score.
@@ -114,24 +117,33 @@ pub fn suggest(router: &Router, evidence: Evidence, settings: &Settings) -> Resu
             out.left_out += 1;
         }
     }
-    out.candidates = candidates(router, &evidence.misses, settings)?;
+    out.candidates = candidates(router, &evidence.misses, &evidence.unsure, settings)?;
     Ok(out)
 }
 
-fn candidates(router: &Router, misses: &[String], settings: &Settings) -> Result<Vec<Candidate>> {
-    if misses.is_empty() {
+/// Groups of the unanswered and the unsure questions together; each group says how many
+/// of its questions were left unanswered.
+fn candidates(
+    router: &Router,
+    misses: &[String],
+    unsure: &[String],
+    settings: &Settings,
+) -> Result<Vec<Candidate>> {
+    let pool: Vec<&String> = misses.iter().chain(unsure).collect();
+    if pool.is_empty() {
         return Ok(Vec::new());
     }
-    let texts: Vec<&str> = misses.iter().map(String::as_str).collect();
+    let texts: Vec<&str> = pool.iter().map(|t| t.as_str()).collect();
     let vectors = router.embedder().embed(&texts)?;
     let groups = cluster::clusters(&vectors, settings.cluster_similarity, settings.min_cluster);
     let mut found = Vec::new();
     for group in groups {
         let centre = cluster::centroid(&vectors, &group);
-        let routing = router.route_vector(&misses[group[0]], &centre, &Access::All)?;
+        let routing = router.route_vector(pool[group[0]], &centre, &Access::All)?;
         found.push(Candidate {
             size: group.len(),
-            questions: group.iter().map(|&i| misses[i].clone()).collect(),
+            unanswered: group.iter().filter(|&&i| i < misses.len()).count(),
+            questions: group.iter().map(|&i| pool[i].clone()).collect(),
             nearest: routing
                 .matches
                 .iter()
