@@ -148,7 +148,7 @@ fn bench_reports_cold_start_and_percentiles_on_one_thread() {
                 "--queries",
                 "20",
                 "--synthetic",
-                "500",
+                "500,60",
                 "--dataset",
             ])
             .arg(&dataset),
@@ -167,7 +167,22 @@ fn bench_reports_cold_start_and_percentiles_on_one_thread() {
         );
         assert_eq!(report[stage]["samples"], 20);
     }
-    assert_eq!(report["synthetic"]["templates"], 500);
+    // One row per synthetic size, smallest first, each built, loaded and routed.
+    let rows = report["synthetic"].as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{report:#}");
+    assert_eq!(
+        (rows[0]["templates"].as_u64(), rows[1]["templates"].as_u64()),
+        (Some(60), Some(500))
+    );
+    for row in rows {
+        assert!(row["artifact_bytes"].as_u64().unwrap() > 0, "{row:#}");
+        assert!(row["load_ms"].as_f64().unwrap() > 0.0, "{row:#}");
+        assert!(row["route_ms"]["p50"].as_f64().unwrap() > 0.0, "{row:#}");
+        // Both under the head's limit: the head scores every template, as the exact scan's
+        // copy does, so they agree on every query.
+        assert_eq!(row["search"], "head", "{row:#}");
+        assert_eq!(row["top1_agreement"].as_f64(), Some(1.0), "{row:#}");
+    }
 
     let refused = run(switchyard(cache.path()).args(["bench", "--queries", "0"]));
     assert!(!refused.status.success());

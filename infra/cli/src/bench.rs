@@ -3,7 +3,6 @@
 //! embedding alone and of the whole route (embedding, search, scoring), each query alone.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{bail, Result};
@@ -14,20 +13,19 @@ use switchyard_catalog::template::Catalog;
 use switchyard_core::config::Config;
 use switchyard_eval::{load_dataset, percentiles, Percentiles};
 use switchyard_index::index::{load_or_build, Index};
-use switchyard_index::synthetic::synthetic_index;
 use switchyard_routing::router::Router;
-use switchyard_vectors::embed::Embedder;
 
 use crate::encoder;
 use crate::open::cached_index;
+use crate::scale::{self, ScaleRow};
 
 pub struct Options {
     /// Labelled JSON lines; without it, the catalog's own examples.
     pub dataset: Option<PathBuf>,
     /// Queries measured (after the first).
     pub queries: usize,
-    /// Also measure routing over a synthetic catalog of this many templates.
-    pub synthetic: Option<usize>,
+    /// Also measure synthetic catalogs of these many templates (the scale table).
+    pub synthetic: Vec<usize>,
     pub json: bool,
 }
 
@@ -47,15 +45,9 @@ struct Report {
     first_query_ms: f64,
     embedding_ms: Percentiles,
     route_ms: Percentiles,
-    /// Routing on the synthetic catalog, when asked for.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    synthetic: Option<SyntheticReport>,
-}
-
-#[derive(Serialize)]
-struct SyntheticReport {
-    templates: usize,
-    route_ms: Percentiles,
+    /// The synthetic catalogs asked for, smallest first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    synthetic: Vec<ScaleRow>,
 }
 
 /// `config` must already say one thread and no embedding cache (main sees to it).
@@ -117,10 +109,12 @@ pub fn run(
     })?;
     let route_ms = time_each(measured, |text| router.route(text, &Access::All).map(drop))?;
 
-    let synthetic = match options.synthetic {
-        Some(count) => Some(synthetic_report(&router, embedder, count, measured)?),
-        None => None,
-    };
+    let mut sizes = options.synthetic.clone();
+    sizes.sort_unstable();
+    let synthetic = sizes
+        .iter()
+        .map(|&count| scale::row(&router, embedder.clone(), count, measured))
+        .collect::<Result<Vec<_>>>()?;
     let report = Report {
         model: embedder_model(&router),
         templates: router.index().catalog.template_count(),
@@ -171,24 +165,7 @@ fn query_texts(router: &Router, options: &Options) -> Result<Vec<String>> {
         .collect())
 }
 
-fn synthetic_report(
-    router: &Router,
-    embedder: Arc<dyn Embedder>,
-    count: usize,
-    texts: &[String],
-) -> Result<SyntheticReport> {
-    let config = router.config();
-    let index = synthetic_index(router.index(), count, 10, 4, config, 42);
-    let templates = index.catalog.template_count();
-    let synthetic = Router::new(index, config.clone(), embedder, "synthetic")?;
-    let route_ms = time_each(texts, |text| synthetic.route(text, &Access::All).map(drop))?;
-    Ok(SyntheticReport {
-        templates,
-        route_ms,
-    })
-}
-
-fn time_each<E: std::error::Error + Send + Sync + 'static>(
+pub(crate) fn time_each<E: std::error::Error + Send + Sync + 'static>(
     texts: &[String],
     mut f: impl FnMut(&str) -> std::result::Result<(), E>,
 ) -> Result<Percentiles> {
@@ -201,7 +178,7 @@ fn time_each<E: std::error::Error + Send + Sync + 'static>(
     Ok(percentiles(samples))
 }
 
-fn ms(start: Instant) -> f64 {
+pub(crate) fn ms(start: Instant) -> f64 {
     start.elapsed().as_secs_f64() * 1000.0
 }
 
@@ -222,7 +199,7 @@ fn print(r: &Report) {
     };
     row("embedding", &r.embedding_ms);
     row("route (whole)", &r.route_ms);
-    if let Some(s) = &r.synthetic {
-        row(&format!("route, {} templates", s.templates), &s.route_ms);
+    if !r.synthetic.is_empty() {
+        scale::print(&r.synthetic);
     }
 }

@@ -10,6 +10,7 @@ mod eval_docs;
 mod index;
 mod open;
 mod route;
+mod scale;
 mod serve;
 mod stats;
 mod suggest;
@@ -106,9 +107,10 @@ enum Command {
         /// Queries measured one at a time, after the first.
         #[arg(long, default_value_t = 600)]
         queries: usize,
-        /// Also route the same queries over a synthetic catalog of this many templates.
-        #[arg(long)]
-        synthetic: Option<usize>,
+        /// Also build, load and route synthetic catalogs of these many templates
+        /// (comma-separated, e.g. 100,1000,10000,100000): the scale table.
+        #[arg(long, value_delimiter = ',')]
+        synthetic: Vec<usize>,
         #[arg(long)]
         json: bool,
     },
@@ -305,7 +307,7 @@ fn main() -> Result<()> {
             &bench::Options {
                 dataset: dataset.clone(),
                 queries: *queries,
-                synthetic: *synthetic,
+                synthetic: synthetic.clone(),
                 json: *json,
             },
         ),
