@@ -11,13 +11,14 @@ use switchyard_catalog::auth::Access;
 use switchyard_catalog::config::cache_dir;
 use switchyard_catalog::template::Catalog;
 use switchyard_core::config::Config;
-use switchyard_eval::{load_dataset, percentiles, Percentiles};
+use switchyard_eval::{load_dataset, Percentiles};
 use switchyard_index::index::{load_or_build, Index};
 use switchyard_routing::router::Router;
 
 use crate::encoder;
 use crate::open::cached_index;
 use crate::scale::{self, ScaleRow};
+use crate::timing::{ms, time_each};
 
 pub struct Options {
     /// Labelled JSON lines; without it, the catalog's own examples.
@@ -163,23 +164,6 @@ fn query_texts(router: &Router, options: &Options) -> Result<Vec<String>> {
         .take(options.queries + 1)
         .cloned()
         .collect())
-}
-
-pub(crate) fn time_each<E: std::error::Error + Send + Sync + 'static>(
-    texts: &[String],
-    mut f: impl FnMut(&str) -> std::result::Result<(), E>,
-) -> Result<Percentiles> {
-    let mut samples = Vec::with_capacity(texts.len());
-    for text in texts {
-        let start = Instant::now();
-        f(text)?;
-        samples.push(ms(start));
-    }
-    Ok(percentiles(samples))
-}
-
-pub(crate) fn ms(start: Instant) -> f64 {
-    start.elapsed().as_secs_f64() * 1000.0
 }
 
 fn print(r: &Report) {

@@ -14,6 +14,7 @@ mod scale;
 mod serve;
 mod stats;
 mod suggest;
+mod timing;
 mod tune;
 
 use std::path::PathBuf;

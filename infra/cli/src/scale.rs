@@ -17,7 +17,7 @@ use switchyard_index::synthetic::synthetic_index;
 use switchyard_routing::router::Router;
 use switchyard_vectors::embed::Embedder;
 
-use crate::bench::{ms, time_each};
+use crate::timing::{ms, time_each};
 
 /// Datasources of a synthetic catalog, and the rows (texts) of each template.
 const DATASOURCES: usize = 10;
