@@ -2,6 +2,7 @@
 
 use std::fmt::Write;
 
+use super::escape::escape;
 use super::svg::{Plot, Series};
 use super::{at_threshold, confusions, per_template, reliability, risk_coverage, Page, Snapshot};
 use crate::conversation::TurnAccuracy;
@@ -360,20 +361,4 @@ fn pct(x: f64) -> String {
 
 fn pct_cell(x: f64) -> String {
     format!("<td class=\"n\">{}</td>", pct(x))
-}
-
-/// Text as HTML: the questions are the public's, and a page must not run them.
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
 }

@@ -5,6 +5,7 @@
 //! data set has them. `suggest` writes the same page with the catalog before its patch
 //! beside it. This module computes the figures; [`html`] lays them out.
 
+pub mod escape;
 pub mod html;
 pub mod svg;
 

@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use super::html::escape;
+use super::escape::escape;
 
 const WIDTH: f64 = 520.0;
 const HEIGHT: f64 = 300.0;
