@@ -56,7 +56,8 @@ pub fn run(templates: &Path, router: &Router, config: &Config, options: &Options
     let edits = edit(templates, &suggestions.examples, &suggestions.negatives)?;
     let mut header = summary(traffic.len(), &suggestions);
     if let Some(dataset) = &options.dataset {
-        let (before, after) = verify(templates, router, config, &edits, dataset)?;
+        let with_answers = options.report.is_some();
+        let (before, after) = verify(templates, router, config, &edits, dataset, with_answers)?;
         let line = figures(dataset, &before.report, &after.report);
         header.push(format!("# {line}"));
         if let Some(path) = &options.report {
@@ -132,20 +133,26 @@ fn summary(records: usize, s: &Suggestions) -> Vec<String> {
 }
 
 /// The data set's eval on the catalog as it is and as patched (a copy, re-indexed with
-/// the same configuration).
+/// the same configuration); each question's answer too `with_answers` (for `--report`).
 fn verify(
     templates: &Path,
     router: &Router,
     config: &Config,
     edits: &[Edited],
     dataset: &Path,
+    with_answers: bool,
 ) -> Result<(Snapshot, Snapshot)> {
     let queries = load_dataset(dataset)?;
     let measure = |router: &Router| -> Result<Snapshot> {
         let embedded = embed_queries(router, &queries)?;
         Ok(Snapshot {
             report: evaluate(router, &queries, &embedded, 0)?,
-            answers: answers(router, &queries, &embedded.vectors)?,
+            // Each question routed again, only for the page.
+            answers: if with_answers {
+                answers(router, &queries, &embedded.vectors)?
+            } else {
+                Vec::new()
+            },
         })
     };
     let before = measure(router)?;
