@@ -4,6 +4,7 @@
 
 use std::future::Future;
 
+use switchyard_index::error::IndexError;
 use switchyard_index::index::{EncoderManifest, Index};
 use switchyard_s3::S3Error;
 use switchyard_s3::{IndexPointer, S3IndexStore};
@@ -42,11 +43,15 @@ impl IndexPublishing for S3IndexStore {
         manifest: &EncoderManifest,
     ) -> Result<String, S3Error> {
         let key = self.encoder_key(&manifest.onnx_sha256);
-        manifest.check_graph(bytes, "the encoder to push", "the index to push")?;
+        manifest
+            .check_graph(bytes, "the encoder to push", "the index to push")
+            .map_err(refused)?;
         self.put(&key, bytes.to_vec(), "application/octet-stream")
             .await?;
         let stored = self.get(&key).await?;
-        manifest.check_graph(&stored, &self.place(&key), "the index to push")?;
+        manifest
+            .check_graph(&stored, &self.place(&key), "the index to push")
+            .map_err(refused)?;
         Ok(self.place(&key))
     }
 
@@ -57,5 +62,14 @@ impl IndexPublishing for S3IndexStore {
         let key = self.encoder_key(&manifest.onnx_sha256);
         let bytes = self.get(&key).await?;
         Ok((self.place(&key), bytes))
+    }
+}
+
+/// An encoder the index does not name, refused before (or after) it is stored: the S3
+/// edge's "not what it should be", with the index's own words.
+fn refused(error: IndexError) -> S3Error {
+    match error {
+        IndexError::Model { origin, problem } => S3Error::object(origin, problem),
+        other => S3Error::object("the index to push", other.to_string()),
     }
 }

@@ -140,8 +140,8 @@ fn index_of_another_model_is_refused_at_start() {
     assert!(
         matches!(
             error,
-            switchyard_routing::RoutingError::Vectors(
-                switchyard_vectors::VectorsError::Model { .. }
+            switchyard_routing::RoutingError::Index(
+                switchyard_index::error::IndexError::Model { .. }
             )
         ),
         "{error:?}"

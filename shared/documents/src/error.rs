@@ -1,6 +1,6 @@
 //! The documents crate's error: a corpus that is missing, unreadable or malformed (the file
-//! and field at fault named), or its chunk artifact's and embedder's failures
-//! (`switchyard-vectors`' error, kept whole).
+//! and field at fault named), its chunk artifact's and embedder's failures
+//! (`switchyard-vectors`' error, kept whole), or chunks embedded with another model.
 
 use std::path::PathBuf;
 
@@ -27,6 +27,10 @@ pub enum DocumentsError {
     },
     #[error(transparent)]
     Vectors(#[from] VectorsError),
+
+    /// Chunks embedded with another model than the question: `datasource`'s artifact.
+    #[error("index {datasource}: {problem}")]
+    Model { datasource: String, problem: String },
 }
 
 impl DocumentsError {

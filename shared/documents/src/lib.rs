@@ -36,7 +36,6 @@ use switchyard_catalog::template::{Datasource, Parameter};
 use switchyard_text::params::value_text;
 use switchyard_text::similarity::normalize_text;
 use switchyard_vectors::embed::Embedder;
-use switchyard_vectors::VectorsError;
 
 /// The filter values `question` names, by filter: allowed values and aliases found as
 /// whole words, aliases resolved to their value.
@@ -202,13 +201,13 @@ pub fn artifact_beside(index_file: &Path, datasource: &str) -> PathBuf {
 /// Refuse a question vector from another model than the artifact's.
 pub fn check_model(chunks: &ChunkIndex, model_id: &str, dimension: usize) -> Result<()> {
     if chunks.manifest.model_id != model_id || chunks.manifest.dimension != dimension {
-        return Err(VectorsError::model(
-            chunks.manifest.datasource.clone(),
-            format!(
+        return Err(DocumentsError::Model {
+            datasource: chunks.manifest.datasource.clone(),
+            problem: format!(
                 "the chunks were embedded with {} ({} dimensions) but the question with {model_id} ({dimension} dimensions); rebuild the index",
                 chunks.manifest.model_id, chunks.manifest.dimension
             ),
-        ).into());
+        });
     }
     Ok(())
 }

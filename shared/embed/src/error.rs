@@ -52,5 +52,5 @@ pub enum EmbedError {
 
     /// An adapted encoder's graph that is not the one its index names.
     #[error(transparent)]
-    Vectors(#[from] switchyard_vectors::VectorsError),
+    Index(#[from] switchyard_index::error::IndexError),
 }

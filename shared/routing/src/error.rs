@@ -1,6 +1,7 @@
 //! The routing crate's error: a question the router refuses before any stage runs (the
-//! API answers it as a 400 naming the `query` field), or the embedder's failure. The
-//! session and topic stores fail with the contract's error, as every store does.
+//! API answers it as a 400 naming the `query` field), the embedder's failure, or an index
+//! built with another model. The session and topic stores fail with the contract's error,
+//! as every store does.
 
 use switchyard_vectors::VectorsError;
 
@@ -14,4 +15,8 @@ pub enum RoutingError {
 
     #[error(transparent)]
     Vectors(#[from] VectorsError),
+
+    /// An index built with another model than the router embeds with.
+    #[error(transparent)]
+    Index(#[from] switchyard_index::error::IndexError),
 }

@@ -1,7 +1,8 @@
 //! The vectors crate's error: an embedder that failed, an artifact (the routing index's, a
-//! chunk artifact's) whose bytes cannot be trusted or that was built with another model
-//! than the one at hand, or a file that cannot be written. Operators' tooling tells a
-//! corrupt upload (`Artifact`) from a model mismatch (`Model`) by the variant.
+//! chunk artifact's) whose bytes cannot be trusted, or a file that cannot be written. An
+//! artifact built with another model is the error of the crate that knows its manifest
+//! (`IndexError::Model`, `DocumentsError::Model`), so operators' tooling tells a corrupt
+//! upload from a model mismatch by the variant.
 
 use std::path::PathBuf;
 
@@ -14,11 +15,6 @@ pub enum VectorsError {
     /// Unreadable, truncated, corrupt or inconsistent bytes; `origin` is a path or S3 place.
     #[error("index {origin}: {problem}")]
     Artifact { origin: String, problem: String },
-
-    /// Built with another model, dimension or adapted encoder than the one at hand, or one
-    /// whose probe sentences the model at hand embeds differently (drift).
-    #[error("index {origin}: {problem}")]
-    Model { origin: String, problem: String },
 
     /// The embedder failed; its own error (`switchyard-embed`'s) is the source.
     #[error("embedding: {0}")]
@@ -36,13 +32,6 @@ pub enum VectorsError {
 impl VectorsError {
     pub fn artifact(origin: impl Into<String>, problem: impl Into<String>) -> Self {
         VectorsError::Artifact {
-            origin: origin.into(),
-            problem: problem.into(),
-        }
-    }
-
-    pub fn model(origin: impl Into<String>, problem: impl Into<String>) -> Self {
-        VectorsError::Model {
             origin: origin.into(),
             problem: problem.into(),
         }

@@ -10,6 +10,7 @@ use sha2::{Digest, Sha256};
 use super::partition::Coarse;
 use super::{Calibration, Index, Partition, Probe};
 use crate::config::IndexConfig;
+use crate::error::IndexError;
 use crate::head::Head;
 use switchyard_catalog::template::{Catalog, DatasourceKind};
 use switchyard_vectors::error::Result;
@@ -45,10 +46,15 @@ pub struct Manifest {
 
 impl EncoderManifest {
     /// Refuse a graph other than the one this manifest names, naming both.
-    pub fn check_graph(&self, bytes: &[u8], graph_origin: &str, index_origin: &str) -> Result<()> {
+    pub fn check_graph(
+        &self,
+        bytes: &[u8],
+        graph_origin: &str,
+        index_origin: &str,
+    ) -> std::result::Result<(), IndexError> {
         let found = hex::encode(Sha256::digest(bytes));
         if found != self.onnx_sha256 {
-            return Err(VectorsError::model(
+            return Err(IndexError::model(
                 index_origin,
                 format!(
                     "the index was embedded with the adapted encoder {} (sha256 {}) but {graph_origin} has sha256 {found}: the index and its encoder come from different builds; build or push them together",

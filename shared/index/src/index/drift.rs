@@ -10,9 +10,9 @@
 use serde::{Deserialize, Serialize};
 
 use crate::config::DriftConfig;
+use crate::error::IndexError;
 use switchyard_vectors::embed::{dot, Embedder};
 use switchyard_vectors::error::Result;
-use switchyard_vectors::VectorsError;
 
 /// Short and long, questions and statements, digits and punctuation: sentences that
 /// exercise what the tokenizer and every layer do.
@@ -82,7 +82,7 @@ pub fn check(
     embedder: &dyn Embedder,
     tolerance: &DriftConfig,
     origin: &str,
-) -> Result<Drift> {
+) -> std::result::Result<Drift, IndexError> {
     let started = std::time::Instant::now();
     let mut drift = Drift {
         status: DriftStatus::NotRecorded,
@@ -100,7 +100,7 @@ pub fn check(
     for probe in recorded {
         let now = embedder.embed_one(&probe.text)?;
         if now.len() != probe.vector.len() {
-            return Err(VectorsError::model(
+            return Err(IndexError::model(
                 origin,
                 format!(
                     "probe `{}` was recorded with {} dimensions, the model gives {}",
@@ -118,7 +118,7 @@ pub fn check(
     drift.min_cosine = Some(min);
     drift.mean_cosine = Some(mean);
     if min < tolerance.refuse_below {
-        return Err(VectorsError::model(
+        return Err(IndexError::model(
             origin,
             format!(
                 "built with {index_model_id}, whose probe sentences the model at hand ({}) embeds at \

@@ -35,12 +35,11 @@ pub use drift::{embed_probes, Drift, DriftStatus, Probe, PROBE_TEXTS};
 pub use partition::{Centroid, Partition};
 
 use crate::config::DriftConfig;
+use crate::error::IndexError;
 use crate::head::Head;
 use switchyard_catalog::template::Catalog;
 use switchyard_text::keywords::id_words;
 use switchyard_vectors::embed::Embedder;
-use switchyard_vectors::error::Result;
-use switchyard_vectors::VectorsError;
 
 /// A loaded, verified index.
 pub struct Index {
@@ -90,11 +89,11 @@ impl Index {
         embedder: &dyn Embedder,
         tolerance: &DriftConfig,
         origin: &str,
-    ) -> Result<Drift> {
+    ) -> std::result::Result<Drift, IndexError> {
         if embedder.model_id() != self.manifest.model_id
             || embedder.dimension() != self.manifest.dimension
         {
-            return Err(VectorsError::model(
+            return Err(IndexError::model(
                 origin,
                 format!(
                     "built with {} ({} dimensions) but the router embeds with {} ({} dimensions); rebuild the index",
