@@ -10,7 +10,7 @@ use std::process::Command;
 
 use switchyard_documents::schema::SCHEMA_ARTIFACT;
 use switchyard_documents::{artifact_beside, ChunkIndex};
-use switchyard_e2e::{model_dir, run, run_ok, switchyard};
+use switchyard_e2e::{copy_dir, model_dir, repo_root, run, run_ok, switchyard};
 use switchyard_index::index::Index;
 
 /// A few training steps on the demo catalog: enough to change the weights.
@@ -120,4 +120,56 @@ fn index_build_adapts_the_encoder_deterministically_and_ships_it_beside_the_inde
     let stderr = String::from_utf8_lossy(&missing.stderr);
     assert!(!missing.status.success());
     assert!(stderr.contains("demo.encoder.onnx"), "{stderr}");
+}
+
+/// A catalog one template away from a cached encoder's trains that encoder further on the
+/// changed template alone, and says so in the manifest; `--full` starts from the base.
+#[test]
+fn a_small_change_trains_the_cached_encoder_further_and_full_starts_over() {
+    let cache = tempfile::tempdir().unwrap();
+    let catalog = cache.path().join("demo");
+    copy_dir(&repo_root().join("templates/demo"), &catalog);
+    let build = |out: &str, full: bool| -> (Index, String) {
+        let out = cache.path().join(out);
+        let mut command = adapting(cache.path());
+        command.arg("--templates").arg(&catalog);
+        command.args(["index", "build", "--out"]).arg(&out);
+        if full {
+            command.arg("--full");
+        }
+        let output = run(&mut command);
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        assert!(output.status.success(), "{stderr}");
+        (Index::read(&out).unwrap(), stderr)
+    };
+    let (first, _) = build("first.idx", false);
+    let first = first.manifest.encoder.unwrap();
+    assert!(first.incremental.is_empty(), "{first:?}");
+
+    // One more example for hr's headcount template.
+    let file = catalog.join("hr/templates.yaml");
+    let text = std::fs::read_to_string(&file).unwrap().replacen(
+        "      - How many employees work in Engineering?\n",
+        "      - How many employees work in Engineering?\n      - Count the staff of the finance team\n",
+        1,
+    );
+    std::fs::write(&file, text).unwrap();
+    let (second, stderr) = build("second.idx", false);
+    assert!(stderr.contains("incrementally"), "{stderr}");
+    let second = second.manifest.encoder.unwrap();
+    assert_eq!(second.incremental.len(), 1, "{second:?}");
+    let run = &second.incremental[0];
+    assert_eq!(run.from_weights_sha256, first.weights_sha256);
+    assert_eq!(run.changed.len(), 1, "{run:?}");
+    assert!(run.changed[0].starts_with("hr/"), "{run:?}");
+    assert!(run.removed.is_empty() && run.steps >= 1, "{run:?}");
+    assert_ne!(second.weights_sha256, first.weights_sha256);
+    // The full run's record is kept beside it.
+    assert_eq!((second.steps, second.seed), (first.steps, first.seed));
+
+    let (full, stderr) = build("full.idx", true);
+    assert!(!stderr.contains("incrementally"), "{stderr}");
+    let full = full.manifest.encoder.unwrap();
+    assert!(full.incremental.is_empty(), "{full:?}");
+    assert_ne!(full.weights_sha256, second.weights_sha256);
 }

@@ -77,6 +77,19 @@ fn user_cache() -> PathBuf {
 }
 
 /// Where the model is: the caller's SWITCHYARD_MODEL_DIR or the default cache location.
+/// A copy of the folder `from` (a catalog) at `to`, to edit in a test.
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap().flatten() {
+        let target = to.join(entry.file_name());
+        if entry.path().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
 pub fn model_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os("SWITCHYARD_MODEL_DIR") {
         return PathBuf::from(dir);

@@ -2,7 +2,7 @@
 //! chunks and the DuckDB datasources' data files land where the functions read them.
 
 use sha2::{Digest, Sha256};
-use switchyard_e2e::{repo_root, run, run_ok, switchyard};
+use switchyard_e2e::{copy_dir, repo_root, run, run_ok, switchyard};
 
 fn moto() -> String {
     std::env::var("SWITCHYARD_TEST_MOTO_URL").unwrap_or_else(|_| {
@@ -28,18 +28,6 @@ fn push(
         .env("AWS_ACCESS_KEY_ID", "test")
         .env("AWS_SECRET_ACCESS_KEY", "test");
     command
-}
-
-fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap().flatten() {
-        let target = to.join(entry.file_name());
-        if entry.path().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
 }
 
 #[test]

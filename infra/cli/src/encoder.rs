@@ -9,14 +9,18 @@ use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
-use switchyard_adapt::{file_sha256, Batching, Settings};
+use switchyard_adapt::{file_sha256, Batching, Scope, Settings};
 use switchyard_catalog::config::cache_dir;
 use switchyard_catalog::template::Catalog;
 use switchyard_core::config::Config;
 use switchyard_embed::{adapted_model_id, MiniLmEmbedder, MINILM_MODEL_ID};
 use switchyard_index::config::{AdaptationBatching, AdaptationConfig, AdaptationMode};
-use switchyard_index::index::{is_held_out, template_texts, EncoderManifest, Index};
+use switchyard_index::index::{
+    is_held_out, template_texts, EncoderManifest, IncrementalRun, Index,
+};
 use switchyard_vectors::embed::{CachedEmbedder, Embedder};
+
+use crate::lineage::{find_parent, Parent, TrainedTexts};
 
 /// The script that builds the base model's int8 graph builds the adapted one's too: the
 /// same fused graph and the same 7-bit quantization, so routing costs the same.
@@ -83,15 +87,17 @@ pub fn for_catalog(catalog: &Catalog, config: &Config) -> Result<Encoder> {
         .flat_map(|d| d.spec.negative_examples.iter().cloned())
         .collect();
     let settings = settings(adaptation);
-    let dir = cache_dir()
-        .join("encoders")
-        .join(cache_key(&base_dir, &groups, &negatives, &settings)?);
-    let manifest = match cached(&dir) {
+    let encoders = cache_dir().join("encoders");
+    let dir = encoders.join(cache_key(&base_dir, &groups, &negatives, &settings)?);
+    // `index build --full` (a share of 0) takes no encoder an incremental run made.
+    let full_only = adaptation.incremental_max_share == 0.0;
+    let usable = |dir: &Path| cached(dir).filter(|m| !full_only || m.incremental.is_empty());
+    let manifest = match usable(&dir) {
         Some(manifest) => manifest,
         // Another process may be training this very encoder (two builds of one catalog,
         // tests in parallel): wait for it and take its result rather than train twice
         // into one folder.
-        None => match (lock_training(&dir)?, cached(&dir)) {
+        None => match (lock_training(&dir)?, usable(&dir)) {
             (_lock, Some(manifest)) => manifest,
             (_lock, None) => {
                 let held_out = catalog
@@ -103,8 +109,28 @@ pub fn for_catalog(catalog: &Catalog, config: &Config) -> Result<Encoder> {
                         (0..n).filter(|&e| is_held_out(e, n)).count()
                     })
                     .sum();
+                let keys = template_keys(catalog);
+                let family = family(&base_dir, &negatives, &settings)?;
+                let parent = find_parent(
+                    &encoders,
+                    &family,
+                    &keys,
+                    &groups,
+                    adaptation.incremental_max_share,
+                    cached,
+                );
                 let texts = (groups.as_slice(), negatives.as_slice());
-                adapt(&base_dir, texts, &settings, adaptation, held_out, &dir)?
+                let manifest = adapt(
+                    &base_dir,
+                    parent.as_ref(),
+                    texts,
+                    &settings,
+                    adaptation,
+                    held_out,
+                    &dir,
+                )?;
+                TrainedTexts::new(&family, &keys, &groups).write(&dir)?;
+                manifest
             }
         },
     };
@@ -175,6 +201,19 @@ pub fn training_groups(catalog: &Catalog) -> Vec<Vec<String>> {
         .collect()
 }
 
+/// Each template's name in the cache's texts: `datasource/id`, in the groups' order.
+fn template_keys(catalog: &Catalog) -> Vec<String> {
+    catalog
+        .datasources
+        .iter()
+        .flat_map(|d| {
+            d.templates
+                .iter()
+                .map(move |t| format!("{}/{}", d.name(), t.id))
+        })
+        .collect()
+}
+
 pub fn settings(adaptation: &AdaptationConfig) -> Settings {
     Settings {
         seed: adaptation.seed,
@@ -218,6 +257,19 @@ fn cache_key(
         key["negatives"] = serde_json::json!(negatives);
     }
     Ok(switchyard_adapt::sha256_hex(key.to_string().as_bytes())[..24].to_owned())
+}
+
+/// Everything but the templates' texts that shapes the adapted weights: encoders of one
+/// family differ only by their catalogs, so one can start from another.
+fn family(base_dir: &Path, negatives: &[String], settings: &Settings) -> Result<String> {
+    let weights = base_dir.join(switchyard_adapt::WEIGHTS_FILE);
+    let key = serde_json::json!({
+        "recipe": RECIPE,
+        "base": file_sha256(&weights)?,
+        "settings": settings,
+        "negatives": negatives,
+    });
+    Ok(switchyard_adapt::sha256_hex(key.to_string().as_bytes()))
 }
 
 /// The lock on training the encoder of `dir` (`<dir>.lock`), held until dropped; when
@@ -271,17 +323,31 @@ fn past_the_bound(projected: f64, steps: usize, bound: u64) -> Option<String> {
     })
 }
 
-/// Train on `(groups, negatives)`, write the weights, build the int8 graph, write the
+/// Train on `(groups, negatives)`, from the base model or, incrementally, from `parent`
+/// on the templates changed since it; write the weights, build the int8 graph, write the
 /// manifest.
 fn adapt(
     base_dir: &Path,
+    parent: Option<&Parent>,
     (groups, negatives): (&[Vec<String>], &[String]),
     settings: &Settings,
     adaptation: &AdaptationConfig,
     held_out: usize,
     dir: &Path,
 ) -> Result<EncoderManifest> {
-    let encoder = switchyard_adapt::Encoder::load(base_dir, settings)?;
+    let (start, scope) = match parent {
+        None => (base_dir, Scope::Every),
+        Some(parent) => {
+            eprintln!(
+                "adapting the encoder incrementally from {} ({} templates added or changed, {} removed; `index build --full` trains from the base model)",
+                parent.dir.display(),
+                parent.changed.len(),
+                parent.removed_keys.len()
+            );
+            (parent.dir.as_path(), Scope::Changed(&parent.changed))
+        }
+    };
+    let encoder = switchyard_adapt::Encoder::load(start, settings)?;
     let bar = ProgressBar::new(0);
     bar.set_style(
         ProgressStyle::with_template(
@@ -289,14 +355,23 @@ fn adapt(
         )
         .expect("a valid template"),
     );
+    // The first step also pays what is done once (the frozen layers run over every text,
+    // the neighbours found): the projection counts that once and times the steps after it.
     let started = std::time::Instant::now();
-    let run = encoder.adapt(groups, negatives, settings, &|step, steps, loss| {
+    let first_step_done = std::cell::Cell::new(None::<std::time::Instant>);
+    let run = encoder.adapt(groups, negatives, settings, scope, &|step, steps, loss| {
         bar.set_length(steps as u64);
         bar.set_position(step as u64);
         bar.set_message(format!("loss {loss:.3}"));
-        if step == PROJECT_AFTER_STEPS.min(steps) {
-            let projected = started.elapsed().as_secs_f64() / step as f64 * steps as f64;
-            if let Some(warning) = past_the_bound(projected, step, adaptation.warn_after_seconds) {
+        if step == 1 {
+            first_step_done.set(Some(std::time::Instant::now()));
+        }
+        let timed = step.saturating_sub(1);
+        if timed > 0 && timed == PROJECT_AFTER_STEPS.min(steps - 1) {
+            let first = first_step_done.get().expect("step 1 came first");
+            let per_step = first.elapsed().as_secs_f64() / timed as f64;
+            let projected = (first - started).as_secs_f64() + per_step * (steps - 1) as f64;
+            if let Some(warning) = past_the_bound(projected, timed, adaptation.warn_after_seconds) {
                 bar.suspend(|| eprintln!("{warning}"));
             }
         }
@@ -321,30 +396,53 @@ fn adapt(
     .with_context(|| format!("writing {}", reference.display()))?;
     build_graph(dir, &reference, adaptation)?;
     let onnx_sha256 = file_sha256(&dir.join(GRAPH_FILE))?;
-    let manifest = EncoderManifest {
-        base_model: MINILM_MODEL_ID.to_owned(),
-        model_id: adapted_model_id(&onnx_sha256),
-        onnx_sha256,
-        weights_sha256,
-        loss: if negatives.is_empty() {
-            "multiple-negatives ranking (in-batch negatives)"
-        } else {
-            "multiple-negatives ranking (in-batch negatives and the negative examples)"
+    let manifest = match parent {
+        // The full run's record stays; the incremental runs are stacked after it.
+        Some(parent) => {
+            let mut incremental = parent.manifest.incremental.clone();
+            incremental.push(IncrementalRun {
+                from_weights_sha256: parent.manifest.weights_sha256.clone(),
+                changed: parent.changed_keys.clone(),
+                removed: parent.removed_keys.clone(),
+                steps: run.steps,
+                pairs: run.pairs,
+                training_seconds: run.seconds,
+            });
+            EncoderManifest {
+                model_id: adapted_model_id(&onnx_sha256),
+                onnx_sha256,
+                weights_sha256,
+                held_out,
+                incremental,
+                ..parent.manifest.clone()
+            }
         }
-        .to_owned(),
-        seed: settings.seed,
-        steps: run.steps,
-        pairs: run.pairs,
-        epochs: settings.epochs,
-        learning_rate: settings.learning_rate,
-        first_trained_layer: settings.first_trained_layer,
-        layers: encoder.layers(),
-        batching: serde_json::to_value(settings.batching)?
-            .as_str()
-            .unwrap_or_default()
+        None => EncoderManifest {
+            base_model: MINILM_MODEL_ID.to_owned(),
+            model_id: adapted_model_id(&onnx_sha256),
+            onnx_sha256,
+            weights_sha256,
+            loss: if negatives.is_empty() {
+                "multiple-negatives ranking (in-batch negatives)"
+            } else {
+                "multiple-negatives ranking (in-batch negatives and the negative examples)"
+            }
             .to_owned(),
-        held_out,
-        training_seconds: run.seconds,
+            seed: settings.seed,
+            steps: run.steps,
+            pairs: run.pairs,
+            epochs: settings.epochs,
+            learning_rate: settings.learning_rate,
+            first_trained_layer: settings.first_trained_layer,
+            layers: encoder.layers(),
+            batching: serde_json::to_value(settings.batching)?
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+            held_out,
+            training_seconds: run.seconds,
+            incremental: Vec::new(),
+        },
     };
     let path = dir.join(MANIFEST_FILE);
     std::fs::write(&path, serde_json::to_string_pretty(&manifest)?)

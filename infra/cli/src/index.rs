@@ -67,6 +67,16 @@ pub fn build(templates: &Path, config: &Config, out: &Path, strict: Option<f64>)
             manifest.training_seconds,
             beside.display()
         );
+        for run in &manifest.incremental {
+            eprintln!(
+                "  then trained further on {} changed templates ({} removed): {} steps, {} pairs, {:.0} s",
+                run.changed.len(),
+                run.removed.len(),
+                run.steps,
+                run.pairs,
+                run.training_seconds
+            );
+        }
     } else {
         eprintln!("encoder: the base model (embedding.adaptation.mode is base, or auto and the catalog has fewer than min_templates templates)");
     }

@@ -8,6 +8,7 @@ mod encoder;
 mod eval;
 mod eval_docs;
 mod index;
+mod lineage;
 mod open;
 mod route;
 mod scale;
@@ -207,6 +208,11 @@ enum IndexCommand {
         /// are nearer another template when left out of their own (the catalog check).
         #[arg(long, value_name = "SHARE")]
         strict: Option<f64>,
+        /// Adapt the encoder from the base model even when a cached one of a slightly
+        /// different catalog could be trained further (embedding.adaptation
+        /// .incremental_max_share 0).
+        #[arg(long)]
+        full: bool,
     },
     /// Verify an artifact and print its manifest.
     Inspect { file: PathBuf },
@@ -239,6 +245,12 @@ fn main() -> Result<()> {
         // Measurements embed every query: a remembered vector would time nothing.
         config.embedding.cache_size = 0;
     }
+    if let Command::Index {
+        command: IndexCommand::Build { full: true, .. },
+    } = &cli.command
+    {
+        config.embedding.adaptation.incremental_max_share = 0.0;
+    }
     if matches!(cli.command, Command::Bench { .. }) {
         // One Lambda vCPU: one encoder session, one rayon thread.
         config.embedding.threads = 1;
@@ -248,7 +260,9 @@ fn main() -> Result<()> {
     let (templates, index_file) = (cli.templates.as_path(), cli.index.as_deref());
     match &cli.command {
         Command::Index { command } => match command {
-            IndexCommand::Build { out, strict } => index::build(templates, &config, out, *strict),
+            IndexCommand::Build { out, strict, .. } => {
+                index::build(templates, &config, out, *strict)
+            }
             IndexCommand::Inspect { file } => index::inspect(file),
             IndexCommand::Push {
                 file,

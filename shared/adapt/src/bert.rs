@@ -86,6 +86,8 @@ struct Layer {
 /// The encoder: its weights by their safetensors names, and which of them train.
 pub struct Bert {
     shape: Shape,
+    /// Layers before this one are frozen: their output for a text never changes.
+    first_trained: usize,
     word: Tensor,
     position: Tensor,
     token_type: Tensor,
@@ -169,6 +171,7 @@ impl Bert {
         names.extend(rest.into_iter().map(|(n, t)| (n, Weight::Frozen(t))));
         Ok(Bert {
             shape,
+            first_trained,
             word: word.tensor().clone(),
             position: position.tensor().clone(),
             token_type: token_type.tensor().clone(),
@@ -205,10 +208,24 @@ impl Bert {
     /// tokens, as sentence-transformers computes them. `ids` and `mask` are (batch, tokens)
     /// u32; padding has mask 0.
     pub fn embed(&self, ids: &Tensor, mask: &Tensor) -> Result<Tensor> {
-        Ok(self.embed_inner(ids, mask)?)
+        let frozen = self.frozen(ids, mask)?;
+        self.embed_frozen(&frozen, mask)
     }
 
-    fn embed_inner(&self, ids: &Tensor, mask: &Tensor) -> candle_core::Result<Tensor> {
+    /// The frozen part's output, (batch, tokens, hidden): the embeddings and the layers
+    /// before the first trained one. It depends on nothing training changes, so training
+    /// computes it once per text; a padded position's rows are never read.
+    pub fn frozen(&self, ids: &Tensor, mask: &Tensor) -> Result<Tensor> {
+        Ok(self.frozen_inner(ids, mask)?.detach())
+    }
+
+    /// Sentence embeddings from the frozen part's output: the trained layers, then the
+    /// masked mean and the L2 norm.
+    pub fn embed_frozen(&self, frozen: &Tensor, mask: &Tensor) -> Result<Tensor> {
+        Ok(self.embed_frozen_inner(frozen, mask)?)
+    }
+
+    fn frozen_inner(&self, ids: &Tensor, mask: &Tensor) -> candle_core::Result<Tensor> {
         let (batch, tokens) = ids.dims2()?;
         let device = ids.device();
         let positions = Tensor::arange(0u32, tokens as u32, device)?;
@@ -221,14 +238,20 @@ impl Bert {
         let token_type = self.token_type.narrow(0, 0, 1)?;
         let embedded = words.broadcast_add(&position)?.broadcast_add(&token_type)?;
         let mut hidden = self.embedding_norm.forward(&embedded)?;
-
-        let mask_f = mask.to_dtype(DType::F32)?;
-        // 0 for real tokens, a large negative number for padding, on every head and query.
-        let bias = ((mask_f.clone() - 1.0)? * 10_000.0)?.reshape((batch, 1, 1, tokens))?;
-        for layer in &self.layers {
+        let bias = attention_bias(mask)?;
+        for layer in &self.layers[..self.first_trained] {
             hidden = self.layer(layer, &hidden, &bias)?;
         }
-        let weights = mask_f.unsqueeze(2)?;
+        Ok(hidden)
+    }
+
+    fn embed_frozen_inner(&self, frozen: &Tensor, mask: &Tensor) -> candle_core::Result<Tensor> {
+        let bias = attention_bias(mask)?;
+        let mut hidden = frozen.clone();
+        for layer in &self.layers[self.first_trained..] {
+            hidden = self.layer(layer, &hidden, &bias)?;
+        }
+        let weights = mask.to_dtype(DType::F32)?.unsqueeze(2)?;
         let summed = hidden.broadcast_mul(&weights)?.sum(1)?;
         let counts = weights.sum(1)?;
         let mean = summed.broadcast_div(&counts)?;
@@ -265,6 +288,12 @@ impl Bert {
             .output_norm
             .forward(&(layer.output.forward(&inner)? + attended)?)
     }
+}
+
+/// 0 for real tokens, a large negative number for padding, on every head and query.
+fn attention_bias(mask: &Tensor) -> candle_core::Result<Tensor> {
+    let (batch, tokens) = mask.dims2()?;
+    ((mask.to_dtype(DType::F32)? - 1.0)? * 10_000.0)?.reshape((batch, 1, 1, tokens))
 }
 
 fn softmax_last(x: &Tensor) -> candle_core::Result<Tensor> {

@@ -37,6 +37,20 @@ pub const WEIGHTS_FILE: &str = "model.safetensors";
 pub const CONFIG_FILE: &str = "config.json";
 pub const TOKENIZER_FILE: &str = "tokenizer.json";
 
+/// Pairs each text of a changed template anchors in an incremental run: fewer than a full
+/// run's (`pairs_per_text`), since the encoder already knows the rest of the catalog.
+pub const INCREMENTAL_PAIRS_PER_TEXT: usize = 2;
+
+/// Which templates a training run draws its pairs from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope<'a> {
+    /// Every template: a full adaptation.
+    Every,
+    /// Only these templates (positions in the groups), each against its nearest rivals: an
+    /// incremental run from an encoder already adapted to the rest of the catalog.
+    Changed(&'a [usize]),
+}
+
 /// How to adapt: the loss's scale, the pairs, the optimizer, which layers train.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -162,12 +176,13 @@ impl Encoder {
 
     /// Fine-tune on `groups` (each one template's texts), with `negatives` (texts of no
     /// template: the datasources' negative examples) as extra negatives in every batch;
-    /// `progress` hears (step, steps, loss).
+    /// pairs from the templates `scope` names; `progress` hears (step, steps, loss).
     pub fn adapt(
         &self,
         groups: &[Vec<String>],
         negatives: &[String],
         settings: &Settings,
+        scope: Scope,
         progress: &dyn Fn(usize, usize, f32),
     ) -> Result<Run> {
         check(settings)?;
@@ -177,6 +192,7 @@ impl Encoder {
             groups,
             negatives,
             settings,
+            scope,
             progress,
         )
     }

@@ -133,6 +133,62 @@ pub fn nearest_batches(
     out
 }
 
+/// Batches for an incremental run, which trains only what a few changed templates need:
+/// each text of a `changed` group anchors `per_text` pairs, and each such pair's batch is
+/// filled with one random pair of each of the group's nearest other templates (its
+/// rivals, as in [`nearest_batches`]), so the changed template is pulled together and
+/// pushed from exactly the templates it could be confused with.
+pub fn incremental_batches(
+    group_sizes: &[usize],
+    changed: &[usize],
+    per_text: usize,
+    size: usize,
+    neighbours: &[Vec<usize>],
+    rng: &mut SplitMix,
+) -> Vec<Vec<Pair>> {
+    let random_pair = |group: usize, rng: &mut SplitMix| {
+        let n = group_sizes[group];
+        let anchor = rng.below(n);
+        let positive = (anchor + 1 + rng.below(n - 1)) % n;
+        Pair {
+            group,
+            anchor,
+            positive,
+        }
+    };
+    let mut out = Vec::new();
+    for &group in changed {
+        if group_sizes[group] < 2 {
+            continue;
+        }
+        let own = pairs(
+            &group_sizes
+                .iter()
+                .enumerate()
+                .map(|(g, &n)| if g == group { n } else { 0 })
+                .collect::<Vec<_>>(),
+            per_text,
+            rng,
+        );
+        for pair in own {
+            let mut batch = vec![pair];
+            for &rival in &neighbours[group] {
+                if batch.len() == size {
+                    break;
+                }
+                if rival != group && group_sizes[rival] >= 2 {
+                    batch.push(random_pair(rival, rng));
+                }
+            }
+            if batch.len() > 1 {
+                out.push(batch);
+            }
+        }
+    }
+    rng.shuffle(&mut out);
+    out
+}
+
 /// Every group's other groups in order of cosine similarity of their centroids (`vectors`
 /// are one group's L2-normalised text vectors each), the group itself first.
 pub fn neighbours(vectors: &[Vec<Vec<f32>>]) -> Vec<Vec<usize>> {
@@ -230,6 +286,28 @@ mod tests {
             groups.sort_unstable();
             groups.dedup();
             assert_eq!(groups.len(), batch.len());
+        }
+    }
+
+    #[test]
+    fn incremental_batches_train_the_changed_group_against_its_rivals() {
+        let sizes = [4, 4, 1, 4, 4];
+        // Group 1's nearest: 0, then 2 (one text: no pair), then 3, then 4.
+        let near = vec![
+            vec![0, 1, 2, 3, 4],
+            vec![1, 0, 2, 3, 4],
+            vec![2, 0, 1, 3, 4],
+            vec![3, 4, 0, 1, 2],
+            vec![4, 3, 0, 1, 2],
+        ];
+        let cut = incremental_batches(&sizes, &[1], 2, 3, &near, &mut SplitMix::new(5));
+        assert_eq!(cut.len(), 4 * 2, "every text of group 1 anchors 2 pairs");
+        for batch in &cut {
+            let groups: Vec<usize> = batch.iter().map(|p| p.group).collect();
+            assert_eq!(groups, vec![1, 0, 3], "{batch:?}");
+            assert!(batch
+                .iter()
+                .all(|p| p.anchor != p.positive && p.positive < sizes[p.group]));
         }
     }
 

@@ -2,6 +2,7 @@
 //! of sentence-transformers) on (anchor, positive) pairs of one template, AdamW with a
 //! linear warm-up and decay.
 
+use std::collections::HashMap;
 use std::path::Path;
 use std::time::Instant;
 
@@ -12,8 +13,10 @@ use tokenizers::{Tokenizer, TruncationParams};
 use crate::bert::Bert;
 use crate::error::{Error, Result};
 use crate::matmul::matmul;
-use crate::pairs::{batches, nearest_batches, neighbours, pairs, Pair, SplitMix};
-use crate::{Batching, Settings};
+use crate::pairs::{
+    batches, incremental_batches, nearest_batches, neighbours, pairs, Pair, SplitMix,
+};
+use crate::{Batching, Scope, Settings, INCREMENTAL_PAIRS_PER_TEXT};
 
 /// Token ids and attention masks of a batch of texts, padded to the longest.
 pub struct TokenBatch {
@@ -65,17 +68,70 @@ pub fn tokenize(tokenizer: &Tokenizer, texts: &[&str]) -> Result<TokenBatch> {
     })
 }
 
+/// The frozen part's output for every text training reads, computed once: a step then
+/// runs only the trained layers, forward and back.
+struct FrozenCache<'a> {
+    hidden: usize,
+    /// Each text's rows (tokens × hidden), real tokens only.
+    rows: HashMap<&'a str, (usize, Vec<f32>)>,
+}
+
+impl<'a> FrozenCache<'a> {
+    fn build(model: &Bert, tokenizer: &Tokenizer, texts: &[&'a str]) -> Result<Self> {
+        let mut unique: Vec<&str> = texts.to_vec();
+        unique.sort_unstable();
+        unique.dedup();
+        let mut rows = HashMap::with_capacity(unique.len());
+        let mut hidden = 0;
+        for chunk in unique.chunks(64) {
+            let batch = tokenize(tokenizer, chunk)?;
+            let frozen = model.frozen(&batch.ids, &batch.mask)?;
+            let (_, tokens, width) = frozen.dims3()?;
+            hidden = width;
+            let values = frozen.flatten_all()?.to_vec1::<f32>()?;
+            let lengths = batch.mask.sum(1)?.to_vec1::<u32>()?;
+            for (row, (&text, &length)) in chunk.iter().zip(&lengths).enumerate() {
+                let start = row * tokens * width;
+                let kept = values[start..start + length as usize * width].to_vec();
+                rows.insert(text, (length as usize, kept));
+            }
+        }
+        Ok(FrozenCache { hidden, rows })
+    }
+
+    /// `texts`' frozen rows padded with zeros to the longest, and their mask.
+    fn batch(&self, texts: &[&str]) -> Result<(Tensor, Tensor)> {
+        let entries: Vec<&(usize, Vec<f32>)> = texts.iter().map(|t| &self.rows[t]).collect();
+        let longest = entries.iter().map(|(n, _)| *n).max().unwrap_or(1).max(1);
+        let mut values = vec![0f32; texts.len() * longest * self.hidden];
+        let mut mask = vec![0u32; texts.len() * longest];
+        for (row, (length, kept)) in entries.iter().enumerate() {
+            let start = row * longest * self.hidden;
+            values[start..start + kept.len()].copy_from_slice(kept);
+            mask[row * longest..row * longest + length].fill(1);
+        }
+        Ok((
+            Tensor::from_vec(values, (texts.len(), longest, self.hidden), &Device::Cpu)?,
+            Tensor::from_vec(mask, (texts.len(), longest), &Device::Cpu)?,
+        ))
+    }
+
+    fn embed(&self, model: &Bert, texts: &[&str]) -> Result<Tensor> {
+        let (frozen, mask) = self.batch(texts)?;
+        model.embed_frozen(&frozen, &mask)
+    }
+}
+
 /// Every group's texts embedded by the model as it is before training.
 fn group_vectors(
     model: &Bert,
-    tokenizer: &Tokenizer,
+    cache: &FrozenCache,
     groups: &[Vec<String>],
 ) -> Result<Vec<Vec<Vec<f32>>>> {
     let texts: Vec<&str> = groups.iter().flatten().map(String::as_str).collect();
     let mut vectors = Vec::with_capacity(texts.len());
     for chunk in texts.chunks(64) {
-        let batch = tokenize(tokenizer, chunk)?;
-        vectors.extend(model.embed(&batch.ids, &batch.mask)?.to_vec2::<f32>()?);
+        vectors.extend(cache.embed(model, chunk)?.to_vec2::<f32>()?);
     }
     let mut rest = vectors.into_iter();
     Ok(groups
@@ -103,6 +159,7 @@ pub fn train(
     groups: &[Vec<String>],
     negatives: &[String],
     settings: &Settings,
+    scope: Scope,
     progress: &dyn Fn(usize, usize, f32),
 ) -> Result<Run> {
     let began = Instant::now();
@@ -113,20 +170,44 @@ pub fn train(
         .pairs_per_text
         .min(settings.max_pairs / texts.max(1))
         .max(1);
-    let near = match settings.batching {
-        Batching::Random => None,
-        Batching::Nearest => Some(neighbours(&group_vectors(model, tokenizer, groups)?)),
-    };
+    let every: Vec<&str> = groups
+        .iter()
+        .flatten()
+        .chain(negatives)
+        .map(String::as_str)
+        .collect();
+    let cache = FrozenCache::build(model, tokenizer, &every)?;
     let mut rng = SplitMix::new(settings.seed);
-    let mut plan: Vec<Vec<Pair>> = Vec::new();
-    for _ in 0..settings.epochs {
-        let mut epoch = pairs(&sizes, per_text, &mut rng);
-        epoch.truncate(settings.max_pairs);
-        plan.extend(match &near {
-            None => batches(epoch, settings.batch_size),
-            Some(near) => nearest_batches(epoch, settings.batch_size, near, &mut rng),
-        });
-    }
+    let plan: Vec<Vec<Pair>> = match scope {
+        Scope::Every => {
+            let near = match settings.batching {
+                Batching::Random => None,
+                Batching::Nearest => Some(neighbours(&group_vectors(model, &cache, groups)?)),
+            };
+            let mut plan = Vec::new();
+            for _ in 0..settings.epochs {
+                let mut epoch = pairs(&sizes, per_text, &mut rng);
+                epoch.truncate(settings.max_pairs);
+                plan.extend(match &near {
+                    None => batches(epoch, settings.batch_size),
+                    Some(near) => nearest_batches(epoch, settings.batch_size, near, &mut rng),
+                });
+            }
+            plan
+        }
+        Scope::Changed(changed) => {
+            // Rivals by the encoder being trained further, already adapted to the rest.
+            let near = neighbours(&group_vectors(model, &cache, groups)?);
+            incremental_batches(
+                &sizes,
+                changed,
+                INCREMENTAL_PAIRS_PER_TEXT,
+                settings.batch_size,
+                &near,
+                &mut rng,
+            )
+        }
+    };
     let steps = plan.len();
     if steps == 0 {
         return Err(Error::Setting {
@@ -167,10 +248,8 @@ pub fn train(
             positives
                 .extend((0..take).map(|i| negatives[(step * take + i) % negatives.len()].as_str()));
         }
-        let a = tokenize(tokenizer, &anchors)?;
-        let p = tokenize(tokenizer, &positives)?;
-        let ea = model.embed(&a.ids, &a.mask)?;
-        let ep = model.embed(&p.ids, &p.mask)?;
+        let ea = cache.embed(model, &anchors)?;
+        let ep = cache.embed(model, &positives)?;
         let logits = (matmul(&ea, &ep.t()?)? * settings.scale)?;
         let labels = Tensor::arange(0u32, batch.len() as u32, &Device::Cpu)?;
         let loss = candle_nn::loss::cross_entropy(&logits, &labels)?;
@@ -183,7 +262,10 @@ pub fn train(
     let mean = |xs: &[f32]| xs.iter().sum::<f32>() / xs.len() as f32;
     Ok(Run {
         pairs: plan.iter().map(Vec::len).sum(),
-        pairs_per_text: per_text,
+        pairs_per_text: match scope {
+            Scope::Every => per_text,
+            Scope::Changed(_) => INCREMENTAL_PAIRS_PER_TEXT,
+        },
         steps,
         first_loss: mean(&losses[..tenth]),
         last_loss: mean(&losses[steps - tenth..]),

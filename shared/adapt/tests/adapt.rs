@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use switchyard_adapt::{file_sha256, Batching, Encoder, Settings};
+use switchyard_adapt::{file_sha256, Batching, Encoder, Scope, Settings};
 
 fn model_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os("SWITCHYARD_MODEL_DIR") {
@@ -103,7 +103,7 @@ fn training_pulls_a_template_together_and_repeats_exactly() {
         let before = encoder.embed(&probe).unwrap();
         let anchor_before = encoder.embed(&["what is my balance"]).unwrap();
         let trained = encoder
-            .adapt(&groups(), &[], &settings(), &|_, _, _| {})
+            .adapt(&groups(), &[], &settings(), Scope::Every, &|_, _, _| {})
             .unwrap();
         assert!(trained.steps >= 4, "{trained:?}");
         let after = encoder.embed(&probe).unwrap();
@@ -136,7 +136,7 @@ fn training_pulls_a_template_together_and_repeats_exactly() {
         ..settings()
     };
     other_seed
-        .adapt(&groups(), &[], &seeded, &|_, _, _| {})
+        .adapt(&groups(), &[], &seeded, Scope::Every, &|_, _, _| {})
         .unwrap();
     let sha = other_seed.save(&out.path().join("seed7")).unwrap();
     assert_ne!(sha, shas[0], "another seed, other pairs, other weights");
@@ -153,7 +153,13 @@ fn a_cut_encoder_trains_with_near_batches_and_saves_as_a_smaller_model() {
     assert_eq!(encoder.layers(), 3);
     let negatives = ["what is the meaning of life".to_owned()];
     let run = encoder
-        .adapt(&groups(), &negatives, &settings, &|_, _, _| {})
+        .adapt(
+            &groups(),
+            &negatives,
+            &settings,
+            Scope::Every,
+            &|_, _, _| {},
+        )
         .unwrap();
     assert!(run.steps >= 4, "{run:?}");
     let out = tempfile::tempdir().unwrap();
@@ -205,7 +211,7 @@ fn bad_settings_are_named() {
         ),
     ] {
         let error = encoder
-            .adapt(&groups(), &[], &settings, &|_, _, _| {})
+            .adapt(&groups(), &[], &settings, Scope::Every, &|_, _, _| {})
             .unwrap_err();
         assert!(error.to_string().contains(field), "{error}");
     }
@@ -235,5 +241,44 @@ fn bad_settings_are_named() {
     assert!(
         missing.to_string().contains("/nonexistent/config.json"),
         "{missing}"
+    );
+}
+
+#[test]
+fn an_incremental_run_trains_only_the_changed_template_against_its_rivals() {
+    let encoder = Encoder::load(&model_dir(), &settings()).unwrap();
+    let mut changed = groups();
+    changed[2].push("do i need an umbrella".into());
+    // How far an unseen weather question is nearer its template's texts than the nearest
+    // other template's (mean cosines).
+    let margin = |encoder: &Encoder| -> f32 {
+        let question = encoder.embed(&["will it snow this weekend"]).unwrap().remove(0);
+        let mean = |group: &[String]| -> f32 {
+            let texts: Vec<&str> = group.iter().map(String::as_str).collect();
+            let vectors = encoder.embed(&texts).unwrap();
+            vectors.iter().map(|v| cosine(&question, v)).sum::<f32>() / vectors.len() as f32
+        };
+        let own = mean(&changed[2]);
+        let rival = [0, 1, 3]
+            .iter()
+            .map(|&g| mean(&changed[g]))
+            .fold(f32::MIN, f32::max);
+        own - rival
+    };
+    let before = margin(&encoder);
+    let run = encoder
+        .adapt(&changed, &[], &settings(), Scope::Changed(&[2]), &|_, _, _| {})
+        .unwrap();
+    // Each of the changed template's 5 texts anchors 2 pairs, one step each, every other
+    // template a rival in the step.
+    assert_eq!(
+        (run.steps, run.pairs),
+        (5 * switchyard_adapt::INCREMENTAL_PAIRS_PER_TEXT, 5 * 2 * 4),
+        "{run:?}"
+    );
+    let after = margin(&encoder);
+    assert!(
+        after > before + 0.05,
+        "an unseen question of the changed template moves nearer it than its rivals: {before} -> {after}"
     );
 }

@@ -41,6 +41,7 @@ fn adapted_demo() -> (Vec<u8>, Vec<u8>, EncoderManifest) {
         batching: "random".into(),
         held_out: 0,
         training_seconds: 0.0,
+        incremental: Vec::new(),
     };
     let embedder = MiniLmEmbedder::load_adapted(
         &model_dir,

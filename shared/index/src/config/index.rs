@@ -100,6 +100,10 @@ pub struct AdaptationConfig {
         message = "must be between 1 and the model's 6 layers, or null for all"
     ))]
     pub layers: Option<usize>,
+    /// A catalog that differs from a cached encoder's in at most this share of its
+    /// templates trains that encoder further on the changed ones (0: always in full).
+    #[validate(range(min = 0.0, max = 1.0, message = "must be a share in [0, 1]"))]
+    pub incremental_max_share: f64,
     /// The Python that builds the int8 graph from the adapted weights (with onnx and
     /// onnxruntime, as `infra/scripts/fetch-model.sh` installs them); null means
     /// `$SWITCHYARD_PYTHON`, else the project virtualenv's, else `python3`.

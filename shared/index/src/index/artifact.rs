@@ -95,6 +95,25 @@ pub struct EncoderManifest {
     /// temperature on texts the encoder did not see.
     pub held_out: usize,
     pub training_seconds: f64,
+    /// The incremental runs since the last full adaptation, oldest first: each trained
+    /// further the encoder before it (the full run above, then the runs before it) on
+    /// the templates the catalog changed. Empty for a full adaptation.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub incremental: Vec<IncrementalRun>,
+}
+
+/// One incremental run: from which weights, on which changed templates, at what cost.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IncrementalRun {
+    /// sha256 of the adapted weights it started from.
+    pub from_weights_sha256: String,
+    /// Templates (`datasource/id`) added or whose texts changed: the ones it trained on.
+    pub changed: Vec<String>,
+    /// Templates the catalog no longer has.
+    pub removed: Vec<String>,
+    pub steps: usize,
+    pub pairs: usize,
+    pub training_seconds: f64,
 }
 
 fn six() -> usize {

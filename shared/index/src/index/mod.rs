@@ -28,7 +28,9 @@ pub mod check;
 mod drift;
 mod partition;
 
-pub use artifact::{EncoderManifest, HeadSummary, Manifest, ManifestDatasource, FORMAT_VERSION};
+pub use artifact::{
+    EncoderManifest, HeadSummary, IncrementalRun, Manifest, ManifestDatasource, FORMAT_VERSION,
+};
 pub use cache::{cache_path, load_or_build};
 pub use calibration::Calibration;
 pub use drift::{embed_probes, Drift, DriftStatus, Probe, PROBE_TEXTS};
