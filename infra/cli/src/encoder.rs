@@ -119,10 +119,14 @@ pub fn for_catalog(catalog: &Catalog, config: &Config) -> Result<Encoder> {
                     adaptation.incremental_max_share,
                     cached,
                 );
+                let rivals = match &parent {
+                    Some(parent) => Some(rivals(config, parent, &groups)?),
+                    None => None,
+                };
                 let texts = (groups.as_slice(), negatives.as_slice());
                 let manifest = adapt(
                     &base_dir,
-                    parent.as_ref(),
+                    parent.as_ref().zip(rivals.as_deref()),
                     texts,
                     &settings,
                     adaptation,
@@ -199,6 +203,19 @@ pub fn training_groups(catalog: &Catalog) -> Vec<Vec<String>> {
                 .collect()
         })
         .collect()
+}
+
+/// Every template's others, nearest first, by the cached encoder `parent` (its int8 graph:
+/// seconds for a catalog, where the f32 model in training would take minutes).
+fn rivals(config: &Config, parent: &Parent, groups: &[Vec<String>]) -> Result<Vec<Vec<usize>>> {
+    let graph = parent.dir.join(GRAPH_FILE);
+    let embedder = load_adapted(config, &parent.manifest, &graph, "the encoder cache")?;
+    let mut vectors = Vec::with_capacity(groups.len());
+    for group in groups {
+        let texts: Vec<&str> = group.iter().map(String::as_str).collect();
+        vectors.push(embedder.embed(&texts)?);
+    }
+    Ok(switchyard_adapt::neighbours(&vectors))
 }
 
 /// Each template's name in the cache's texts: `datasource/id`, in the groups' order.
@@ -328,7 +345,7 @@ fn past_the_bound(projected: f64, steps: usize, bound: u64) -> Option<String> {
 /// manifest.
 fn adapt(
     base_dir: &Path,
-    parent: Option<&Parent>,
+    parent: Option<(&Parent, &[Vec<usize>])>,
     (groups, negatives): (&[Vec<String>], &[String]),
     settings: &Settings,
     adaptation: &AdaptationConfig,
@@ -337,14 +354,18 @@ fn adapt(
 ) -> Result<EncoderManifest> {
     let (start, scope) = match parent {
         None => (base_dir, Scope::Every),
-        Some(parent) => {
+        Some((parent, neighbours)) => {
             eprintln!(
                 "adapting the encoder incrementally from {} ({} templates added or changed, {} removed; `index build --full` trains from the base model)",
                 parent.dir.display(),
                 parent.changed.len(),
                 parent.removed_keys.len()
             );
-            (parent.dir.as_path(), Scope::Changed(&parent.changed))
+            let scope = Scope::Changed {
+                templates: &parent.changed,
+                neighbours,
+            };
+            (parent.dir.as_path(), scope)
         }
     };
     let encoder = switchyard_adapt::Encoder::load(start, settings)?;
@@ -396,7 +417,7 @@ fn adapt(
     .with_context(|| format!("writing {}", reference.display()))?;
     build_graph(dir, &reference, adaptation)?;
     let onnx_sha256 = file_sha256(&dir.join(GRAPH_FILE))?;
-    let manifest = match parent {
+    let manifest = match parent.map(|(parent, _)| parent) {
         // The full run's record stays; the incremental runs are stacked after it.
         Some(parent) => {
             let mut incremental = parent.manifest.incremental.clone();
@@ -448,10 +469,11 @@ fn adapt(
     std::fs::write(&path, serde_json::to_string_pretty(&manifest)?)
         .with_context(|| format!("writing {}", path.display()))?;
     eprintln!(
-        "adapted the encoder: {} steps on {} pairs in {:.0} s (loss {:.3} -> {:.3}); {}",
+        "adapted the encoder: {} steps on {} pairs in {:.0} s ({:.0} s before the first step; loss {:.3} -> {:.3}); {}",
         run.steps,
         run.pairs,
         run.seconds,
+        run.setup_seconds,
         run.first_loss,
         run.last_loss,
         dir.display()

@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 pub use error::{Error, Result};
-pub use pairs::SplitMix;
+pub use pairs::{neighbours, SplitMix};
 pub use train::Run;
 
 use bert::{Bert, Shape};
@@ -48,7 +48,12 @@ pub enum Scope<'a> {
     Every,
     /// Only these templates (positions in the groups), each against its nearest rivals: an
     /// incremental run from an encoder already adapted to the rest of the catalog.
-    Changed(&'a [usize]),
+    Changed {
+        templates: &'a [usize],
+        /// Each template's others, nearest first ([`neighbours`] of the templates' vectors
+        /// by the encoder being trained further: its int8 graph embeds them in seconds).
+        neighbours: &'a [Vec<usize>],
+    },
 }
 
 /// How to adapt: the loss's scale, the pairs, the optimizer, which layers train.

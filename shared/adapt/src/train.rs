@@ -150,6 +150,9 @@ pub struct Run {
     pub first_loss: f32,
     pub last_loss: f32,
     pub seconds: f64,
+    /// Of `seconds`, what came before the first step: the frozen layers run over every
+    /// text, and the neighbours found.
+    pub setup_seconds: f64,
 }
 
 /// Train `model` on pairs of `groups` (each one template's texts).
@@ -170,16 +173,16 @@ pub fn train(
         .pairs_per_text
         .min(settings.max_pairs / texts.max(1))
         .max(1);
-    let every: Vec<&str> = groups
-        .iter()
-        .flatten()
-        .chain(negatives)
-        .map(String::as_str)
-        .collect();
-    let cache = FrozenCache::build(model, tokenizer, &every)?;
+    let texts_of = |used: &mut dyn Iterator<Item = usize>| -> Vec<&str> {
+        used.flat_map(|g| &groups[g])
+            .chain(negatives)
+            .map(String::as_str)
+            .collect()
+    };
     let mut rng = SplitMix::new(settings.seed);
-    let plan: Vec<Vec<Pair>> = match scope {
+    let (plan, cache): (Vec<Vec<Pair>>, FrozenCache) = match scope {
         Scope::Every => {
+            let cache = FrozenCache::build(model, tokenizer, &texts_of(&mut (0..groups.len())))?;
             let near = match settings.batching {
                 Batching::Random => None,
                 Batching::Nearest => Some(neighbours(&group_vectors(model, &cache, groups)?)),
@@ -193,21 +196,29 @@ pub fn train(
                     Some(near) => nearest_batches(epoch, settings.batch_size, near, &mut rng),
                 });
             }
-            plan
+            (plan, cache)
         }
-        Scope::Changed(changed) => {
-            // Rivals by the encoder being trained further, already adapted to the rest.
-            let near = neighbours(&group_vectors(model, &cache, groups)?);
-            incremental_batches(
+        Scope::Changed {
+            templates,
+            neighbours,
+        } => {
+            let plan = incremental_batches(
                 &sizes,
-                changed,
+                templates,
                 INCREMENTAL_PAIRS_PER_TEXT,
                 settings.batch_size,
-                &near,
+                neighbours,
                 &mut rng,
-            )
+            );
+            // Only the templates the steps meet run through the frozen layers.
+            let mut used: Vec<usize> = plan.iter().flatten().map(|p| p.group).collect();
+            used.sort_unstable();
+            used.dedup();
+            let cache = FrozenCache::build(model, tokenizer, &texts_of(&mut used.into_iter()))?;
+            (plan, cache)
         }
     };
+    let setup_seconds = began.elapsed().as_secs_f64();
     let steps = plan.len();
     if steps == 0 {
         return Err(Error::Setting {
@@ -264,11 +275,12 @@ pub fn train(
         pairs: plan.iter().map(Vec::len).sum(),
         pairs_per_text: match scope {
             Scope::Every => per_text,
-            Scope::Changed(_) => INCREMENTAL_PAIRS_PER_TEXT,
+            Scope::Changed { .. } => INCREMENTAL_PAIRS_PER_TEXT,
         },
         steps,
         first_loss: mean(&losses[..tenth]),
         last_loss: mean(&losses[steps - tenth..]),
         seconds: began.elapsed().as_secs_f64(),
+        setup_seconds,
     })
 }

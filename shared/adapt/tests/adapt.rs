@@ -252,7 +252,10 @@ fn an_incremental_run_trains_only_the_changed_template_against_its_rivals() {
     // How far an unseen weather question is nearer its template's texts than the nearest
     // other template's (mean cosines).
     let margin = |encoder: &Encoder| -> f32 {
-        let question = encoder.embed(&["will it snow this weekend"]).unwrap().remove(0);
+        let question = encoder
+            .embed(&["will it snow this weekend"])
+            .unwrap()
+            .remove(0);
         let mean = |group: &[String]| -> f32 {
             let texts: Vec<&str> = group.iter().map(String::as_str).collect();
             let vectors = encoder.embed(&texts).unwrap();
@@ -266,8 +269,21 @@ fn an_incremental_run_trains_only_the_changed_template_against_its_rivals() {
         own - rival
     };
     let before = margin(&encoder);
+    let vectors: Vec<Vec<Vec<f32>>> = changed
+        .iter()
+        .map(|g| {
+            encoder
+                .embed(&g.iter().map(String::as_str).collect::<Vec<_>>())
+                .unwrap()
+        })
+        .collect();
+    let near = switchyard_adapt::neighbours(&vectors);
+    let scope = Scope::Changed {
+        templates: &[2],
+        neighbours: &near,
+    };
     let run = encoder
-        .adapt(&changed, &[], &settings(), Scope::Changed(&[2]), &|_, _, _| {})
+        .adapt(&changed, &[], &settings(), scope, &|_, _, _| {})
         .unwrap();
     // Each of the changed template's 5 texts anchors 2 pairs, one step each, every other
     // template a rival in the step.
