@@ -352,8 +352,9 @@ fn adapt(
     held_out: usize,
     dir: &Path,
 ) -> Result<EncoderManifest> {
-    let (start, scope) = match parent {
-        None => (base_dir, Scope::Every),
+    let incremental = settings.incremental();
+    let (start, scope, settings) = match parent {
+        None => (base_dir, Scope::Every, settings),
         Some((parent, neighbours)) => {
             eprintln!(
                 "adapting the encoder incrementally from {} ({} templates added or changed, {} removed; `index build --full` trains from the base model)",
@@ -365,7 +366,7 @@ fn adapt(
                 templates: &parent.changed,
                 neighbours,
             };
-            (parent.dir.as_path(), scope)
+            (parent.dir.as_path(), scope, &incremental)
         }
     };
     let encoder = switchyard_adapt::Encoder::load(start, settings)?;
@@ -425,6 +426,7 @@ fn adapt(
                 from_weights_sha256: parent.manifest.weights_sha256.clone(),
                 changed: parent.changed_keys.clone(),
                 removed: parent.removed_keys.clone(),
+                first_trained_layer: settings.first_trained_layer,
                 steps: run.steps,
                 pairs: run.pairs,
                 training_seconds: run.seconds,

@@ -41,6 +41,11 @@ pub const TOKENIZER_FILE: &str = "tokenizer.json";
 /// run's (`pairs_per_text`), since the encoder already knows the rest of the catalog.
 pub const INCREMENTAL_PAIRS_PER_TEXT: usize = 2;
 
+/// An incremental run trains the layers from this one on (the top three of six): one
+/// changed CLINC150 template trained in 46 s instead of 86 s with all six, and validation
+/// figures as near a full rebuild's (see the README).
+pub const INCREMENTAL_FIRST_TRAINED_LAYER: usize = 3;
+
 /// Which templates a training run draws its pairs from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scope<'a> {
@@ -91,6 +96,19 @@ pub enum Batching {
     Random,
     /// Templates near each other (by the base model's centroids): harder negatives.
     Nearest,
+}
+
+impl Settings {
+    /// The settings of an incremental run: these, training no layer below
+    /// [`INCREMENTAL_FIRST_TRAINED_LAYER`] (nor the last one alone of a cut model).
+    pub fn incremental(&self) -> Settings {
+        let layers = self.layers.unwrap_or(6);
+        let floor = INCREMENTAL_FIRST_TRAINED_LAYER.min(layers.saturating_sub(1));
+        Settings {
+            first_trained_layer: self.first_trained_layer.max(floor),
+            ..self.clone()
+        }
+    }
 }
 
 impl Default for Settings {

@@ -111,6 +111,8 @@ pub struct IncrementalRun {
     pub changed: Vec<String>,
     /// Templates the catalog no longer has.
     pub removed: Vec<String>,
+    /// Layers below this one stayed as they were.
+    pub first_trained_layer: usize,
     pub steps: usize,
     pub pairs: usize,
     pub training_seconds: f64,
