@@ -88,7 +88,8 @@ pub fn for_catalog(catalog: &Catalog, config: &Config) -> Result<Encoder> {
         .collect();
     let settings = settings(adaptation);
     let encoders = cache_dir().join("encoders");
-    let dir = encoders.join(cache_key(&base_dir, &groups, &negatives, &settings)?);
+    let base = base_sha256(&base_dir)?;
+    let dir = encoders.join(cache_key(&base, &groups, &negatives, &settings));
     // `index build --full` (a share of 0) takes no encoder an incremental run made.
     let full_only = adaptation.incremental_max_share == 0.0;
     let usable = |dir: &Path| cached(dir).filter(|m| !full_only || m.incremental.is_empty());
@@ -110,7 +111,7 @@ pub fn for_catalog(catalog: &Catalog, config: &Config) -> Result<Encoder> {
                     })
                     .sum();
                 let keys = template_keys(catalog);
-                let family = family(&base_dir, &negatives, &settings)?;
+                let family = family(&base, &negatives, &settings);
                 let parent = find_parent(
                     &encoders,
                     &family,
@@ -249,20 +250,14 @@ pub fn settings(adaptation: &AdaptationConfig) -> Settings {
     }
 }
 
-/// Everything that changes the adapted weights: the base weights, the texts, the settings.
+/// Everything that changes the adapted weights: the base weights (`base`, their sha256), the
+/// texts, the settings.
 fn cache_key(
-    base_dir: &Path,
+    base: &str,
     groups: &[Vec<String>],
     negatives: &[String],
     settings: &Settings,
-) -> Result<String> {
-    let weights = base_dir.join(switchyard_adapt::WEIGHTS_FILE);
-    let base = file_sha256(&weights).with_context(|| {
-        format!(
-            "adapting the encoder needs the base model's f32 weights {} (infra/scripts/fetch-model.sh)",
-            weights.display()
-        )
-    })?;
+) -> String {
     let mut key = serde_json::json!({
         "recipe": RECIPE,
         "base": base,
@@ -273,20 +268,30 @@ fn cache_key(
     if !negatives.is_empty() {
         key["negatives"] = serde_json::json!(negatives);
     }
-    Ok(switchyard_adapt::sha256_hex(key.to_string().as_bytes())[..24].to_owned())
+    switchyard_adapt::sha256_hex(key.to_string().as_bytes())[..24].to_owned()
+}
+
+/// The sha256 of the base model's f32 weights, read once for both keys below.
+fn base_sha256(base_dir: &Path) -> Result<String> {
+    let weights = base_dir.join(switchyard_adapt::WEIGHTS_FILE);
+    file_sha256(&weights).with_context(|| {
+        format!(
+            "adapting the encoder needs the base model's f32 weights {} (infra/scripts/fetch-model.sh)",
+            weights.display()
+        )
+    })
 }
 
 /// Everything but the templates' texts that shapes the adapted weights: encoders of one
 /// family differ only by their catalogs, so one can start from another.
-fn family(base_dir: &Path, negatives: &[String], settings: &Settings) -> Result<String> {
-    let weights = base_dir.join(switchyard_adapt::WEIGHTS_FILE);
+fn family(base: &str, negatives: &[String], settings: &Settings) -> String {
     let key = serde_json::json!({
         "recipe": RECIPE,
-        "base": file_sha256(&weights)?,
+        "base": base,
         "settings": settings,
         "negatives": negatives,
     });
-    Ok(switchyard_adapt::sha256_hex(key.to_string().as_bytes()))
+    switchyard_adapt::sha256_hex(key.to_string().as_bytes())
 }
 
 /// The lock on training the encoder of `dir` (`<dir>.lock`), held until dropped; when

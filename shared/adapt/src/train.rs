@@ -173,8 +173,9 @@ pub fn train(
         .pairs_per_text
         .min(settings.max_pairs / texts.max(1))
         .max(1);
-    let texts_of = |used: &mut dyn Iterator<Item = usize>| -> Vec<&str> {
-        used.flat_map(|g| &groups[g])
+    let texts_of = |used: &[usize]| -> Vec<&str> {
+        used.iter()
+            .flat_map(|&g| &groups[g])
             .chain(negatives)
             .map(String::as_str)
             .collect()
@@ -182,7 +183,8 @@ pub fn train(
     let mut rng = SplitMix::new(settings.seed);
     let (plan, cache): (Vec<Vec<Pair>>, FrozenCache) = match scope {
         Scope::Every => {
-            let cache = FrozenCache::build(model, tokenizer, &texts_of(&mut (0..groups.len())))?;
+            let every: Vec<usize> = (0..groups.len()).collect();
+            let cache = FrozenCache::build(model, tokenizer, &texts_of(&every))?;
             let near = match settings.batching {
                 Batching::Random => None,
                 Batching::Nearest => Some(neighbours(&group_vectors(model, &cache, groups)?)),
@@ -214,7 +216,7 @@ pub fn train(
             let mut used: Vec<usize> = plan.iter().flatten().map(|p| p.group).collect();
             used.sort_unstable();
             used.dedup();
-            let cache = FrozenCache::build(model, tokenizer, &texts_of(&mut used.into_iter()))?;
+            let cache = FrozenCache::build(model, tokenizer, &texts_of(&used))?;
             (plan, cache)
         }
     };
