@@ -2,7 +2,7 @@
 # The catalog-owner's loop, measured on CLINC150 (README, "The catalog learns from its
 # traffic"): the validation split is cut in two by position within each intent; the first
 # part plays the traffic (every question judged from its label: the expected template, or
-# `none` out of scope), `suggest` writes a patch from it (checked on the same judged
+# `none` out of scope), `suggest` writes a patch from it (checked by folds of the judged
 # traffic), the patch is applied to a copy of the catalog with `git apply`, and both
 # catalogs are measured on the other part, which the loop never saw.
 #   SWITCHYARD_LOOP_TRAFFIC   questions per intent in the traffic part (default 7, so
@@ -10,10 +10,14 @@
 #   SWITCHYARD_LOOP_MODE      the encoder: `base` (frozen, seconds per build) or
 #                             `adapted` (the configuration's own, which adapts CLINC150's
 #                             encoder: minutes per build)
+#   SWITCHYARD_LOOP_FOLDS     the folds `suggest` checks its patch by on the traffic
+#                             (default 3, one build each; 0: no check, the patch written
+#                             as it is, only the held-out figures measured)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PER_INTENT="${SWITCHYARD_LOOP_TRAFFIC:-7}"
 MODE="${SWITCHYARD_LOOP_MODE:-base}"
+FOLDS="${SWITCHYARD_LOOP_FOLDS:-3}"
 BIN="${SWITCHYARD_BIN:-target/release/switchyard}"
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
@@ -39,8 +43,10 @@ cp -r templates/clinc150 "$WORK/clinc150"
 echo "suggest-loop: traffic $(wc -l <"$WORK/traffic.jsonl") questions, holdout $(wc -l <"$WORK/holdout.jsonl"), encoder $MODE" >&2
 "$BIN" --templates templates/clinc150 eval --dataset "$WORK/traffic.jsonl" --json \
   --judge-out "$WORK/feedback.jsonl" >/dev/null
+check=()
+if [ "$FOLDS" != 0 ]; then check=(--dataset "$WORK/traffic.jsonl" --folds "$FOLDS"); fi
 "$BIN" --templates templates/clinc150 suggest --feedback "$WORK/feedback.jsonl" \
-  --dataset "$WORK/traffic.jsonl" --out "$WORK/catalog.patch"
+  "${check[@]}" --out "$WORK/catalog.patch"
 head -3 "$WORK/catalog.patch" >&2
 (cd "$WORK" && sed 's#templates/clinc150/#clinc150/#g' catalog.patch | git apply -)
 "$BIN" --templates templates/clinc150 eval --dataset "$WORK/holdout.jsonl" --json >"$WORK/before.json"

@@ -353,6 +353,9 @@ fn suggest_turns_judged_traffic_into_a_patch_that_applies() {
     let text = std::fs::read_to_string(&patch).unwrap();
     assert!(text.contains("# suggested: feedback on traffic-"), "{text}");
     assert!(stderr.contains("intent accuracy"), "{stderr}");
+    // The data set is the traffic: the patch is measured by folds (the default 3), each
+    // fold against the patch made without its questions, not on its own lines.
+    assert!(stderr.contains("measured by 3 folds"), "{stderr}");
     let copy = work.path().join("templates");
     std::fs::create_dir_all(&copy).unwrap();
     let status = std::process::Command::new("cp")

@@ -167,6 +167,11 @@ enum Command {
         /// worse.
         #[arg(long)]
         dataset: Option<PathBuf>,
+        /// When the data set's questions are in the traffic, cut it into this many folds and
+        /// measure each against the patch made without its questions (one re-index each;
+        /// 1: measure the whole patch on the data set).
+        #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=20))]
+        folds: u32,
         /// Write the patch to this file instead of stdout.
         #[arg(long)]
         out: Option<PathBuf>,
@@ -367,6 +372,7 @@ fn main() -> Result<()> {
             feedback,
             table,
             dataset,
+            folds,
             out,
             min_cluster,
             candidates,
@@ -380,6 +386,7 @@ fn main() -> Result<()> {
                 out: out.clone(),
                 candidates: candidates.clone(),
                 report: report.clone(),
+                folds: *folds as usize,
                 settings: switchyard_eval::suggest::Settings {
                     min_cluster: *min_cluster,
                     ..Default::default()

@@ -5,13 +5,10 @@
 use std::collections::BTreeMap;
 
 use switchyard_catalog::template::Catalog;
-use switchyard_core::feedback::{Expected, FeedbackRecord};
+use switchyard_core::feedback::{Decision, Expected, FeedbackRecord};
 use switchyard_routing::router::Outcome;
 
 use crate::error::EvalError;
-
-/// How far above the threshold a confirmed answer is still a close call.
-const CLOSE_CALL: f32 = 0.15;
 
 /// How far above the threshold an answer nobody judged is still unsure: a question the
 /// catalog lacks a template for is often answered by a neighbour, just above the threshold.
@@ -33,6 +30,10 @@ pub struct Example {
     pub why: String,
     /// For a re-asked question: the rephrasing that was answered (it must mean the same).
     pub rephrased_as: Option<String>,
+    /// For an answer a caller confirmed: its confidence above the threshold (the nearer
+    /// the threshold, the more the example teaches). None for a correction or a
+    /// rephrasing, which teach most.
+    pub confirmed_margin: Option<f32>,
 }
 
 /// A question a datasource answered that none of the catalog's templates should have.
@@ -127,8 +128,9 @@ pub fn gather(
             }) => {
                 let right = decision.template_id.as_deref() == Some(template_id)
                     && decision.datasource.as_deref() == Some(datasource);
-                if !(right && executed) {
-                    evidence.examples.push(Example {
+                evidence.examples.push(match right && executed {
+                    true => confirmed(decision, datasource, template_id, text),
+                    false => Example {
                         datasource: datasource.to_owned(),
                         template_id: template_id.to_owned(),
                         text,
@@ -137,8 +139,9 @@ pub fn gather(
                             outcome_words(decision.outcome, decision.template_id.as_deref())
                         ),
                         rephrased_as: None,
-                    });
-                }
+                        confirmed_margin: None,
+                    },
+                });
             }
             Some(Expected::None) => {
                 if let (true, Some(datasource)) = (executed, &decision.datasource) {
@@ -162,27 +165,13 @@ pub fn gather(
                 evidence.unsure.push(text)
             }
             None => {
-                // A right answer that nearly was not: confirmed close calls are worth
-                // an example; confident ones add nothing.
-                let confirmed = item.record.reward.is_some_and(|r| r >= 0.5);
-                let close = decision.confidence < decision.threshold + CLOSE_CALL;
-                if let (true, true, true, Some(d), Some(t)) = (
-                    executed,
-                    confirmed,
-                    close,
-                    &decision.datasource,
-                    &decision.template_id,
-                ) {
-                    evidence.examples.push(Example {
-                        datasource: d.clone(),
-                        template_id: t.clone(),
-                        text,
-                        why: format!(
-                            "confirmed by feedback on {request}, answered at confidence {:.2} (threshold {:.2})",
-                            decision.confidence, decision.threshold
-                        ),
-                        rephrased_as: None,
-                    });
+                // A right answer the caller confirmed: an example of how people ask for
+                // that template (the suggestion ranks them, least confident first).
+                let confirmed_right = executed && item.record.reward.is_some_and(|r| r >= 0.5);
+                if let (true, Some(d), Some(t)) =
+                    (confirmed_right, &decision.datasource, &decision.template_id)
+                {
+                    evidence.examples.push(confirmed(decision, d, t, text));
                 }
             }
         }
@@ -197,6 +186,20 @@ pub fn gather(
         .retain(|text| !rephrased.iter().any(|e| &e.text == text));
     evidence.examples.extend(rephrased);
     Ok(evidence)
+}
+
+fn confirmed(decision: &Decision, datasource: &str, template_id: &str, text: String) -> Example {
+    Example {
+        datasource: datasource.to_owned(),
+        template_id: template_id.to_owned(),
+        text,
+        why: format!(
+            "confirmed by feedback on {}, answered at confidence {:.2} (threshold {:.2})",
+            decision.request_id, decision.confidence, decision.threshold
+        ),
+        rephrased_as: None,
+        confirmed_margin: Some(decision.confidence - decision.threshold),
+    }
 }
 
 fn outcome_words(outcome: Outcome, template: Option<&str>) -> String {
@@ -223,8 +226,7 @@ fn reasked(traffic: &[Traffic], window: i64) -> Vec<Example> {
         turns.sort_by_key(|r| r.decision.at);
         for (i, pair) in turns.windows(2).enumerate() {
             let (first, then) = (&pair[0].decision, &pair[1].decision);
-            let moved = |a: &switchyard_core::feedback::Decision,
-                         b: &switchyard_core::feedback::Decision| {
+            let moved = |a: &Decision, b: &Decision| {
                 b.at - a.at <= window
                     && b.outcome == Outcome::Execute
                     && (a.outcome != Outcome::Execute
@@ -259,6 +261,7 @@ fn reasked(traffic: &[Traffic], window: i64) -> Vec<Example> {
                         then.request_id
                     ),
                     rephrased_as: Some(again.clone()),
+                    confirmed_margin: None,
                 });
             }
         }
@@ -270,7 +273,7 @@ fn reasked(traffic: &[Traffic], window: i64) -> Vec<Example> {
 mod tests {
     use std::path::Path;
 
-    use switchyard_core::feedback::{judged, Decision, Feedback};
+    use switchyard_core::feedback::{judged, Feedback};
 
     use super::*;
 
@@ -353,6 +356,21 @@ mod tests {
                 Outcome::Clarify,
                 "which one?",
             )),
+            // A caller confirmed a confident answer: an example, ranked by its margin.
+            Traffic {
+                at: "record 5000".into(),
+                record: judged(
+                    Decision {
+                        confidence: 0.9,
+                        ..decision(5000, Some((name, a)), Outcome::Execute, "right, surely")
+                    },
+                    Feedback {
+                        agent_success: Some(true),
+                        expected_template: Some(format!("{name}/{a}")),
+                        ..Feedback::default()
+                    },
+                ),
+            },
         ];
         let evidence = gather(&traffic, &catalog, 60).unwrap();
         let pairs: Vec<(&str, &str)> = evidence
@@ -362,7 +380,20 @@ mod tests {
             .collect();
         assert!(pairs.contains(&(b, "first question")), "{pairs:?}");
         assert!(pairs.contains(&(a, "said one way")), "{pairs:?}");
-        assert_eq!(pairs.len(), 2, "{pairs:?}");
+        assert!(pairs.contains(&(a, "right, surely")), "{pairs:?}");
+        assert_eq!(pairs.len(), 3, "{pairs:?}");
+        let margins: Vec<Option<f32>> = evidence
+            .examples
+            .iter()
+            .map(|e| e.confirmed_margin)
+            .collect();
+        assert!(margins[0].is_none(), "a correction is no confirmation");
+        assert!(
+            margins
+                .iter()
+                .any(|m| m.is_some_and(|m| (m - 0.5).abs() < 1e-6)),
+            "{margins:?}"
+        );
         // The re-asked question was unanswered, not a miss nobody spoke about: the
         // rephrasing says what it meant. The lone one is a miss.
         assert_eq!(evidence.misses, vec!["nothing answers this".to_owned()]);

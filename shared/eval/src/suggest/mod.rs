@@ -1,6 +1,7 @@
 //! `switchyard suggest`: what the traffic's decisions and feedback say the catalog lacks,
 //! as lines for a person to review. New examples for templates (corrections, clarify
-//! answers, confirmed close calls, questions re-asked in other words), negative examples
+//! answers, questions re-asked in other words, then confirmed answers, least confident
+//! first, up to a cap per template), negative examples
 //! for datasources that answered what nothing should have, and candidates for new
 //! templates (unanswered questions grouped by meaning, with the nearest templates).
 //! Nothing changes live: the patch is reviewed and applied by a person.
@@ -32,7 +33,8 @@ pub struct Settings {
     pub cluster_similarity: f32,
     /// Questions a group needs to be a new-template candidate.
     pub min_cluster: usize,
-    /// New examples kept per template (the first given).
+    /// New examples kept per template: corrections and rephrasings first (in the order
+    /// given), then confirmed answers, least confident first.
     pub max_per_template: usize,
 }
 
@@ -91,7 +93,13 @@ pub fn suggest(router: &Router, evidence: Evidence, settings: &Settings) -> Resu
         }
     }
     let mut per_template: BTreeMap<(String, String), usize> = BTreeMap::new();
-    for example in evidence.examples {
+    let mut examples = evidence.examples;
+    // Stable: corrections and rephrasings keep their order ahead of every confirmation.
+    examples.sort_by(|a, b| {
+        let rank = |e: &Example| e.confirmed_margin.unwrap_or(f32::NEG_INFINITY);
+        rank(a).total_cmp(&rank(b))
+    });
+    for example in examples {
         if let Some(again) = &example.rephrased_as {
             let vectors = router.embedder().embed(&[&example.text, again])?;
             if dot(&vectors[0], &vectors[1]) < settings.same_meaning {
