@@ -5,7 +5,8 @@
 # streams one, follows an assistant's offer through `messages`, and checks the error shape;
 # infra/scripts/mcp_clients.py (the `mcp` package) lists the MCP tools, asks, follows up in a
 # session, and checks refusals and access, against a second server whose `auth` gives one
-# key every datasource and another only `tools`.
+# key every datasource and another only `tools`; infra/scripts/a2a_clients.py (the `a2a-sdk`
+# package) resolves the A2A agent card and sends messages to the same server.
 #   SWITCHYARD_BIN   the binary (default target/debug/switchyard)
 # Exits non-zero, saying which check failed.
 set -euo pipefail
@@ -14,6 +15,7 @@ cd "$(dirname "$0")/../.."
 
 OPENAI_VERSION="3.57.0"
 MCP_VERSION="2.3.0"
+A2A_VERSION="1.3.0"
 BIN="${SWITCHYARD_BIN:-$(pwd)/target/debug/switchyard}"
 WORK="$(mktemp -d)"
 . infra/scripts/demo-server.sh
@@ -39,6 +41,11 @@ if [ "$("$python" -c 'from importlib.metadata import version; print(version("mcp
   echo "chat-clients: installing mcp==$MCP_VERSION into $SWITCHYARD_VENV"
   PIP_USER=0 "$python" -m pip install --quiet --disable-pip-version-check "mcp==$MCP_VERSION" ||
     fail "pip could not install mcp==$MCP_VERSION"
+fi
+if [ "$("$python" -c 'from importlib.metadata import version; print(version("a2a-sdk"))' 2>/dev/null)" != "$A2A_VERSION" ]; then
+  echo "chat-clients: installing a2a-sdk==$A2A_VERSION into $SWITCHYARD_VENV"
+  PIP_USER=0 "$python" -m pip install --quiet --disable-pip-version-check "a2a-sdk==$A2A_VERSION" ||
+    fail "pip could not install a2a-sdk==$A2A_VERSION"
 fi
 ./infra/scripts/fetch-model.sh >/dev/null
 
@@ -67,4 +74,7 @@ demo_server_start "$BIN" "$WORK/mcp-server.log" "$WORK/auth.yaml" ||
   fail "an MCP check failed (above; server log $WORK/mcp-server.log)"
 "$python" infra/scripts/chat_clients.py "http://127.0.0.1:$PORT/v1" --restricted "$TOOLS_KEY" ||
   fail "a chat check with auth failed (above; server log $WORK/mcp-server.log)"
+"$python" infra/scripts/a2a_clients.py --base-url "http://127.0.0.1:$PORT" \
+  --key "$ALL_KEY" --restricted-key "$TOOLS_KEY" ||
+  fail "an A2A check failed (above; server log $WORK/mcp-server.log)"
 echo "chat-clients: passed"

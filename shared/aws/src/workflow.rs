@@ -187,6 +187,56 @@ impl DynamoWorkflowStore {
     }
 }
 
+impl DynamoWorkflowStore {
+    async fn put_task(&self, key: &str, task: &str, expires_at: i64) -> Result<()> {
+        let item = HashMap::from([
+            ("workflow_id".to_owned(), AttributeValue::S(key.to_owned())),
+            ("task".to_owned(), AttributeValue::S(task.to_owned())),
+            (
+                "expires_at".to_owned(),
+                AttributeValue::N(expires_at.to_string()),
+            ),
+        ]);
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .send()
+            .await
+            .map_err(|e| self.sdk("PutItem", e))?;
+        Ok(())
+    }
+
+    async fn get_task(&self, key: &str, now: i64) -> Result<Option<String>> {
+        // Consistent: the caller's next message may reach another instance at once.
+        let item = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key("workflow_id", AttributeValue::S(key.to_owned()))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|e| self.sdk("GetItem", e))?
+            .item;
+        let Some(item) = item else { return Ok(None) };
+        let expires_at = match item.get("expires_at") {
+            Some(AttributeValue::N(n)) => n.parse::<i64>().ok(),
+            _ => None,
+        };
+        let Some(expires_at) = expires_at else {
+            return Err(self.fail(format!("task `{key}` has no number `expires_at`")));
+        };
+        if expires_at <= now {
+            return Ok(None);
+        }
+        match item.get("task") {
+            Some(AttributeValue::S(task)) => Ok(Some(task.clone())),
+            _ => Err(self.fail(format!("task `{key}` has no `task`"))),
+        }
+    }
+}
+
 impl TableStore for DynamoWorkflowStore {
     fn store_name(&self) -> String {
         format!("workflow table `{}`", self.table)
@@ -218,5 +268,18 @@ impl WorkflowStore for DynamoWorkflowStore {
 
     fn release<'a>(&'a self, lease: &'a str, token: &'a str) -> BoxFuture<'a, Result<()>> {
         Box::pin(self.delete_lease(lease, token))
+    }
+
+    fn save_task<'a>(
+        &'a self,
+        key: &'a str,
+        task: &'a str,
+        expires_at: i64,
+    ) -> BoxFuture<'a, Result<()>> {
+        Box::pin(self.put_task(key, task, expires_at))
+    }
+
+    fn load_task<'a>(&'a self, key: &'a str, now: i64) -> BoxFuture<'a, Result<Option<String>>> {
+        Box::pin(self.get_task(key, now))
     }
 }

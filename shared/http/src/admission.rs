@@ -84,6 +84,7 @@ mod tests {
             max_in_flight: 1,
             max_queued: 1,
             retry_after_seconds: 2,
+            public_url: None,
         });
         let app = axum::Router::new()
             .route(
@@ -133,6 +134,7 @@ mod tests {
             max_in_flight: 1,
             max_queued: 0,
             retry_after_seconds: 1,
+            public_url: None,
         });
         // CPU-bound work, as embedding is: it blocks its thread, through run_blocking as
         // the service's does.

@@ -4,6 +4,7 @@
 //! caller comes from [`extract::Caller`]; the OpenAPI document is generated from the same
 //! types ([`openapi`]).
 
+pub mod a2a;
 pub mod admission;
 pub mod chat;
 pub mod error;
@@ -44,7 +45,8 @@ pub type Shared = Arc<Service>;
 
 /// The API: `POST /v1/query`, `POST /v1/route`, `GET /v1/stats`, `GET /v1/health`,
 /// `GET /v1/openapi.json`, the OpenAI-compatible `POST /v1/chat/completions` and
-/// `GET /v1/models` ([`chat`]), and the MCP server at `/mcp` ([`mcp`]).
+/// `GET /v1/models` ([`chat`]), the MCP server at `/mcp` ([`mcp`]), and the A2A agent at
+/// `POST /a2a` with its card at `/.well-known/agent-card.json` ([`a2a`]).
 pub fn app(service: Shared) -> axum::Router {
     let admission = admission::Admission::new(&service.config().server);
     // MCP at /mcp: the caller is authorized before the protocol runs.
@@ -65,6 +67,7 @@ pub fn app(service: Shared) -> axum::Router {
         .route("/v1/models", get(chat::models))
         .route("/v1/openapi.json", get(openapi::serve))
         .merge(mcp)
+        .merge(a2a::routes())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(axum::middleware::from_fn(record_latency))

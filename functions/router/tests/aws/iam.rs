@@ -414,6 +414,22 @@ async fn the_functions_policies_allow_every_call_their_code_makes() {
     )
     .is_some());
 
+    // An A2A task: kept beside the checkpoints, found by the caller's next message.
+    allowed(
+        "workflows: keep an A2A task (PutItem)",
+        workflow_store
+            .save_task("owner/t-1#task", "{\"id\":\"t-1\"}", now + 3600)
+            .await,
+    );
+    assert_eq!(
+        allowed(
+            "workflows: find an A2A task (GetItem)",
+            workflow_store.load_task("owner/t-1#task", now).await
+        )
+        .as_deref(),
+        Some("{\"id\":\"t-1\"}")
+    );
+
     let feedback_store = DynamoFeedbackStore::new(feedback.client.clone(), &feedback.name, 3600);
     let decision = Decision {
         request_id: "r-1".into(),

@@ -128,6 +128,19 @@ pub struct ServerConfig {
     pub max_queued: usize,
     #[validate(range(min = 1, message = "must be at least 1"))]
     pub retry_after_seconds: u64,
+    /// Where callers reach the API (`http(s)://host[/stage]`); None: from each request.
+    #[serde(default)]
+    #[validate(custom(function = "http_url"))]
+    pub public_url: Option<String>,
+}
+
+fn http_url(url: &str) -> Result<(), validator::ValidationError> {
+    if url.starts_with("https://") || url.starts_with("http://") {
+        return Ok(());
+    }
+    let mut error = validator::ValidationError::new("url");
+    error.message = Some(format!("`{url}` must start with https:// or http://").into());
+    Err(error)
 }
 
 switchyard_catalog::default_from_embedded! {

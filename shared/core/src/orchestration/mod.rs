@@ -25,8 +25,8 @@ pub use signals::{detect, Signal, Signals, Vocabulary};
 pub use split::{segments, Cues, Link, Segment};
 pub use splitter::{validated_parts, QuestionSplitter};
 pub use workflow::{
-    Checkpoint, MemoryWorkflowStore, TaskState, TaskStatus, WorkflowStore, MAX_CHECKPOINT_BYTES,
-    MAX_WORKFLOW_ID_CHARS,
+    task_key, Checkpoint, MemoryWorkflowStore, TaskState, TaskStatus, WorkflowStore,
+    MAX_CHECKPOINT_BYTES, MAX_WORKFLOW_ID_CHARS,
 };
 
 use crate::config::OrchestrationConfig;

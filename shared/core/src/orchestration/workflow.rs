@@ -229,12 +229,36 @@ pub trait WorkflowStore: Send + Sync {
     /// The checkpoint stored under `key` ([`Checkpoint::key`]), unless unknown or expired
     /// at `now`.
     fn load<'a>(&'a self, key: &'a str, now: i64) -> BoxFuture<'a, Result<Option<Checkpoint>>>;
+
+    /// Keep an A2A task (its JSON) under `key` (a caller-scoped task key, [`task_key`])
+    /// until `expires_at`: a task is the protocol's name for a workflow, and any instance
+    /// must find it for the caller's next message.
+    fn save_task<'a>(
+        &'a self,
+        key: &'a str,
+        task: &'a str,
+        expires_at: i64,
+    ) -> BoxFuture<'a, Result<()>>;
+
+    /// The A2A task stored under `key`, unless unknown or expired at `now`.
+    fn load_task<'a>(&'a self, key: &'a str, now: i64) -> BoxFuture<'a, Result<Option<String>>>;
 }
+
+/// An A2A task's key in the workflow store: caller-scoped like a workflow's, with a suffix
+/// no workflow id or lease key can have (ids have no `#`).
+pub fn task_key(owner: &str, task_id: &str) -> String {
+    format!("{}#task", switchyard_catalog::auth::scoped(owner, task_id))
+}
+
+/// An A2A task as kept in memory: its JSON and when it expires.
+type StoredTask = (String, i64);
 
 /// Checkpoints in this process (local `serve`, tests): the newest `capacity`.
 pub struct MemoryWorkflowStore {
     capacity: usize,
     checkpoints: Mutex<(HashMap<String, Checkpoint>, VecDeque<String>)>,
+    /// A2A tasks, the newest `capacity`.
+    tasks: Mutex<(HashMap<String, StoredTask>, VecDeque<String>)>,
     /// Lease → (token, held until).
     leases: Mutex<HashMap<String, (String, i64)>>,
 }
@@ -244,6 +268,7 @@ impl MemoryWorkflowStore {
         MemoryWorkflowStore {
             capacity: capacity.max(1),
             checkpoints: Mutex::new((HashMap::new(), VecDeque::new())),
+            tasks: Mutex::new((HashMap::new(), VecDeque::new())),
             leases: Mutex::new(HashMap::new()),
         }
     }
@@ -280,6 +305,41 @@ impl WorkflowStore for MemoryWorkflowStore {
         Box::pin(async move {
             let guard = self.checkpoints.lock().unwrap_or_else(|e| e.into_inner());
             Ok(guard.0.get(key).filter(|c| c.expires_at > now).cloned())
+        })
+    }
+
+    fn save_task<'a>(
+        &'a self,
+        key: &'a str,
+        task: &'a str,
+        expires_at: i64,
+    ) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move {
+            let mut guard = self.tasks.lock().unwrap_or_else(|e| e.into_inner());
+            let (tasks, order) = &mut *guard;
+            if tasks
+                .insert(key.to_owned(), (task.to_owned(), expires_at))
+                .is_none()
+            {
+                order.push_back(key.to_owned());
+            }
+            while order.len() > self.capacity {
+                if let Some(oldest) = order.pop_front() {
+                    tasks.remove(&oldest);
+                }
+            }
+            Ok(())
+        })
+    }
+
+    fn load_task<'a>(&'a self, key: &'a str, now: i64) -> BoxFuture<'a, Result<Option<String>>> {
+        Box::pin(async move {
+            let guard = self.tasks.lock().unwrap_or_else(|e| e.into_inner());
+            Ok(guard
+                .0
+                .get(key)
+                .filter(|(_, expires_at)| *expires_at > now)
+                .map(|(task, _)| task.clone()))
         })
     }
 

@@ -27,7 +27,7 @@ use crate::error::ServiceError;
 use crate::feedback::{Decision, Feedback, FeedbackRecord, FeedbackStore, MemoryFeedbackStore};
 use crate::invoker::RoutedWith;
 use crate::orchestration::{
-    Decomposer, FusionStrategy, MemoryWorkflowStore, QuestionSplitter, WorkflowStore,
+    task_key, Decomposer, FusionStrategy, MemoryWorkflowStore, QuestionSplitter, WorkflowStore,
     MAX_WORKFLOW_ID_CHARS,
 };
 use crate::rerank::RerankStage;
@@ -222,6 +222,23 @@ impl Service {
             &config.documents,
             &TermExpansion::new(&config.composite_retrieval.keywords.term_expansion),
         )
+    }
+
+    /// Keep an A2A task (its JSON) for `owner` as long as a workflow's checkpoint.
+    pub async fn save_task(&self, owner: &str, task_id: &str, task: &str, now: i64) -> Result<()> {
+        let expires_at = now + self.config.orchestration.checkpoint_ttl_seconds as i64;
+        self.workflows
+            .save_task(&task_key(owner, task_id), task, expires_at)
+            .await
+            .map_err(ServiceError::from)
+    }
+
+    /// `owner`'s A2A task `task_id` (JSON), unless unknown, another caller's, or expired.
+    pub async fn load_task(&self, owner: &str, task_id: &str, now: i64) -> Result<Option<String>> {
+        self.workflows
+            .load_task(&task_key(owner, task_id), now)
+            .await
+            .map_err(ServiceError::from)
     }
 
     /// Checkpoint split questions' workflows in this store (DynamoDB on AWS).
@@ -558,7 +575,8 @@ fn record_routing(routing: &Routing, question: &Question) {
 
 /// Time first (ids sort by time), then 64 random bits: a request id is what
 /// `POST /v1/feedback` needs to judge an answer, so it must not be guessable.
-fn new_request_id() -> String {
+/// A fresh id: time-ordered, with 64 random bits (requests, A2A tasks and contexts).
+pub fn new_request_id() -> String {
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_nanos() as u64)

@@ -8,13 +8,15 @@
 //! report and the stats), `requests` (bad requests named by their field), `auth` (the
 //! caller's access), `sessions` (sessions and topics, per caller, and a store that is down),
 //! `rerank` (the reranking stage and its cache), `feedback` (judging an answer), `mcp` (the
-//! MCP server at `/mcp` through the Lambda's path), `chat` (a chat's earlier messages:
+//! MCP server at `/mcp` through the Lambda's path), `a2a` (the A2A agent at `/a2a` and its
+//! card: access, whose task, protocol errors), `chat` (a chat's earlier messages:
 //! routed as turns, never executed, never stored), `panics` (a request that panics:
 //! answered 500, and the same app answers the next one).
 
 #[path = "../../../core/tests/common/mod.rs"]
 mod common;
 
+mod a2a;
 mod answers;
 mod auth;
 mod chat;

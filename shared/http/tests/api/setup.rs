@@ -85,9 +85,9 @@ pub fn send(
     body: &str,
     identity: Identity,
 ) -> ApiResponse {
-    // MCP's streamable HTTP wants both; the /v1 endpoints ignore it.
+    // MCP's streamable HTTP wants both accepts, A2A its version; the /v1 endpoints ignore them.
     let mut headers = json!({"content-type": "application/json",
-        "accept": "application/json, text/event-stream"});
+        "accept": "application/json, text/event-stream", "a2a-version": "1.0"});
     if let Some(key) = &identity.api_key {
         headers["x-api-key"] = json!(key);
     }

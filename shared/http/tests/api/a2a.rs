@@ -1,0 +1,181 @@
+//! A2A at `/a2a` through the Lambda's path: the card names the endpoint at the request's
+//! host and lists only the caller's datasources; a task is its caller's; a finished task
+//! takes no more messages. The official Python client (`a2a-sdk`) drives the protocol
+//! under `serve` in `infra/scripts/chat-clients.sh`.
+
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+use crate::setup::{api, call_as, config_with, with_key, TestApi};
+
+/// Auth on: "k-all" may use every datasource, "k-helper" only `assistant`.
+fn two_callers() -> TestApi {
+    let hash = |key: &[u8]| hex::encode(Sha256::digest(key));
+    api(config_with(&[
+        ("SWITCHYARD__AUTH__REQUIRED", "true"),
+        (
+            "SWITCHYARD__AUTH__PRINCIPALS",
+            "{everyone: ['*'], helper: [assistant]}",
+        ),
+        (
+            "SWITCHYARD__AUTH__API_KEYS",
+            &format!(
+                "{{{}: everyone, {}: helper}}",
+                hash(b"k-all"),
+                hash(b"k-helper")
+            ),
+        ),
+    ]))
+}
+
+fn send_message(text: &str, task_id: Option<&str>) -> String {
+    let mut message = json!({"messageId": "m-1", "role": "ROLE_USER", "parts": [{"text": text}]});
+    if let Some(id) = task_id {
+        message["taskId"] = json!(id);
+    }
+    json!({"jsonrpc": "2.0", "id": "r-1", "method": "SendMessage", "params": {"message": message}})
+        .to_string()
+}
+
+fn get_task(id: &str) -> String {
+    json!({"jsonrpc": "2.0", "id": 2, "method": "GetTask", "params": {"id": id}}).to_string()
+}
+
+fn rpc(api: &TestApi, body: &str, key: &str) -> Value {
+    let response = call_as(api, "POST", "/a2a", body, with_key(key));
+    assert_eq!(response.status, 200, "{}", response.body);
+    response.body
+}
+
+#[test]
+fn the_card_lists_the_callers_datasources_and_names_the_endpoint() {
+    let api = two_callers();
+    let skills = |key: &str| -> Vec<String> {
+        let response = call_as(
+            &api,
+            "GET",
+            "/.well-known/agent-card.json",
+            "",
+            with_key(key),
+        );
+        assert_eq!(response.status, 200, "{}", response.body);
+        let interface = &response.body["supportedInterfaces"][0];
+        // API Gateway's domain (the event's, with no Host header), over HTTPS; the
+        // JSON-RPC binding, version 1.0.
+        assert_eq!(interface["url"], "https://example.com/a2a", "{interface}");
+        assert_eq!(interface["protocolBinding"], "JSONRPC");
+        assert_eq!(interface["protocolVersion"], "1.0");
+        response.body["skills"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(skills("k-all"), ["assistant", "hr"]);
+    assert_eq!(skills("k-helper"), ["assistant"]);
+    // The older path serves the same card; an unknown caller gets none.
+    let older = call_as(
+        &api,
+        "GET",
+        "/.well-known/agent.json",
+        "",
+        with_key("k-all"),
+    );
+    assert_eq!(older.status, 200);
+    let unknown = call_as(
+        &api,
+        "GET",
+        "/.well-known/agent-card.json",
+        "",
+        with_key("k-nobody"),
+    );
+    assert_eq!(unknown.status, 401, "{}", unknown.body);
+}
+
+#[test]
+fn a_task_is_its_callers_and_a_finished_one_takes_no_more_messages() {
+    let api = two_callers();
+    let sent = rpc(
+        &api,
+        &send_message("How many employees work in Engineering?", None),
+        "k-all",
+    );
+    let task = &sent["result"]["task"];
+    let id = task["id"].as_str().expect("a task id").to_owned();
+    // The test catalog's `hr` has no adapter here: a failed task, finished all the same,
+    // with the reason as its artifact.
+    assert_eq!(task["status"]["state"], "TASK_STATE_FAILED", "{sent}");
+    assert!(
+        task["artifacts"][0]["parts"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("no adapter"),
+        "{sent}"
+    );
+    assert_eq!(sent["id"], "r-1", "the request's id is echoed");
+
+    // The same caller finds it; another caller does not (as if it did not exist).
+    let found = rpc(&api, &get_task(&id), "k-all");
+    assert_eq!(found["result"]["id"], id.as_str(), "{found}");
+    let hidden = rpc(&api, &get_task(&id), "k-helper");
+    assert_eq!(hidden["error"]["code"], -32001, "{hidden}");
+    let hidden = rpc(&api, &send_message("And in Sales?", Some(&id)), "k-helper");
+    assert_eq!(hidden["error"]["code"], -32001, "{hidden}");
+
+    // A completed task is finished: a new message goes in a new task.
+    let again = rpc(&api, &send_message("And in Sales?", Some(&id)), "k-all");
+    assert_eq!(again["error"]["code"], -32004, "{again}");
+    assert!(
+        again["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("without taskId"),
+        "{again}"
+    );
+    // A question out of the restricted caller's datasources is not answered from them.
+    let restricted = rpc(
+        &api,
+        &send_message("How many employees work in Engineering?", None),
+        "k-helper",
+    );
+    let text = restricted.to_string();
+    assert!(!text.contains("\"hr\""), "{text}");
+}
+
+#[test]
+fn protocol_errors_are_answered_as_json_rpc() {
+    let api = two_callers();
+    let parse = rpc(&api, "{not json", "k-all");
+    assert_eq!(parse["error"]["code"], -32700, "{parse}");
+    assert_eq!(parse["id"], Value::Null);
+    let unknown = rpc(
+        &api,
+        &json!({"jsonrpc": "2.0", "id": 9, "method": "tasks/everything"}).to_string(),
+        "k-all",
+    );
+    assert_eq!(unknown["error"]["code"], -32601, "{unknown}");
+    assert_eq!(unknown["id"], 9);
+    let no_text = rpc(
+        &api,
+        &json!({"jsonrpc": "2.0", "id": 3, "method": "SendMessage", "params": {"message":
+            {"messageId": "m", "role": "ROLE_USER", "parts": [{"data": {"q": 1}}]}}})
+        .to_string(),
+        "k-all",
+    );
+    assert_eq!(no_text["error"]["code"], -32602, "{no_text}");
+    assert!(
+        no_text["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("message.parts"),
+        "{no_text}"
+    );
+    let streaming = rpc(
+        &api,
+        &json!({"jsonrpc": "2.0", "id": 4, "method": "SendStreamingMessage", "params": {}})
+            .to_string(),
+        "k-all",
+    );
+    assert_eq!(streaming["error"]["code"], -32004, "{streaming}");
+}
