@@ -49,6 +49,12 @@ pub(crate) async fn send(
         ));
     }
     let now = unix_now();
+    // A retried message (its messageId again, from the same caller) gets the task it made,
+    // not a second run of its question: an adapter's side effects happen once.
+    if let Some(task) = replayed(service, authorized, &message.message_id, &text).await? {
+        return Ok(json!({ "task": task }));
+    }
+    let message_id = message.message_id.clone();
     let earlier = match &message.task_id {
         Some(id) => Some(continued(service, authorized, id, &message).await?),
         None => None,
@@ -91,7 +97,8 @@ pub(crate) async fn send(
         .map_err(|e| contextual(ApiError::from(e)))?;
     let (_, answer) = Render(service.router()).answer(question.session_id, answer);
     let task = task_of(id, context_id, history, &answer, now);
-    save(service, authorized, &task, now).await?;
+    save(service, authorized, &task.id, &task, now).await?;
+    save(service, authorized, &message_key(&message_id), &task, now).await?;
     Ok(json!({ "task": task }))
 }
 
@@ -235,15 +242,49 @@ fn first_question(task: &Task) -> Option<String> {
     Some(texts.join("\n"))
 }
 
+/// The task as the answer to one message left it, kept under the message's id: what a retry
+/// of that message is answered with. Task ids have no `:`, so the two never meet.
+fn message_key(message_id: &str) -> String {
+    format!("message:{message_id}")
+}
+
+/// The task a message with this id made before, if this caller sent one; refused when the
+/// id was used for another text (ids are unique per message).
+async fn replayed(
+    service: &Shared,
+    authorized: &Authorized,
+    message_id: &str,
+    text: &str,
+) -> Result<Option<Task>, RpcError> {
+    let Some(task) = load(service, authorized, &message_key(message_id)).await? else {
+        return Ok(None);
+    };
+    let before = task
+        .history
+        .iter()
+        .find(|m| m.role == Role::User && m.message_id == message_id);
+    let same = before.is_some_and(|m| {
+        let texts: Vec<&str> = m.parts.iter().filter_map(|p| p.text.as_deref()).collect();
+        texts.join("\n") == text
+    });
+    if !same {
+        return Err(RpcError::invalid_params(format!(
+            "message.messageId: `{message_id}` was already sent with another text (a message id names one message)"
+        )));
+    }
+    Ok(Some(task))
+}
+
 async fn save(
     service: &Shared,
     authorized: &Authorized,
+    key: &str,
     task: &Task,
     now: i64,
 ) -> Result<(), RpcError> {
     let json = serde_json::to_string(task).map_err(|e| RpcError::internal(e.to_string()))?;
     service
-        .save_task(&authorized.owner, &task.id, &json, now)
+        .save_task(&authorized.owner, key, &json, now)
         .await
         .map_err(|e| RpcError::from(ApiError::from(e)))
 }

@@ -3,6 +3,8 @@
 //! takes no more messages. The official Python client (`a2a-sdk`) drives the protocol
 //! under `serve` in `infra/scripts/chat-clients.sh`.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
@@ -29,7 +31,14 @@ fn two_callers() -> TestApi {
 }
 
 fn send_message(text: &str, task_id: Option<&str>) -> String {
-    let mut message = json!({"messageId": "m-1", "role": "ROLE_USER", "parts": [{"text": text}]});
+    static MESSAGES: AtomicUsize = AtomicUsize::new(0);
+    let message_id = format!("m-{}", MESSAGES.fetch_add(1, Ordering::Relaxed));
+    message(&message_id, text, task_id)
+}
+
+fn message(message_id: &str, text: &str, task_id: Option<&str>) -> String {
+    let mut message =
+        json!({"messageId": message_id, "role": "ROLE_USER", "parts": [{"text": text}]});
     if let Some(id) = task_id {
         message["taskId"] = json!(id);
     }
@@ -141,6 +150,41 @@ fn a_task_is_its_callers_and_a_finished_one_takes_no_more_messages() {
     );
     let text = restricted.to_string();
     assert!(!text.contains("\"hr\""), "{text}");
+}
+
+#[test]
+fn a_retried_message_gets_its_task_and_runs_once() {
+    let api = two_callers();
+    let app = switchyard_http::app(api.clone());
+    let ask = |body: &str| {
+        let response = crate::setup::send(&app, "POST", "/a2a", body, with_key("k-all"));
+        assert_eq!(response.status, 200, "{}", response.body);
+        response.body
+    };
+    let first = ask(&message(
+        "retry-1",
+        "How many employees work in Engineering?",
+        None,
+    ));
+    let again = ask(&message(
+        "retry-1",
+        "How many employees work in Engineering?",
+        None,
+    ));
+    assert_eq!(first["result"], again["result"], "the same task, as it was");
+    // The session saw one turn, not two: the retry did not run the question again.
+    let context = first["result"]["task"]["contextId"].as_str().unwrap();
+    let next = ask(
+        &json!({"jsonrpc": "2.0", "id": 5, "method": "SendMessage", "params": {"message":
+            {"messageId": "retry-2", "contextId": context, "role": "ROLE_USER",
+             "parts": [{"text": "And in Sales?"}]}}})
+        .to_string(),
+    );
+    let turns = next.to_string();
+    assert!(turns.contains("\"turns\":1"), "{turns}");
+    // The same id with another text is another message, refused.
+    let reused = ask(&message("retry-1", "What is 2 plus 2?", None));
+    assert_eq!(reused["error"]["code"], -32602, "{reused}");
 }
 
 #[test]
