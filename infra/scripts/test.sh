@@ -40,7 +40,10 @@ LOGS=$(mktemp -d)
 background() { # name command...
   local name=$1
   shift
-  ( if "$@" >"$LOGS/$name.log" 2>&1; then echo 0; else echo $?; fi >"$LOGS/$name.status" ) &
+  # The status file appears whole when the step ends (written aside, then renamed): a
+  # redirection would create it empty at the start, and `await` would read a failure.
+  ( if "$@" >"$LOGS/$name.log" 2>&1; then status=0; else status=$?; fi
+    echo "$status" >"$LOGS/$name.status.part" && mv "$LOGS/$name.status.part" "$LOGS/$name.status" ) &
 }
 await() { # name
   while [ ! -f "$LOGS/$1.status" ]; do sleep 1; done
