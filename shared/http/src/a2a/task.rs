@@ -6,6 +6,7 @@ use axum::http::StatusCode;
 use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 use switchyard_catalog::clock::unix_now;
+use switchyard_core::orchestration::MAX_CHECKPOINT_BYTES;
 use switchyard_core::service::{new_request_id, Question};
 
 use super::wire::{
@@ -212,7 +213,16 @@ fn task_of(
         ),
         _ => (Vec::new(), Some(agent_message.clone())),
     };
-    history.push(agent_message);
+    // The history keeps what the agent said; the answer's data is the artifact's (or the
+    // status message's), once.
+    history.push(Message {
+        parts: agent_message
+            .parts
+            .into_iter()
+            .filter(|p| p.data.is_none())
+            .collect(),
+        ..agent_message
+    });
     Task {
         id,
         context_id,
@@ -275,6 +285,28 @@ async fn replayed(
     Ok(Some(task))
 }
 
+/// The task as stored: whole while its JSON is under [`MAX_CHECKPOINT_BYTES`] (a DynamoDB
+/// item holds 400 KB); beyond, its artifacts keep their text and drop their data (the
+/// caller had it in the answer), said in the task's metadata.
+fn for_storage(task: &Task) -> Result<String, RpcError> {
+    let json = |t: &Task| serde_json::to_string(t).map_err(|e| RpcError::internal(e.to_string()));
+    let whole = json(task)?;
+    if whole.len() <= MAX_CHECKPOINT_BYTES {
+        return Ok(whole);
+    }
+    let mut stored = task.clone();
+    for artifact in &mut stored.artifacts {
+        artifact.parts.retain(|p| p.data.is_none());
+    }
+    let mut metadata = stored.metadata.take().unwrap_or_else(|| json!({}));
+    metadata["dataDropped"] = json!(format!(
+        "the answer's data made the task {} bytes, over the {MAX_CHECKPOINT_BYTES} kept",
+        whole.len()
+    ));
+    stored.metadata = Some(metadata);
+    json(&stored)
+}
+
 async fn save(
     service: &Shared,
     authorized: &Authorized,
@@ -282,7 +314,7 @@ async fn save(
     task: &Task,
     now: i64,
 ) -> Result<(), RpcError> {
-    let json = serde_json::to_string(task).map_err(|e| RpcError::internal(e.to_string()))?;
+    let json = for_storage(task)?;
     service
         .save_task(&authorized.owner, key, &json, now)
         .await
@@ -360,6 +392,48 @@ fn rfc3339(seconds: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_task_too_big_to_keep_keeps_its_text_and_drops_its_data() {
+        let task = |rows: usize| Task {
+            id: "t".into(),
+            context_id: "c".into(),
+            status: TaskStatus {
+                state: TaskState::Completed,
+                message: None,
+                timestamp: rfc3339(0),
+            },
+            artifacts: vec![Artifact {
+                artifact_id: "a".into(),
+                name: None,
+                parts: vec![
+                    Part::text("the answer"),
+                    Part::data(json!({"rows": vec!["0123456789"; rows]})),
+                ],
+            }],
+            history: Vec::new(),
+            metadata: None,
+        };
+        let small: Task = serde_json::from_str(&for_storage(&task(10)).unwrap()).unwrap();
+        assert_eq!(small.artifacts[0].parts.len(), 2, "kept whole");
+        assert!(small.metadata.is_none());
+        let stored = for_storage(&task(40_000)).unwrap();
+        assert!(
+            stored.len() <= MAX_CHECKPOINT_BYTES,
+            "{} bytes",
+            stored.len()
+        );
+        let big: Task = serde_json::from_str(&stored).unwrap();
+        assert_eq!(big.artifacts[0].parts.len(), 1);
+        assert_eq!(
+            big.artifacts[0].parts[0].text.as_deref(),
+            Some("the answer")
+        );
+        assert!(big.metadata.unwrap()["dataDropped"]
+            .as_str()
+            .unwrap()
+            .contains("bytes"));
+    }
 
     #[test]
     fn timestamps_are_rfc3339_utc() {
