@@ -188,6 +188,36 @@ fn a_retried_message_gets_its_task_and_runs_once() {
 }
 
 #[test]
+fn a_partial_split_answer_waits_and_the_next_message_resumes_its_workflow() {
+    let api = two_callers();
+    // Two things asked; `hr` has no adapter here, so one part fails: a partial answer.
+    let question = "How many employees work in Engineering and what's the weather like in Paris?";
+    let sent = rpc(&api, &send_message(question, None), "k-all");
+    let task = &sent["result"]["task"];
+    let id = task["id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        task["status"]["state"], "TASK_STATE_INPUT_REQUIRED",
+        "{sent}"
+    );
+    let answer = &task["status"]["message"]["parts"][1]["data"];
+    assert_eq!(answer["status"], "partial", "{sent}");
+    assert_eq!(
+        answer["metadata"]["orchestration"]["workflow_id"],
+        id.as_str()
+    );
+    // Any message to the task asks the workflow's own question again: resumed from its
+    // checkpoint, not split anew.
+    let resumed = rpc(&api, &send_message("try again", Some(&id)), "k-all");
+    let task = &resumed["result"]["task"];
+    assert_eq!(task["id"], id.as_str(), "{resumed}");
+    let orchestration = &task["status"]["message"]["parts"][1]["data"]["metadata"]["orchestration"];
+    assert!(
+        orchestration["resumed_from_phase"].is_number(),
+        "{orchestration}"
+    );
+}
+
+#[test]
 fn protocol_errors_are_answered_as_json_rpc() {
     let api = two_callers();
     let parse = rpc(&api, "{not json", "k-all");

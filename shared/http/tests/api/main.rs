@@ -9,7 +9,8 @@
 //! caller's access), `sessions` (sessions and topics, per caller, and a store that is down),
 //! `rerank` (the reranking stage and its cache), `feedback` (judging an answer), `mcp` (the
 //! MCP server at `/mcp` through the Lambda's path), `a2a` (the A2A agent at `/a2a` and its
-//! card: access, whose task, protocol errors), `chat` (a chat's earlier messages:
+//! card: access, whose task, a retried message, a partial split answer resumed, protocol
+//! errors), `chat` (a chat's earlier messages:
 //! routed as turns, never executed, never stored), `panics` (a request that panics:
 //! answered 500, and the same app answers the next one).
 
