@@ -90,15 +90,31 @@ impl DynamoWorkflowStore {
         Ok(Some(checkpoint))
     }
 
-    async fn put(&self, checkpoint: &Checkpoint) -> Result<()> {
+    async fn put(&self, item: Item) -> Result<()> {
         self.client
             .put_item()
             .table_name(&self.table)
-            .set_item(Some(Self::item(checkpoint)))
+            .set_item(Some(item))
             .send()
             .await
             .map_err(|e| self.sdk("PutItem", e))?;
         Ok(())
+    }
+
+    /// The item under `key`, read consistently: a retry right after a failed phase must
+    /// see that phase's checkpoint (or it would run the phases before it again), and a
+    /// caller's next message, on any instance, its task.
+    async fn get_item(&self, key: &str) -> Result<Option<Item>> {
+        Ok(self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key("workflow_id", AttributeValue::S(key.to_owned()))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|e| self.sdk("GetItem", e))?
+            .item)
     }
 
     async fn put_lease(&self, lease: &str, token: &str, now: i64, until: i64) -> Result<bool> {
@@ -168,19 +184,7 @@ impl DynamoWorkflowStore {
     }
 
     async fn get(&self, workflow_id: &str, now: i64) -> Result<Option<Checkpoint>> {
-        // Consistent: a retry right after a failed phase must see that phase's checkpoint,
-        // or it would run the phases before it again.
-        let item = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .key("workflow_id", AttributeValue::S(workflow_id.to_owned()))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(|e| self.sdk("GetItem", e))?
-            .item;
-        match item {
+        match self.get_item(workflow_id).await? {
             Some(item) => self.checkpoint_of(workflow_id, &item, now),
             None => Ok(None),
         }
@@ -197,29 +201,13 @@ impl DynamoWorkflowStore {
                 AttributeValue::N(expires_at.to_string()),
             ),
         ]);
-        self.client
-            .put_item()
-            .table_name(&self.table)
-            .set_item(Some(item))
-            .send()
-            .await
-            .map_err(|e| self.sdk("PutItem", e))?;
-        Ok(())
+        self.put(item).await
     }
 
     async fn get_task(&self, key: &str, now: i64) -> Result<Option<String>> {
-        // Consistent: the caller's next message may reach another instance at once.
-        let item = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .key("workflow_id", AttributeValue::S(key.to_owned()))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(|e| self.sdk("GetItem", e))?
-            .item;
-        let Some(item) = item else { return Ok(None) };
+        let Some(item) = self.get_item(key).await? else {
+            return Ok(None);
+        };
         let expires_at = match item.get("expires_at") {
             Some(AttributeValue::N(n)) => n.parse::<i64>().ok(),
             _ => None,
@@ -245,7 +233,7 @@ impl TableStore for DynamoWorkflowStore {
 
 impl WorkflowStore for DynamoWorkflowStore {
     fn save<'a>(&'a self, checkpoint: &'a Checkpoint) -> BoxFuture<'a, Result<()>> {
-        Box::pin(self.put(checkpoint))
+        Box::pin(self.put(Self::item(checkpoint)))
     }
 
     fn load<'a>(
