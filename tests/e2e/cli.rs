@@ -137,6 +137,47 @@ fn eval_on_the_demo_questions_routes_and_refuses() {
 }
 
 #[test]
+fn eval_on_conversations_shows_the_ceiling_and_where_the_errors_come_from() {
+    let cache = tempfile::tempdir().unwrap();
+    let dataset = repo_root().join("tests/data/demo/conversations.jsonl");
+    let report = json(&run_ok(
+        switchyard(cache.path())
+            .args(["eval", "--json", "--latency-samples", "0", "--dataset"])
+            .arg(&dataset),
+    ));
+    let conversation = &report["conversation"];
+    assert_eq!(conversation["sessions"], 4, "{conversation}");
+    assert_eq!(conversation["turns"]["all"], 16, "{conversation}");
+    let share = |v: &serde_json::Value| v.as_f64().unwrap();
+    let with_session = share(&conversation["with_session"]["all"]);
+    // The split covers every wrong turn once: its shares add up to the error rate.
+    let errors = &conversation["errors"];
+    let wrong: f64 = [
+        "first_turn",
+        "carried_from_first",
+        "carried_later",
+        "wrong_stay",
+        "wrong_switch",
+        "wrong_target",
+    ]
+    .iter()
+    .map(|k| share(&errors[*k]))
+    .sum();
+    assert!(
+        (wrong - (1.0 - with_session)).abs() < 1e-9,
+        "split {wrong} against {with_session} right: {conversation}"
+    );
+    // The oracle keeps its choice on every continuing turn: a right first turn carries
+    // through each follow-up ("And in Sales?"), which alone route elsewhere.
+    let oracle = &conversation["oracle"];
+    assert!(share(&oracle["first"]) >= 0.75, "{conversation}");
+    assert!(
+        share(&oracle["continuing"]) >= share(&conversation["without_session"]["continuing"]),
+        "{conversation}"
+    );
+}
+
+#[test]
 fn bench_reports_cold_start_and_percentiles_on_one_thread() {
     let cache = tempfile::tempdir().unwrap();
     let dataset = repo_root().join("tests/data/demo/queries.jsonl");

@@ -190,6 +190,20 @@ fn print_conversation(report: &ConversationReport) {
         row("with session only", without);
     }
     row("without session", &report.without_session);
+    if let Some(oracle) = &report.oracle {
+        row("oracle stay/switch", oracle);
+    }
+    if let Some(e) = &report.errors {
+        println!(
+            "wrong turns with session, share of all turns: first turn {:.2}%, carried from a wrong first turn {:.2}%, carried from a later one {:.2}%, wrong stay {:.2}%, wrong switch {:.2}%, wrong switch target {:.2}%",
+            e.first_turn * 100.0,
+            e.carried_from_first * 100.0,
+            e.carried_later * 100.0,
+            e.wrong_stay * 100.0,
+            e.wrong_switch * 100.0,
+            e.wrong_target * 100.0
+        );
+    }
 }
 
 fn print_stages(rows: &[StageRow]) {

@@ -36,6 +36,10 @@ pub struct ScaleRow {
     /// From the artifact's bytes in memory to a router that answers: what a cold start
     /// costs once the bytes have arrived (model load aside; the drift check included).
     pub load_ms: f64,
+    /// Of which reading the artifact (checksum, decoding, consistency checks) ...
+    pub read_ms: f64,
+    /// ... and the router's own tables (keywords, openings, the drift check).
+    pub router_ms: f64,
     /// The process's resident memory with this index loaded (the model included).
     pub resident_mb: f64,
     /// Whole routes (embedding included), one at a time on one thread.
@@ -63,7 +67,10 @@ pub fn row(
 
     let loading = Instant::now();
     let index = Index::from_bytes(&bytes, "synthetic")?;
+    let read_ms = ms(loading);
+    let assembling = Instant::now();
     let synthetic = Router::new(index, config.clone(), embedder.clone(), "synthetic")?;
+    let router_ms = ms(assembling);
     let load_ms = ms(loading);
     let resident_mb = resident_mb();
     let route_ms = time_each(texts, |text| synthetic.route(text, &Access::All).map(drop))?;
@@ -95,6 +102,8 @@ pub fn row(
         build_ms,
         artifact_bytes: bytes.len(),
         load_ms,
+        read_ms,
+        router_ms,
         resident_mb,
         route_ms,
         exact_route_ms,
@@ -127,25 +136,28 @@ fn resident_mb() -> f64 {
 
 pub fn print(rows: &[ScaleRow]) {
     println!(
-        "{:>9} {:>6} {:>11} {:>12} {:>9} {:>9} {:>9} {:>9} {:>10}",
+        "{:>9} {:>6} {:>11} {:>12} {:>18} {:>9} {:>9} {:>9} {:>11} {:>10}",
         "templates",
         "search",
         "build ms",
         "artifact MB",
-        "load ms",
+        "load (read+router)",
         "RSS MB",
         "p50 ms",
         "p95 ms",
+        "exact p50",
         "top-1 agr"
     );
     for r in rows {
         println!(
-            "{:>9} {:>6} {:>11.0} {:>12.1} {:>9.1} {:>9.0} {:>9.2} {:>9.2} {:>11.2} {:>9.2}%",
+            "{:>9} {:>6} {:>11.0} {:>12.1} {:>6.0} ({:>4.0}+{:>4.0}) {:>9.0} {:>9.2} {:>9.2} {:>11.2} {:>9.2}%",
             r.templates,
             r.search,
             r.build_ms,
             r.artifact_bytes as f64 / 1e6,
             r.load_ms,
+            r.read_ms,
+            r.router_ms,
             r.resident_mb,
             r.route_ms.p50,
             r.route_ms.p95,

@@ -267,7 +267,7 @@ fn graph_search_finds_what_an_exact_scan_finds() {
         method: TemplateScoringMethod::Max,
         max_weight: 1.0,
     };
-    let queries = clustered_vectors(100, 1, dimension, 99);
+    let queries = clustered_vectors(300, 1, dimension, 99);
     let found = queries
         .iter()
         .filter(|q| {
@@ -276,5 +276,8 @@ fn graph_search_finds_what_an_exact_scan_finds() {
                 == exact.partitions[0].search(q, 1, usize::MAX, &scoring)[0].0
         })
         .count();
-    assert!(found >= 95, "top-1 recall of the graph: {found}/100");
+    // Measured 300 of 300 with the default graph settings (ef_search 128, ef_construction
+    // 400; 95 of 100 was the bound for the earlier 96 / 100): the bound is the 99% the
+    // scale table asks of 100,000 templates, three misses.
+    assert!(found >= 297, "top-1 recall of the graph: {found}/300");
 }

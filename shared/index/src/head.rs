@@ -26,6 +26,7 @@ use switchyard_vectors::embed::dot;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Head {
     pub dimension: usize,
+    #[serde(with = "crate::bytes::f32s")]
     pub weights: Vec<f32>,
     pub bias: Vec<f32>,
     /// Probabilities are `softmax(logits / temperature)`; fitted on held-out examples.

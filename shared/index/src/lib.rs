@@ -3,6 +3,7 @@
 //! weights, and synthetic catalogs for benchmarks. The embedding trait and the artifact
 //! frame are `switchyard-vectors`'.
 
+pub mod bytes;
 pub mod config;
 pub mod error;
 pub mod head;

@@ -28,6 +28,9 @@ impl TermExpansion {
 
     /// The normalised expansions that apply to `text`, space-separated ("" for none).
     pub fn additions(&self, text: &str) -> String {
+        if self.terms.is_empty() {
+            return String::new();
+        }
         let padded = format!(" {} ", normalize_text(text));
         self.terms
             .iter()
@@ -84,10 +87,13 @@ impl TermIndex {
             }
             lengths.push(counts.values().sum::<f32>());
             for (token, count) in counts {
-                postings
-                    .entry(token.to_owned())
-                    .or_default()
-                    .push((number as u32, count));
+                // A term's key is allocated once, when it is first seen.
+                match postings.get_mut(token) {
+                    Some(list) => list.push((number as u32, count)),
+                    None => {
+                        postings.insert(token.to_owned(), vec![(number as u32, count)]);
+                    }
+                }
             }
         }
         let documents = lengths.len() as f32;

@@ -178,6 +178,14 @@ impl Embedder for CachedEmbedder {
 /// Dot product of two unit vectors: their cosine similarity.
 #[inline]
 pub fn dot(a: &[f32], b: &[f32]) -> f32 {
+    // Compiled again with AVX2 where the CPU has it (every x86-64 Lambda's does): the same
+    // additions in the same order, so the same result, in a quarter of the instructions
+    // (it is the HNSW search's whole cost).
+    pulp::Arch::new().dispatch(|| dot_portable(a, b))
+}
+
+#[inline(always)]
+fn dot_portable(a: &[f32], b: &[f32]) -> f32 {
     // Eight independent accumulators: the compiler keeps them in two vector registers
     // and overlaps the multiply-adds, without needing reassociation flags.
     let mut acc = [0.0f32; 8];
@@ -190,8 +198,11 @@ pub fn dot(a: &[f32], b: &[f32]) -> f32 {
         .map(|(x, y)| x * y)
         .sum();
     for (x, y) in chunks_a.zip(chunks_b) {
-        for ((acc, x), y) in acc.iter_mut().zip(x).zip(y) {
-            *acc += x * y;
+        // Fixed-size rows: one 8-wide multiply and add per row where the CPU has them.
+        let x: &[f32; 8] = x.try_into().expect("chunks of 8");
+        let y: &[f32; 8] = y.try_into().expect("chunks of 8");
+        for i in 0..8 {
+            acc[i] += x[i] * y[i];
         }
     }
     (acc[0] + acc[4]) + (acc[1] + acc[5]) + (acc[2] + acc[6]) + (acc[3] + acc[7]) + tail

@@ -1,6 +1,6 @@
 //! Regressions found by `resealed_mutations_never_panic`: artifacts whose checksum is right
 //! but whose contents this code never writes. The bodies are decoded into mirrors of the
-//! format-3 body (postcard is not self-describing), edited and re-sealed.
+//! format-5 body (postcard is not self-describing), edited and re-sealed.
 
 use std::collections::HashMap;
 
@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use switchyard_documents::chunk::Chunk;
 use switchyard_documents::{ChunkIndex, DocumentEntry};
+use switchyard_index::bytes::f32s;
 use switchyard_index::head::Head;
 use switchyard_index::index::Index;
 
@@ -18,9 +19,12 @@ use crate::setup::{artifacts, chunk_artifact, ORIGIN};
 struct PartitionMirror {
     datasource: String,
     dimension: usize,
+    #[serde(with = "f32s")]
     vectors: Vec<f32>,
     offsets: Vec<u32>,
+    #[serde(with = "f32s")]
     centroids: Vec<f32>,
+    #[serde(with = "f32s")]
     negatives: Vec<f32>,
     /// The exact-scan artifact has no graph.
     graph: Option<()>,

@@ -58,6 +58,9 @@ pub fn render(page: &Page) -> String {
             rows.push(("with the session, without the assistant's turn", without));
         }
         rows.push(("each turn alone", &conversation.without_session));
+        if let Some(oracle) = &conversation.oracle {
+            rows.push(("perfect stay/switch decisions (the ceiling)", oracle));
+        }
         for (name, a) in rows {
             let _ = write!(
                 out,
@@ -71,6 +74,18 @@ pub fn render(page: &Page) -> String {
             );
         }
         out.push_str("</table>");
+        if let Some(e) = &conversation.errors {
+            let _ = write!(
+                out,
+                "<p>Wrong turns with the session, as shares of all turns: first turn {}, a wrong state carried since the first turn {} or since a later one {}, stayed when the conversation switched {}, switched when it continued {}, switched to the wrong template {}.</p>",
+                pct(e.first_turn),
+                pct(e.carried_from_first),
+                pct(e.carried_later),
+                pct(e.wrong_stay),
+                pct(e.wrong_switch),
+                pct(e.wrong_target)
+            );
+        }
     }
     if let Some(multi) = page.multi {
         out.push_str("<h2>Multi-part questions</h2>");

@@ -7,7 +7,6 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::partition::Coarse;
 use super::{Calibration, Index, Partition, Probe};
 use crate::config::IndexConfig;
 use crate::error::IndexError;
@@ -17,7 +16,8 @@ use switchyard_vectors::error::Result;
 use switchyard_vectors::frame::{seal, unseal, write_atomically};
 use switchyard_vectors::VectorsError;
 
-pub const FORMAT_VERSION: u32 = 4;
+/// 5: the long number arrays as byte strings, the HNSW graph's points as i8 codes.
+pub const FORMAT_VERSION: u32 = 5;
 const MAGIC: &[u8; 8] = b"SWYDIDX\0";
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -196,9 +196,7 @@ impl Index {
         check_consistency(&manifest, &body, &catalog).map_err(fail)?;
 
         let mut partitions = body.partitions;
-        for partition in &mut partitions {
-            partition.coarse = Coarse::of(&partition.centroids, partition.dimension);
-        }
+        partitions.iter_mut().for_each(Partition::derive_coarse);
         Ok(Index {
             manifest,
             catalog,
@@ -216,7 +214,9 @@ fn check_consistency(
     body: &Body,
     catalog: &Catalog,
 ) -> std::result::Result<(), String> {
-    if catalog.content_hash() != manifest.templates_hash {
+    // The body's catalog JSON is what `Catalog::content_hash` hashes (written by the same
+    // serialiser): hashing it as read spares serialising 100,000 templates again.
+    if hex::encode(Sha256::digest(body.catalog_json.as_bytes())) != manifest.templates_hash {
         return Err("the catalog does not match the manifest's templates_hash".into());
     }
     // Row counts times the dimension, as lengths of the flat vectors (`None` on overflow).

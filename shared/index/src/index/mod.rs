@@ -34,7 +34,7 @@ pub use artifact::{
 pub use cache::{cache_path, load_or_build};
 pub use calibration::Calibration;
 pub use drift::{embed_probes, Drift, DriftStatus, Probe, PROBE_TEXTS};
-pub use partition::{Centroid, Partition};
+pub use partition::Partition;
 
 use crate::config::DriftConfig;
 use crate::error::IndexError;

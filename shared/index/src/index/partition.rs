@@ -1,22 +1,44 @@
 //! One datasource's search partition: its texts' unit vectors, the template centroids
 //! (with an i8 copy for the exact scan) and, for large partitions, an HNSW graph over the
-//! centroids; candidates are rescored exactly on all their vectors.
+//! i8 centroids; candidates are rescored exactly (f32) on all their vectors.
+
+use std::cell::RefCell;
 
 use instant_distance::{Builder, HnswMap, Search};
 use serde::{Deserialize, Serialize};
 
 use super::DatasourceVectors;
+use crate::bytes;
 use crate::config::{IndexConfig, TemplateScoring, TemplateScoringMethod};
 use switchyard_vectors::embed::{dot, normalize};
 
-/// A point in the HNSW graph: a template centroid. Distance is 1 − cosine.
+/// A point in the HNSW graph: a template centroid quantised to i8, a quarter of the f32's
+/// bytes to fetch per distance (the graph's search is bound by memory, not arithmetic).
+/// Distance is 1 − the cosine of the codes; candidates are rescored in f32.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Centroid(Vec<f32>);
+pub struct Code {
+    scale: f32,
+    #[serde(with = "bytes::i8s")]
+    codes: Vec<i8>,
+}
 
-impl instant_distance::Point for Centroid {
-    fn distance(&self, other: &Self) -> f32 {
-        1.0 - dot(&self.0, &other.0)
+impl Code {
+    fn of(vector: &[f32]) -> Code {
+        let (scale, codes) = quantize(vector);
+        Code { scale, codes }
     }
+}
+
+impl instant_distance::Point for Code {
+    fn distance(&self, other: &Self) -> f32 {
+        1.0 - dot_i8(&self.codes, &other.codes) as f32 * self.scale * other.scale
+    }
+}
+
+thread_local! {
+    /// The graph's search state (a visited mark per point), kept between a thread's
+    /// searches instead of allocated and cleared for each.
+    static SEARCH: RefCell<Search> = RefCell::new(Search::default());
 }
 
 #[derive(Serialize, Deserialize)]
@@ -24,15 +46,19 @@ pub struct Partition {
     pub datasource: String,
     pub(super) dimension: usize,
     /// Row-major unit vectors; template `t` owns rows `offsets[t]..offsets[t + 1]`.
+    #[serde(with = "bytes::f32s")]
     pub(super) vectors: Vec<f32>,
     pub(super) offsets: Vec<u32>,
     /// One unit centroid per template, row-major.
+    #[serde(with = "bytes::f32s")]
     pub(super) centroids: Vec<f32>,
     /// One unit vector per negative example of the datasource, row-major, in their order.
+    #[serde(with = "bytes::f32s")]
     pub(super) negatives: Vec<f32>,
-    pub(super) graph: Option<HnswMap<Centroid, u32>>,
+    pub(super) graph: Option<HnswMap<Code, u32>>,
     /// The centroids quantised to i8 for the exact scan (a quarter of the memory traffic);
-    /// derived from `centroids` when the partition is built or loaded, never stored.
+    /// derived from `centroids` when a partition without a graph is built or loaded,
+    /// never stored (a graph holds its own codes).
     #[serde(skip)]
     pub(super) coarse: Coarse,
 }
@@ -65,23 +91,33 @@ fn quantize(vector: &[f32]) -> (f32, Vec<i8>) {
     (scale, codes)
 }
 
-/// Integer dot product; the compiler widens to i16 pairs and multiply-adds them.
+/// Integer dot product; the compiler widens to i16 pairs and multiply-adds them, with
+/// AVX2 where the CPU has it.
 fn dot_i8(a: &[i8], b: &[i8]) -> i32 {
+    pulp::Arch::new().dispatch(|| dot_i8_portable(a, b))
+}
+
+#[inline(always)]
+fn dot_i8_portable(a: &[i8], b: &[i8]) -> i32 {
+    // Wrapping arithmetic: a sum is at most 384·127², far inside an i32, and unchecked
+    // it vectorises in builds with overflow checks (tests, `eval`) too.
+    let product = |x: i8, y: i8| i32::from(x).wrapping_mul(i32::from(y));
     let mut acc = [0i32; 16];
     let chunks_a = a.chunks_exact(16);
     let chunks_b = b.chunks_exact(16);
-    let tail: i32 = chunks_a
+    let tail = chunks_a
         .remainder()
         .iter()
         .zip(chunks_b.remainder())
-        .map(|(x, y)| i32::from(*x) * i32::from(*y))
-        .sum();
+        .fold(0i32, |sum, (x, y)| sum.wrapping_add(product(*x, *y)));
     for (x, y) in chunks_a.zip(chunks_b) {
-        for ((acc, x), y) in acc.iter_mut().zip(x).zip(y) {
-            *acc += i32::from(*x) * i32::from(*y);
+        let x: &[i8; 16] = x.try_into().expect("chunks of 16");
+        let y: &[i8; 16] = y.try_into().expect("chunks of 16");
+        for i in 0..16 {
+            acc[i] = acc[i].wrapping_add(product(x[i], y[i]));
         }
     }
-    acc.iter().sum::<i32>() + tail
+    acc.iter().fold(tail, |sum, x| sum.wrapping_add(*x))
 }
 
 impl Partition {
@@ -106,10 +142,7 @@ impl Partition {
             offsets.push((vectors.len() / dimension) as u32);
         }
         let graph = (templates.len() > config.exact_scan_max_templates).then(|| {
-            let points: Vec<Centroid> = centroids
-                .chunks_exact(dimension)
-                .map(|c| Centroid(c.to_vec()))
-                .collect();
+            let points: Vec<Code> = centroids.chunks_exact(dimension).map(Code::of).collect();
             let values: Vec<u32> = (0..templates.len() as u32).collect();
             Builder::default()
                 .ef_construction(config.hnsw_ef_construction)
@@ -117,8 +150,7 @@ impl Partition {
                 .seed(config.seed)
                 .build(points, values)
         });
-        let coarse = Coarse::of(&centroids, dimension);
-        Partition {
+        let mut partition = Partition {
             datasource: datasource.to_owned(),
             dimension,
             vectors,
@@ -126,7 +158,16 @@ impl Partition {
             centroids,
             negatives: source.negatives.concat(),
             graph,
-            coarse,
+            coarse: Coarse::default(),
+        };
+        partition.derive_coarse();
+        partition
+    }
+
+    /// The exact scan's i8 centroids, for a partition searched without a graph.
+    pub(super) fn derive_coarse(&mut self) {
+        if self.graph.is_none() {
+            self.coarse = Coarse::of(&self.centroids, self.dimension);
         }
     }
 
@@ -155,7 +196,7 @@ impl Partition {
             graph.values.len() == templates
                 && graph.values.iter().all(|&t| (t as usize) < templates)
                 && graph.iter().count() == templates
-                && graph.iter().all(|(_, point)| point.0.len() == d)
+                && graph.iter().all(|(_, point)| point.codes.len() == d)
         });
         d > 0
             && self.vectors.len().is_multiple_of(d)
@@ -220,14 +261,13 @@ impl Partition {
         scoring: &TemplateScoring,
     ) -> Vec<(usize, f32)> {
         let candidates: Vec<usize> = match &self.graph {
-            Some(graph) => {
-                let mut search = Search::default();
+            Some(graph) => SEARCH.with_borrow_mut(|search| {
                 graph
-                    .search(&Centroid(query.to_vec()), &mut search)
+                    .search(&Code::of(query), search)
                     .take(candidate_pool)
                     .map(|item| *item.value as usize)
                     .collect()
-            }
+            }),
             None if self.template_count() <= candidate_pool => (0..self.template_count()).collect(),
             None => {
                 // Exact scan of the quantised centroids; candidates are rescored in f32.

@@ -9,6 +9,8 @@
 //! the assistant's turn alone and with it) are embedded in one batch. A turn comes 30
 //! seconds after the previous one.
 
+mod ceiling;
+
 use std::collections::HashMap;
 
 use serde::Serialize;
@@ -22,7 +24,9 @@ use switchyard_routing::config::SessionsConfig;
 use switchyard_routing::router::{Router, Routing};
 use switchyard_routing::session::{push_bounded, Turn};
 
-use super::{ratio, Embedded, LabeledQuery};
+use crate::{ratio, Embedded, LabeledQuery};
+pub use ceiling::ErrorSplit;
+use ceiling::{Ceiling, Track};
 
 /// Seconds between two turns of a replayed conversation.
 const SECONDS_PER_TURN: i64 = 30;
@@ -54,6 +58,11 @@ pub struct ConversationReport {
     /// assistant turns and they were replayed.
     pub without_assistant: Option<TurnAccuracy>,
     pub without_session: TurnAccuracy,
+    /// Perfect stay/switch decisions over the same per-turn routing (`ceiling`): what a
+    /// better stay/switch decision alone could reach. Absent with `--no-session`.
+    pub oracle: Option<TurnAccuracy>,
+    /// The `with_session` replay's wrong turns by cause, as shares of all turns.
+    pub errors: Option<ErrorSplit>,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -133,24 +142,28 @@ pub fn replay(
     Ok(Some(ConversationReport {
         sessions: conversations.len(),
         turns: alone.counts(),
-        with_session: with_session.map(|t| t.accuracy()),
-        without_assistant: without_assistant.map(|t| t.accuracy()),
+        oracle: with_session.as_ref().map(|(_, c)| c.oracle.accuracy()),
+        errors: with_session.as_ref().map(|(_, c)| c.split()),
+        with_session: with_session.map(|(t, _)| t.accuracy()),
+        without_assistant: without_assistant.map(|(t, _)| t.accuracy()),
         without_session: alone.accuracy(),
     }))
 }
 
 /// Replay the conversations through the session logic, with or without the assistant's
-/// turns. Sessions advance together, one turn each per wave, so each wave's extra texts
-/// are embedded in one batch.
+/// turns, and count where its errors come from against the oracle's. Sessions advance
+/// together, one turn each per wave, so each wave's extra texts are embedded in one batch.
 fn in_session(
     router: &Router,
     config: &SessionsConfig,
     conversations: &[Vec<Line<'_>>],
     assistant: bool,
-) -> Result<Tally> {
+) -> Result<(Tally, Ceiling)> {
     let longest = conversations.iter().map(Vec::len).max().unwrap_or(0);
     let mut turns: Vec<Vec<Turn>> = vec![Vec::new(); conversations.len()];
+    let mut tracks: Vec<Track> = conversations.iter().map(|_| Track::default()).collect();
     let mut tally = Tally::default();
+    let mut ceiling = Ceiling::default();
     for wave in 0..longest {
         let now = SECONDS_PER_TURN * wave as i64;
         let active: Vec<usize> = (0..conversations.len())
@@ -180,6 +193,10 @@ fn in_session(
             let said = said
                 .as_ref()
                 .map(|(alone, with_turn)| AssistantTurn { alone, with_turn });
+            // What the oracle picks a new template from: the turn read as the session reads it.
+            let evidence = said
+                .as_ref()
+                .map_or_else(|| own.clone(), |s| s.with_turn.clone());
             let contextualized = contextualize(
                 router,
                 config,
@@ -192,6 +209,7 @@ fn in_session(
             );
             let routing = &contextualized.routing;
             tally.add(line, routing);
+            ceiling.add(&mut tracks[c], line, routing, &evidence);
             let turn = turn_of(
                 routing,
                 &contextualized.belief,
@@ -203,7 +221,7 @@ fn in_session(
             push_bounded(&mut turns[c], turn, config.max_turns);
         }
     }
-    Ok(tally)
+    Ok((tally, ceiling))
 }
 
 /// The conversations in order of first appearance, each in line order.
@@ -252,6 +270,10 @@ impl Tally {
                     .as_deref()
                     .is_none_or(|d| d == m.datasource)
         });
+        self.count(line, right);
+    }
+
+    fn count(&mut self, line: &Line<'_>, right: bool) {
         let mut count = |slot: usize| {
             self.total[slot] += 1;
             self.right[slot] += usize::from(right);
