@@ -181,7 +181,21 @@ pub fn dot(a: &[f32], b: &[f32]) -> f32 {
     // Compiled again with AVX2 where the CPU has it (every x86-64 Lambda's does): the same
     // additions in the same order, so the same result, in a quarter of the instructions
     // (it is the HNSW search's whole cost).
-    pulp::Arch::new().dispatch(|| dot_portable(a, b))
+    pulp::Arch::new().dispatch(Dot(a, b))
+}
+
+/// The dot product as `pulp` runs it: `with_simd` is inlined into a function compiled
+/// for the detected CPU, so the loop inside is vectorised for it (a closure would be
+/// compiled apart, for baseline x86-64).
+struct Dot<'a>(&'a [f32], &'a [f32]);
+
+impl pulp::WithSimd for Dot<'_> {
+    type Output = f32;
+
+    #[inline(always)]
+    fn with_simd<S: pulp::Simd>(self, _: S) -> f32 {
+        dot_portable(self.0, self.1)
+    }
 }
 
 #[inline(always)]
@@ -208,6 +222,47 @@ fn dot_portable(a: &[f32], b: &[f32]) -> f32 {
     (acc[0] + acc[4]) + (acc[1] + acc[5]) + (acc[2] + acc[6]) + (acc[3] + acc[7]) + tail
 }
 
+/// Integer dot product; the compiler widens to i16 pairs and multiply-adds them, with
+/// AVX2 where the CPU has it.
+pub fn dot_i8(a: &[i8], b: &[i8]) -> i32 {
+    pulp::Arch::new().dispatch(DotI8(a, b))
+}
+
+/// As [`Dot`]: `with_simd` is inlined where the CPU's instructions are enabled.
+struct DotI8<'a>(&'a [i8], &'a [i8]);
+
+impl pulp::WithSimd for DotI8<'_> {
+    type Output = i32;
+
+    #[inline(always)]
+    fn with_simd<S: pulp::Simd>(self, _: S) -> i32 {
+        dot_i8_portable(self.0, self.1)
+    }
+}
+
+#[inline(always)]
+fn dot_i8_portable(a: &[i8], b: &[i8]) -> i32 {
+    // Wrapping arithmetic: a sum is at most 384·127², far inside an i32, and unchecked
+    // it vectorises in builds with overflow checks (tests, `eval`) too.
+    let product = |x: i8, y: i8| i32::from(x).wrapping_mul(i32::from(y));
+    let mut acc = [0i32; 16];
+    let chunks_a = a.chunks_exact(16);
+    let chunks_b = b.chunks_exact(16);
+    let tail = chunks_a
+        .remainder()
+        .iter()
+        .zip(chunks_b.remainder())
+        .fold(0i32, |sum, (x, y)| sum.wrapping_add(product(*x, *y)));
+    for (x, y) in chunks_a.zip(chunks_b) {
+        let x: &[i8; 16] = x.try_into().expect("chunks of 16");
+        let y: &[i8; 16] = y.try_into().expect("chunks of 16");
+        for i in 0..16 {
+            acc[i] = acc[i].wrapping_add(product(x[i], y[i]));
+        }
+    }
+    acc.iter().fold(tail, |sum, x| sum.wrapping_add(*x))
+}
+
 /// Scale `v` to unit length (a zero vector stays zero).
 pub fn normalize(v: &mut [f32]) {
     let norm = dot(v, v).sqrt();
@@ -219,6 +274,31 @@ pub fn normalize(v: &mut [f32]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_dispatched_kernels_compute_what_the_portable_ones_do() {
+        // Lengths with and without a tail past the kernels' chunks.
+        for n in [384usize, 389, 7] {
+            let a: Vec<f32> = (0..n)
+                .map(|i| ((i * 37 % 101) as f32 - 50.0) / 50.0)
+                .collect();
+            let b: Vec<f32> = (0..n)
+                .map(|i| ((i * 53 % 97) as f32 - 48.0) / 48.0)
+                .collect();
+            // The same additions in the same order: equal, not merely close.
+            assert_eq!(dot(&a, &b), dot_portable(&a, &b));
+            let naive: f64 = a.iter().zip(&b).map(|(x, y)| f64::from(x * y)).sum();
+            assert!((f64::from(dot(&a, &b)) - naive).abs() < 1e-4);
+            let qa: Vec<i8> = (0..n).map(|i| (i * 37 % 255) as i32 as i8).collect();
+            let qb: Vec<i8> = (0..n).map(|i| (i * 91 % 255) as i32 as i8).collect();
+            let exact: i32 = qa
+                .iter()
+                .zip(&qb)
+                .map(|(x, y)| i32::from(*x) * i32::from(*y))
+                .sum();
+            assert_eq!(dot_i8(&qa, &qb), exact);
+        }
+    }
 
     /// Counts the texts that reach the model.
     struct Counting(HashingEmbedder, std::sync::atomic::AtomicUsize);

@@ -48,6 +48,38 @@ pub fn unseal<'a>(
     version_expected: u32,
     what: &str,
 ) -> std::result::Result<(&'a [u8], &'a [u8]), String> {
+    let frame = open_frame(bytes, magic, version_expected, what)?;
+    frame.verify()?;
+    Ok((frame.manifest, frame.body))
+}
+
+/// An artifact's sections, its frame checked but not yet its checksum: a reader may decode
+/// them while [`Frame::verify`] runs, and must use nothing it decoded unless that holds.
+pub struct Frame<'a> {
+    pub manifest: &'a [u8],
+    pub body: &'a [u8],
+    sealed: &'a [u8],
+    checksum: &'a [u8],
+}
+
+impl Frame<'_> {
+    /// The SHA-256 of everything before the checksum is the checksum.
+    pub fn verify(&self) -> std::result::Result<(), String> {
+        if Sha256::digest(self.sealed).as_slice() != self.checksum {
+            return Err("checksum mismatch: the artifact is corrupt".into());
+        }
+        Ok(())
+    }
+}
+
+/// Check the frame of an artifact (length, magic, version, section lengths) and return its
+/// sections; the checksum is [`Frame::verify`]'s.
+pub fn open_frame<'a>(
+    bytes: &'a [u8],
+    magic: &[u8; 8],
+    version_expected: u32,
+    what: &str,
+) -> std::result::Result<Frame<'a>, String> {
     let header = magic.len() + 8;
     if bytes.len() < header + 8 + CHECKSUM_LEN {
         return Err(format!(
@@ -88,13 +120,12 @@ pub fn unseal<'a>(
         ));
     }
     let sealed = bytes.len() - CHECKSUM_LEN;
-    if Sha256::digest(&bytes[..sealed]).as_slice() != &bytes[sealed..] {
-        return Err("checksum mismatch: the artifact is corrupt".into());
-    }
-    Ok((
-        &bytes[header..body_len_at],
-        &bytes[body_at..body_at + body_len],
-    ))
+    Ok(Frame {
+        manifest: &bytes[header..body_len_at],
+        body: &bytes[body_at..body_at + body_len],
+        sealed: &bytes[..sealed],
+        checksum: &bytes[sealed..],
+    })
 }
 
 /// When an artifact was built: `SOURCE_DATE_EPOCH` when set (reproducible builds), else now.

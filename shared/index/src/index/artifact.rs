@@ -13,7 +13,7 @@ use crate::error::IndexError;
 use crate::head::Head;
 use switchyard_catalog::template::{Catalog, DatasourceKind};
 use switchyard_vectors::error::Result;
-use switchyard_vectors::frame::{seal, unseal, write_atomically};
+use switchyard_vectors::frame::{open_frame, seal, write_atomically};
 use switchyard_vectors::VectorsError;
 
 /// 5: the long number arrays as byte strings, the HNSW graph's points as i8 codes.
@@ -185,14 +185,13 @@ impl Index {
     /// Parse and verify an artifact; `origin` (a path or `s3://bucket/key`) names it in errors.
     pub fn from_bytes(bytes: &[u8], origin: &str) -> Result<Index> {
         let fail = |problem: String| VectorsError::artifact(origin, problem);
-        let (manifest_bytes, body_bytes) =
-            unseal(bytes, MAGIC, FORMAT_VERSION, "index").map_err(fail)?;
-        let manifest: Manifest = serde_json::from_slice(manifest_bytes)
-            .map_err(|e| fail(format!("bad manifest: {e}")))?;
-        let body: Body =
-            postcard::from_bytes(body_bytes).map_err(|e| fail(format!("bad body: {e}")))?;
-        let catalog: Catalog = serde_json::from_str(&body.catalog_json)
-            .map_err(|e| fail(format!("bad catalog: {e}")))?;
+        let frame = open_frame(bytes, MAGIC, FORMAT_VERSION, "index").map_err(fail)?;
+        // The checksum (about 0.55 s for the 850 MB of 100,000 templates) runs beside the
+        // decoding where there is a second vCPU; nothing decoded is used unless it holds.
+        let (verified, decoded) =
+            rayon::join(|| frame.verify(), || decode(frame.manifest, frame.body));
+        verified.map_err(fail)?;
+        let (manifest, body, catalog) = decoded.map_err(fail)?;
         check_consistency(&manifest, &body, &catalog).map_err(fail)?;
 
         let mut partitions = body.partitions;
@@ -205,6 +204,16 @@ impl Index {
             head_training_ms: None,
         })
     }
+}
+
+/// The manifest, the body and the catalog in it; the error is the problem, in words.
+fn decode(manifest: &[u8], body: &[u8]) -> std::result::Result<(Manifest, Body, Catalog), String> {
+    let manifest: Manifest =
+        serde_json::from_slice(manifest).map_err(|e| format!("bad manifest: {e}"))?;
+    let body: Body = postcard::from_bytes(body).map_err(|e| format!("bad body: {e}"))?;
+    let catalog: Catalog =
+        serde_json::from_str(&body.catalog_json).map_err(|e| format!("bad catalog: {e}"))?;
+    Ok((manifest, body, catalog))
 }
 
 /// Check that the manifest, the partitions, the catalog and the head describe the same

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::DatasourceVectors;
 use crate::bytes;
 use crate::config::{IndexConfig, TemplateScoring, TemplateScoringMethod};
-use switchyard_vectors::embed::{dot, normalize};
+use switchyard_vectors::embed::{dot, dot_i8, normalize};
 
 /// A point in the HNSW graph: a template centroid quantised to i8, a quarter of the f32's
 /// bytes to fetch per distance (the graph's search is bound by memory, not arithmetic).
@@ -89,35 +89,6 @@ fn quantize(vector: &[f32]) -> (f32, Vec<i8>) {
     let scale = if largest > 0.0 { largest / 127.0 } else { 1.0 };
     let codes = vector.iter().map(|x| (x / scale).round() as i8).collect();
     (scale, codes)
-}
-
-/// Integer dot product; the compiler widens to i16 pairs and multiply-adds them, with
-/// AVX2 where the CPU has it.
-fn dot_i8(a: &[i8], b: &[i8]) -> i32 {
-    pulp::Arch::new().dispatch(|| dot_i8_portable(a, b))
-}
-
-#[inline(always)]
-fn dot_i8_portable(a: &[i8], b: &[i8]) -> i32 {
-    // Wrapping arithmetic: a sum is at most 384·127², far inside an i32, and unchecked
-    // it vectorises in builds with overflow checks (tests, `eval`) too.
-    let product = |x: i8, y: i8| i32::from(x).wrapping_mul(i32::from(y));
-    let mut acc = [0i32; 16];
-    let chunks_a = a.chunks_exact(16);
-    let chunks_b = b.chunks_exact(16);
-    let tail = chunks_a
-        .remainder()
-        .iter()
-        .zip(chunks_b.remainder())
-        .fold(0i32, |sum, (x, y)| sum.wrapping_add(product(*x, *y)));
-    for (x, y) in chunks_a.zip(chunks_b) {
-        let x: &[i8; 16] = x.try_into().expect("chunks of 16");
-        let y: &[i8; 16] = y.try_into().expect("chunks of 16");
-        for i in 0..16 {
-            acc[i] = acc[i].wrapping_add(product(x[i], y[i]));
-        }
-    }
-    acc.iter().fold(tail, |sum, x| sum.wrapping_add(*x))
 }
 
 impl Partition {
