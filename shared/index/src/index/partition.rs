@@ -12,9 +12,9 @@ use crate::bytes;
 use crate::config::{IndexConfig, TemplateScoring, TemplateScoringMethod};
 use switchyard_vectors::embed::{dot, dot_i8, normalize};
 
-/// A point in the HNSW graph: a template centroid quantised to i8, a quarter of the f32's
-/// bytes to fetch per distance (the graph's search is bound by memory, not arithmetic).
-/// Distance is 1 − the cosine of the codes; candidates are rescored in f32.
+/// A point in the HNSW graph: a template centroid quantised to i8 (the exact scan's
+/// codes), a quarter of an f32 copy's memory and artifact bytes (115 MB at 100,000
+/// templates). Distance is 1 − the cosine of the codes; candidates are rescored in f32.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Code {
     scale: f32,
