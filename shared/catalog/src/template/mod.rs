@@ -323,6 +323,12 @@ impl Catalog {
     /// execution depends on changes, and only then.
     pub fn content_hash(&self) -> String {
         let canonical = serde_json::to_vec(self).expect("a catalog always serialises");
-        hex::encode(Sha256::digest(&canonical))
+        Catalog::content_hash_of_json(&canonical)
+    }
+
+    /// [`Catalog::content_hash`] of a catalog already serialised to its canonical JSON
+    /// (`serde_json`'s), as an index artifact keeps it: no second serialisation.
+    pub fn content_hash_of_json(canonical: &[u8]) -> String {
+        hex::encode(Sha256::digest(canonical))
     }
 }

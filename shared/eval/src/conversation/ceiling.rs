@@ -66,12 +66,7 @@ impl Ceiling {
         routing: &Routing,
         evidence: &Routing,
     ) {
-        let right = |choice: &Choice| {
-            choice.as_ref().is_some_and(|(datasource, template)| {
-                *template == line.query.intent
-                    && line.query.domain.as_deref().is_none_or(|d| d == datasource)
-            })
-        };
+        let right = |choice: &Choice| choice.as_ref().is_some_and(|(d, t)| line.is(d, t));
         let replayed = choice_of(routing);
         let stayed = replayed == track.replayed;
         self.turns += 1;

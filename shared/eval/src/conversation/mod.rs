@@ -88,6 +88,14 @@ struct Line<'a> {
     kind: Kind,
 }
 
+impl Line<'_> {
+    /// Whether a template is this turn's labelled one (its datasource too, when labelled).
+    fn is(&self, datasource: &str, template: &str) -> bool {
+        template == self.query.intent
+            && self.query.domain.as_deref().is_none_or(|d| d == datasource)
+    }
+}
+
 /// What a replay reads besides each turn's own text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Replay {
@@ -262,15 +270,11 @@ struct Tally {
 
 impl Tally {
     fn add(&mut self, line: &Line<'_>, routing: &Routing) {
-        let right = routing.best().is_some_and(|m| {
-            m.template_id == line.query.intent
-                && line
-                    .query
-                    .domain
-                    .as_deref()
-                    .is_none_or(|d| d == m.datasource)
-        });
-        self.count(line, right);
+        let best = routing.best();
+        self.count(
+            line,
+            best.is_some_and(|m| line.is(&m.datasource, &m.template_id)),
+        );
     }
 
     fn count(&mut self, line: &Line<'_>, right: bool) {
