@@ -140,12 +140,35 @@ fn eval_on_the_demo_questions_routes_and_refuses() {
 fn eval_on_conversations_shows_the_ceiling_and_where_the_errors_come_from() {
     let cache = tempfile::tempdir().unwrap();
     let dataset = repo_root().join("tests/data/demo/conversations.jsonl");
+    let turns_out = cache.path().join("turns.jsonl");
     let report = json(&run_ok(
         switchyard(cache.path())
             .args(["eval", "--json", "--latency-samples", "0", "--dataset"])
-            .arg(&dataset),
+            .arg(&dataset)
+            .arg("--turns-out")
+            .arg(&turns_out),
     ));
     let conversation = &report["conversation"];
+    // --turns-out: one line per replayed turn, what it saw and chose, agreeing with the
+    // report's accuracy.
+    let records: Vec<serde_json::Value> = std::fs::read_to_string(&turns_out)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(records.len(), 16);
+    assert!(records
+        .iter()
+        .all(|r| r["own"].as_array().is_some_and(|o| !o.is_empty())));
+    assert!(records
+        .iter()
+        .filter(|r| r["position"] != 0)
+        .all(|r| r["joint"].is_array()));
+    let right = records.iter().filter(|r| r["right"] == true).count() as f64 / 16.0;
+    assert!(
+        (right - conversation["with_session"]["all"].as_f64().unwrap()).abs() < 1e-9,
+        "{right} against {conversation}"
+    );
     assert_eq!(conversation["sessions"], 4, "{conversation}");
     assert_eq!(conversation["turns"]["all"], 16, "{conversation}");
     let share = |v: &serde_json::Value| v.as_f64().unwrap();

@@ -26,6 +26,8 @@ pub struct Options {
     pub judge_out: Option<(PathBuf, usize)>,
     /// Write the results as an HTML page here.
     pub report: Option<PathBuf>,
+    /// Write each replayed turn's routings and decision here (JSON lines).
+    pub turns_out: Option<PathBuf>,
 }
 
 /// Evaluate `router` on `dataset` (each stage on and off with `stages`; conversations
@@ -36,13 +38,7 @@ pub fn run(router: &Router, config: &Config, dataset: &Path, options: &Options) 
     let embedded = embed_queries(router, &queries)?;
     if let Some((path, every)) = &options.judge_out {
         let records = judged_traffic(router, &queries, &embedded.vectors, *every)?;
-        let mut file = std::io::BufWriter::new(
-            std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?,
-        );
-        for record in &records {
-            writeln!(file, "{}", serde_json::to_string(record)?)?;
-        }
-        file.flush()?;
+        write_lines(path, &records)?;
     }
     let report = evaluate(router, &queries, &embedded, options.latency_samples)?;
     let table = if options.stages {
@@ -65,6 +61,14 @@ pub fn run(router: &Router, config: &Config, dataset: &Path, options: &Options) 
         &embedded,
         options.replay,
     )?;
+    if let (Some(path), Some(conversation)) = (&options.turns_out, &conversation) {
+        write_lines(path, &conversation.records)?;
+        eprintln!(
+            "{} turns written to {}",
+            conversation.records.len(),
+            path.display()
+        );
+    }
     // Conversations are scored turn by turn above; everything else also as intent sets.
     let multi = if conversation.is_none() {
         Some(multi_intent(
@@ -296,4 +300,16 @@ pub fn file_name(path: &Path) -> String {
     path.file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| path.display().to_string())
+}
+
+/// Write `items` to `path` as JSON lines.
+fn write_lines<T: serde::Serialize>(path: &Path, items: &[T]) -> Result<()> {
+    let mut file = std::io::BufWriter::new(
+        std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?,
+    );
+    for item in items {
+        writeln!(file, "{}", serde_json::to_string(item)?)?;
+    }
+    file.flush()
+        .with_context(|| format!("writing {}", path.display()))
 }

@@ -99,6 +99,11 @@ enum Command {
         /// confused pairs, risk–coverage and reliability charts.
         #[arg(long)]
         report: Option<PathBuf>,
+        /// Also write, for each turn of the session replay, what it saw (its routings alone,
+        /// with the previous question and with the assistant's turn) and what the session
+        /// chose, as JSON lines.
+        #[arg(long, conflicts_with = "no_session")]
+        turns_out: Option<PathBuf>,
     },
     /// Cold start and per-query latency on one thread: model and index load, the first
     /// query, then p50/p95/p99 of the embedding alone and of the whole route.
@@ -289,6 +294,7 @@ fn main() -> Result<()> {
             judge_out,
             judge_every,
             report,
+            turns_out,
         } => {
             // --stages on an adapted catalog also scores the frozen base model.
             let mut base = config.clone();
@@ -312,6 +318,7 @@ fn main() -> Result<()> {
                 },
                 judge_out: judge_out.clone().map(|path| (path, *judge_every)),
                 report: report.clone(),
+                turns_out: turns_out.clone(),
             };
             eval::run(&router, &config, dataset, &options)
         }

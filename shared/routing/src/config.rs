@@ -51,7 +51,7 @@ pub struct TopicsConfig {
 
 /// How the turns before a question weigh on its routing (`switchyard_core::conversation`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Validate)]
-#[validate(schema(function = "informative_above_uninformative"))]
+#[validate(schema(function = "informative_span"))]
 #[serde(deny_unknown_fields)]
 pub struct ContextConfig {
     pub enabled: bool,
@@ -73,12 +73,15 @@ pub struct ContextConfig {
     /// The turn's own probabilities are raised to this power (below 1 trusts them less)...
     #[validate(custom(function = "positive"))]
     pub evidence_power: f32,
-    /// ... scaled down linearly between these confidences of the turn's best template:
+    /// ... scaled down linearly between these confidences of the turn's best template,
+    /// as distances below and above the confidence threshold the turn was routed with:
     /// "Sure, that is great." matches nothing well and says little about the template.
+    /// Relative to the threshold, so they mean the same on the base model and on an
+    /// adapted encoder, whose confidences run higher.
     #[validate(custom(function = "unit"))]
-    pub uninformative_below: f32,
+    pub uninformative_below_threshold: f32,
     #[validate(custom(function = "unit"))]
-    pub informative_above: f32,
+    pub informative_above_threshold: f32,
     /// Added to every probability, so no template is ever ruled out by one turn.
     #[validate(custom(function = "positive"))]
     pub evidence_floor: f32,
@@ -120,12 +123,22 @@ switchyard_catalog::default_from_embedded! {
     ContextConfig => "sessions.context",
 }
 
-fn informative_above_uninformative(c: &ContextConfig) -> Result<(), ValidationError> {
-    if c.uninformative_below >= c.informative_above {
+fn informative_span(c: &ContextConfig) -> Result<(), ValidationError> {
+    if c.uninformative_below_threshold + c.informative_above_threshold <= 0.0 {
         return Err(refuse(
-            "informative_above",
-            "must be above uninformative_below",
+            "informative_above_threshold",
+            "must be above 0 when uninformative_below_threshold is 0",
         ));
     }
     Ok(())
+}
+
+impl ContextConfig {
+    /// Where a turn's best confidence lies between saying nothing (0) and saying enough
+    /// (1) about its template, when routed with `threshold`; not clamped.
+    pub fn informativeness(&self, confidence: f32, threshold: f32) -> f32 {
+        let low = threshold - self.uninformative_below_threshold;
+        let span = self.uninformative_below_threshold + self.informative_above_threshold;
+        (confidence - low) / span
+    }
 }

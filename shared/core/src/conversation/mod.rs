@@ -114,7 +114,11 @@ pub fn contextualize(
     });
     let preferred = preferred_datasource(turns, config.preference_uses);
     let prior_belief = previous.map(prior_belief).unwrap_or_default();
-    let power = evidence_power(config, own.best().map_or(0.0, |m| m.scores.combined_score));
+    let informativeness = config.informativeness(
+        own.best().map_or(0.0, |m| m.scores.combined_score),
+        own.threshold,
+    );
+    let power = evidence_power(config, informativeness);
     let belief = follow(
         config,
         Prior {
@@ -349,13 +353,10 @@ fn follow(
     posterior
 }
 
-/// How much this turn's evidence counts: `evidence_power`, scaled down linearly from
-/// `informative_above` to `uninformative_below` by the confidence of its best template
-/// (never quite to nothing).
-fn evidence_power(config: &ContextConfig, confidence: f32) -> f32 {
-    let span = config.informative_above - config.uninformative_below;
-    let scale = ((confidence - config.uninformative_below) / span).clamp(0.05, 1.0);
-    config.evidence_power * scale
+/// How much this turn's evidence counts: `evidence_power`, scaled down linearly with its
+/// `informativeness` (`ContextConfig::informativeness`; never quite to nothing).
+fn evidence_power(config: &ContextConfig, informativeness: f32) -> f32 {
+    config.evidence_power * informativeness.clamp(0.05, 1.0)
 }
 
 /// Each open template's probability in this turn: the question's own, blended with the
@@ -376,8 +377,9 @@ fn evidence(
     config: &ContextConfig,
 ) -> Vec<Evidence> {
     let confidence = own.best().map_or(0.0, |m| m.scores.combined_score);
-    let span = config.informative_above - config.uninformative_below;
-    let informative = ((confidence - config.uninformative_below) / span).clamp(0.0, 1.0);
+    let informative = config
+        .informativeness(confidence, own.threshold)
+        .clamp(0.0, 1.0);
     let w = joint.map_or(0.0, |_| {
         config.previous_question_weight * (1.0 - informative)
     });

@@ -199,10 +199,19 @@ fn turn(d: &str, t: &str, outcome: TurnOutcome) -> Turn {
 #[test]
 fn evidence_counts_less_the_less_the_turn_matches() {
     let c = config();
-    assert_eq!(evidence_power(&c, 0.9), c.evidence_power);
-    let middle = evidence_power(&c, (c.uninformative_below + c.informative_above) / 2.0);
+    let threshold = 0.5;
+    let power = |confidence: f32| evidence_power(&c, c.informativeness(confidence, threshold));
+    assert_eq!(
+        power(threshold + c.informative_above_threshold),
+        c.evidence_power
+    );
+    let low = threshold - c.uninformative_below_threshold;
+    let high = threshold + c.informative_above_threshold;
+    let middle = power((low + high) / 2.0);
     assert!((middle - c.evidence_power / 2.0).abs() < 1e-5, "{middle}");
-    assert!(evidence_power(&c, 0.0) > 0.0, "never nothing");
+    assert!(power(0.0) > 0.0, "never nothing");
+    // The same confidence says less under a higher threshold (an adapted encoder's).
+    assert!(power(0.6) > evidence_power(&c, c.informativeness(0.6, 0.6)));
 }
 
 #[test]

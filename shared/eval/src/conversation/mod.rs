@@ -10,13 +10,14 @@
 //! seconds after the previous one.
 
 mod ceiling;
+mod record;
+mod routings;
 
 use std::collections::HashMap;
 
 use serde::Serialize;
 
 use crate::error::Result;
-use switchyard_catalog::auth::Access;
 use switchyard_core::conversation::{
     contextualize, turn_of, unexecuted_outcome, AssistantTurn, ContextTexts,
 };
@@ -27,6 +28,9 @@ use switchyard_routing::session::{push_bounded, Turn};
 use crate::{ratio, Embedded, LabeledQuery};
 pub use ceiling::ErrorSplit;
 use ceiling::{Ceiling, Track};
+use record::Seen;
+pub use record::{Candidate, TurnRecord};
+use routings::Routings;
 
 /// Seconds between two turns of a replayed conversation.
 const SECONDS_PER_TURN: i64 = 30;
@@ -63,6 +67,9 @@ pub struct ConversationReport {
     pub oracle: Option<TurnAccuracy>,
     /// The `with_session` replay's wrong turns by cause, as shares of all turns.
     pub errors: Option<ErrorSplit>,
+    /// What each turn of the `with_session` replay saw and chose (`eval --turns-out`).
+    #[serde(skip)]
+    pub records: Vec<TurnRecord>,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -74,8 +81,9 @@ pub struct TurnCounts {
     pub short: usize,
 }
 
-#[derive(Clone, Copy, PartialEq)]
-enum Kind {
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
     First,
     Continuing,
     Switching,
@@ -121,57 +129,54 @@ pub fn replay(
     if conversations.is_empty() {
         return Ok(None);
     }
+    let mut routings = Routings::new(router, &conversations)?;
     let mut alone = Tally::default();
-    for line in conversations.iter().flatten() {
-        alone.add(
-            line,
-            &router.route_vector(&line.query.text, line.vector, &Access::All)?,
-        );
+    for (c, lines) in conversations.iter().enumerate() {
+        for (t, line) in lines.iter().enumerate() {
+            alone.add(line, routings.own(c, t));
+        }
     }
     let has_assistant = conversations
         .iter()
         .flatten()
         .any(|l| l.query.assistant.is_some());
+    let mut decode =
+        |assistant: bool| in_session(router, sessions, &conversations, &mut routings, assistant);
     let (with_session, without_assistant) = match mode {
         Replay::NoSession => (None, None),
-        Replay::Session => (
-            Some(in_session(router, sessions, &conversations, false)?),
-            None,
-        ),
-        Replay::SessionAndAssistant if !has_assistant => (
-            Some(in_session(router, sessions, &conversations, false)?),
-            None,
-        ),
-        Replay::SessionAndAssistant => (
-            Some(in_session(router, sessions, &conversations, true)?),
-            Some(in_session(router, sessions, &conversations, false)?),
-        ),
+        Replay::Session => (Some(decode(false)?), None),
+        Replay::SessionAndAssistant if !has_assistant => (Some(decode(false)?), None),
+        Replay::SessionAndAssistant => (Some(decode(true)?), Some(decode(false)?)),
     };
     Ok(Some(ConversationReport {
         sessions: conversations.len(),
         turns: alone.counts(),
-        oracle: with_session.as_ref().map(|(_, c)| c.oracle.accuracy()),
-        errors: with_session.as_ref().map(|(_, c)| c.split()),
-        with_session: with_session.map(|(t, _)| t.accuracy()),
-        without_assistant: without_assistant.map(|(t, _)| t.accuracy()),
+        oracle: with_session.as_ref().map(|s| s.ceiling.oracle.accuracy()),
+        errors: with_session.as_ref().map(|s| s.ceiling.split()),
+        with_session: with_session.as_ref().map(|s| s.tally.accuracy()),
+        records: with_session.map(|s| s.records).unwrap_or_default(),
+        without_assistant: without_assistant.map(|s| s.tally.accuracy()),
         without_session: alone.accuracy(),
     }))
 }
 
 /// Replay the conversations through the session logic, with or without the assistant's
 /// turns, and count where its errors come from against the oracle's. Sessions advance
-/// together, one turn each per wave, so each wave's extra texts are embedded in one batch.
+/// together, one turn each per wave, so each wave's new context texts are routed in one
+/// batch.
 fn in_session(
     router: &Router,
     config: &SessionsConfig,
     conversations: &[Vec<Line<'_>>],
+    routings: &mut Routings<'_>,
     assistant: bool,
-) -> Result<(Tally, Ceiling)> {
+) -> Result<Decoded> {
     let longest = conversations.iter().map(Vec::len).max().unwrap_or(0);
     let mut turns: Vec<Vec<Turn>> = vec![Vec::new(); conversations.len()];
     let mut tracks: Vec<Track> = conversations.iter().map(|_| Track::default()).collect();
     let mut tally = Tally::default();
     let mut ceiling = Ceiling::default();
+    let mut records = Vec::new();
     for wave in 0..longest {
         let now = SECONDS_PER_TURN * wave as i64;
         let active: Vec<usize> = (0..conversations.len())
@@ -186,36 +191,35 @@ fn in_session(
             })
             .collect();
         let texts: Vec<String> = extras.iter().flat_map(ContextTexts::texts).collect();
-        let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
-        let mut next = router.route_batch(&texts, &Access::All)?.into_iter();
-        let mut route_next =
-            || -> Result<Routing> { Ok(next.next().expect("one routing per text")) };
+        routings.prefetch(&texts)?;
         for (extra, &c) in extras.iter().zip(&active) {
             let line = &conversations[c][wave];
-            let own = router.route_vector(&line.query.text, line.vector, &Access::All)?;
-            let joint = extra.joint.as_ref().map(|_| route_next()).transpose()?;
-            let said = match &extra.assistant {
-                Some(_) => Some((route_next()?, route_next()?)),
-                None => None,
-            };
-            let said = said
+            let own = routings.own(c, wave).clone();
+            let joint = extra.joint.as_deref().map(|t| routings.text(t));
+            let said = extra
+                .assistant
                 .as_ref()
-                .map(|(alone, with_turn)| AssistantTurn { alone, with_turn });
+                .map(|(alone, with_turn)| AssistantTurn {
+                    alone: routings.text(alone),
+                    with_turn: routings.text(with_turn),
+                });
             // What the oracle picks a new template from: the turn read as the session reads it.
-            let evidence = said
-                .as_ref()
-                .map_or_else(|| own.clone(), |s| s.with_turn.clone());
-            let contextualized = contextualize(
-                router,
-                config,
-                own,
-                joint.as_ref(),
-                said,
-                &turns[c],
-                None,
-                now,
-            );
+            let evidence = said.map_or(&own, |s| s.with_turn).clone();
+            let contextualized =
+                contextualize(router, config, own, joint, said, &turns[c], None, now);
             let routing = &contextualized.routing;
+            let seen = Seen {
+                own: routings.own(c, wave),
+                joint,
+                assistant: said.map(|s| (s.alone, s.with_turn)),
+            };
+            records.push(TurnRecord::of(
+                line,
+                wave,
+                seen,
+                routing,
+                contextualized.report.used,
+            ));
             tally.add(line, routing);
             ceiling.add(&mut tracks[c], line, routing, &evidence);
             let turn = turn_of(
@@ -229,7 +233,18 @@ fn in_session(
             push_bounded(&mut turns[c], turn, config.max_turns);
         }
     }
-    Ok((tally, ceiling))
+    Ok(Decoded {
+        tally,
+        ceiling,
+        records,
+    })
+}
+
+/// One replay's tally, error split and per-turn records.
+struct Decoded {
+    tally: Tally,
+    ceiling: Ceiling,
+    records: Vec<TurnRecord>,
 }
 
 /// The conversations in order of first appearance, each in line order.
