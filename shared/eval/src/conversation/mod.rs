@@ -204,14 +204,14 @@ fn in_session(
                     with_turn: routings.text(with_turn),
                 });
             // What the oracle picks a new template from: the turn read as the session reads it.
-            let evidence = said.map_or(&own, |s| s.with_turn).clone();
+            let evidence = said.map_or(routings.own(c, wave), |s| s.with_turn);
             let contextualized =
                 contextualize(router, config, own, joint, said, &turns[c], None, now);
             let routing = &contextualized.routing;
             let seen = Seen {
                 own: routings.own(c, wave),
                 joint,
-                assistant: said.map(|s| (s.alone, s.with_turn)),
+                assistant: said,
             };
             records.push(TurnRecord::of(
                 line,
@@ -221,7 +221,7 @@ fn in_session(
                 contextualized.report.used,
             ));
             tally.add(line, routing);
-            ceiling.add(&mut tracks[c], line, routing, &evidence);
+            ceiling.add(&mut tracks[c], line, routing, evidence);
             let turn = turn_of(
                 routing,
                 &contextualized.belief,

@@ -4,6 +4,7 @@
 //! per turn, to look into a replay's errors or fit the session settings elsewhere.
 
 use serde::Serialize;
+use switchyard_core::conversation::AssistantTurn;
 use switchyard_routing::router::{Match, Outcome, Routing};
 use switchyard_routing::session::{ContextUsed, TemplateRef};
 
@@ -56,7 +57,7 @@ pub struct Candidate {
 pub(super) struct Seen<'a> {
     pub(super) own: &'a Routing,
     pub(super) joint: Option<&'a Routing>,
-    pub(super) assistant: Option<(&'a Routing, &'a Routing)>,
+    pub(super) assistant: Option<AssistantTurn<'a>>,
 }
 
 impl TurnRecord {
@@ -90,8 +91,8 @@ impl TurnRecord {
             threshold: seen.own.threshold,
             own: candidates(seen.own),
             joint: seen.joint.map(candidates),
-            assistant_alone: seen.assistant.map(|(alone, _)| candidates(alone)),
-            with_assistant: seen.assistant.map(|(_, with_turn)| candidates(with_turn)),
+            assistant_alone: seen.assistant.map(|a| candidates(a.alone)),
+            with_assistant: seen.assistant.map(|a| candidates(a.with_turn)),
         }
     }
 }
