@@ -3,13 +3,18 @@
 //!
 //! The word, position and token-type embeddings stay frozen (plain tensors); every encoder
 //! layer from `first_trained` on holds its weights in [`Var`]s, which the optimizer updates.
+//!
+//! A batch's texts run packed: the dense products and norms, nearly all of a layer's work,
+//! see only the real tokens' rows, text after text; attention and pooling see them padded
+//! to the longest text ([`Packing`]). Padding carried through every product cost 1.9 times
+//! the work on catalog-length texts (CLINC150's: 11 tokens on average, 32 at most).
 
 use std::collections::HashMap;
 
 use candle_core::{DType, Device, Module, Tensor, Var};
 
 use crate::matmul::matmul;
-use crate::ops::{Softmax, Standardize};
+use crate::ops::{Gelu, Softmax, Standardize};
 
 use crate::error::{Error, Result};
 
@@ -46,13 +51,9 @@ struct Linear {
 }
 
 impl Module for Linear {
+    /// (rows, in) -> (rows, out).
     fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
-        // (batch, tokens, in) -> (batch * tokens, in) so that one matmul does the batch.
-        let (batch, tokens, width) = x.dims3()?;
-        let flat = x.reshape((batch * tokens, width))?;
-        let out = matmul(&flat, &self.weight.tensor().t()?)?.broadcast_add(self.bias.tensor())?;
-        let out_width = out.dim(1)?;
-        out.reshape((batch, tokens, out_width))
+        matmul(x, &self.weight.tensor().t()?)?.broadcast_add(self.bias.tensor())
     }
 }
 
@@ -205,66 +206,70 @@ impl Bert {
     }
 
     /// Sentence embeddings, L2-normalised: the mean of the last hidden state over real
-    /// tokens, as sentence-transformers computes them. `ids` and `mask` are (batch, tokens)
-    /// u32; padding has mask 0.
-    pub fn embed(&self, ids: &Tensor, mask: &Tensor) -> Result<Tensor> {
-        let frozen = self.frozen(ids, mask)?;
-        self.embed_frozen(&frozen, mask)
+    /// tokens, as sentence-transformers computes them. `ids` holds the texts' token ids one
+    /// text after another, `lengths` each text's count.
+    pub fn embed(&self, ids: &[u32], lengths: &[usize]) -> Result<Tensor> {
+        let frozen = self.frozen(ids, lengths)?;
+        self.embed_frozen(&frozen, lengths)
     }
 
-    /// The frozen part's output, (batch, tokens, hidden): the embeddings and the layers
-    /// before the first trained one. It depends on nothing training changes, so training
-    /// computes it once per text; a padded position's rows are never read.
-    pub fn frozen(&self, ids: &Tensor, mask: &Tensor) -> Result<Tensor> {
-        Ok(self.frozen_inner(ids, mask)?.detach())
+    /// The frozen part's output, one row per real token (tokens × hidden): the embeddings
+    /// and the layers before the first trained one. It depends on nothing training changes,
+    /// so training computes it once per text.
+    pub fn frozen(&self, ids: &[u32], lengths: &[usize]) -> Result<Tensor> {
+        Ok(self.frozen_inner(ids, lengths)?.detach())
     }
 
-    /// Sentence embeddings from the frozen part's output: the trained layers, then the
-    /// masked mean and the L2 norm.
-    pub fn embed_frozen(&self, frozen: &Tensor, mask: &Tensor) -> Result<Tensor> {
-        Ok(self.embed_frozen_inner(frozen, mask)?)
+    /// Sentence embeddings from the frozen part's rows: the trained layers, then the mean
+    /// over each text's tokens and the L2 norm.
+    pub fn embed_frozen(&self, frozen: &Tensor, lengths: &[usize]) -> Result<Tensor> {
+        Ok(self.embed_frozen_inner(frozen, lengths)?)
     }
 
-    fn frozen_inner(&self, ids: &Tensor, mask: &Tensor) -> candle_core::Result<Tensor> {
-        let (batch, tokens) = ids.dims2()?;
-        let device = ids.device();
-        let positions = Tensor::arange(0u32, tokens as u32, device)?;
-        let words = self.word.index_select(&ids.flatten_all()?, 0)?.reshape((
-            batch,
-            tokens,
-            self.shape.hidden,
-        ))?;
-        let position = self.position.index_select(&positions, 0)?;
+    fn frozen_inner(&self, ids: &[u32], lengths: &[usize]) -> candle_core::Result<Tensor> {
+        let device = &Device::Cpu;
+        let positions: Vec<u32> = lengths.iter().flat_map(|&n| 0..n as u32).collect();
+        let words = self.word.index_select(&Tensor::new(ids, device)?, 0)?;
+        let position = self
+            .position
+            .index_select(&Tensor::new(positions.as_slice(), device)?, 0)?;
         let token_type = self.token_type.narrow(0, 0, 1)?;
-        let embedded = words.broadcast_add(&position)?.broadcast_add(&token_type)?;
+        let embedded = (words + position)?.broadcast_add(&token_type)?;
         let mut hidden = self.embedding_norm.forward(&embedded)?;
-        let bias = attention_bias(mask)?;
+        let packing = Packing::new(lengths)?;
         for layer in &self.layers[..self.first_trained] {
-            hidden = self.layer(layer, &hidden, &bias)?;
+            hidden = self.layer(layer, &hidden, &packing)?;
         }
         Ok(hidden)
     }
 
-    fn embed_frozen_inner(&self, frozen: &Tensor, mask: &Tensor) -> candle_core::Result<Tensor> {
-        let bias = attention_bias(mask)?;
+    fn embed_frozen_inner(
+        &self,
+        frozen: &Tensor,
+        lengths: &[usize],
+    ) -> candle_core::Result<Tensor> {
+        let packing = Packing::new(lengths)?;
         let mut hidden = frozen.clone();
         for layer in &self.layers[self.first_trained..] {
-            hidden = self.layer(layer, &hidden, &bias)?;
+            hidden = self.layer(layer, &hidden, &packing)?;
         }
-        let weights = mask.to_dtype(DType::F32)?.unsqueeze(2)?;
-        let summed = hidden.broadcast_mul(&weights)?.sum(1)?;
-        let counts = weights.sum(1)?;
-        let mean = summed.broadcast_div(&counts)?;
+        // Padding rows are zeros: the sum over positions is the sum over real tokens.
+        let summed = packing.pad(&hidden)?.sum(1)?;
+        let mean = summed.broadcast_div(&packing.counts)?;
         let norm = mean.sqr()?.sum_keepdim(1)?.sqrt()?;
         mean.broadcast_div(&norm)
     }
 
-    fn layer(&self, layer: &Layer, x: &Tensor, bias: &Tensor) -> candle_core::Result<Tensor> {
-        let (batch, tokens, hidden) = x.dims3()?;
+    /// One encoder layer over packed rows (tokens × hidden).
+    fn layer(&self, layer: &Layer, x: &Tensor, packing: &Packing) -> candle_core::Result<Tensor> {
+        let (batch, tokens) = (packing.batch, packing.longest);
+        let hidden = x.dim(1)?;
         let heads = self.shape.heads;
         let head_width = hidden / heads;
         let split = |t: Tensor| -> candle_core::Result<Tensor> {
-            t.reshape((batch, tokens, heads, head_width))?
+            packing
+                .pad(&t)?
+                .reshape((batch, tokens, heads, head_width))?
                 .transpose(1, 2)?
                 .contiguous()
         };
@@ -273,27 +278,80 @@ impl Bert {
         let v = split(layer.value.forward(x)?)?;
         // candle's matmul here: k is a head's 32 columns or the tokens (at most 512, see
         // `check`), which gemm sums in one pass on every CPU.
-        let scores = (q.matmul(&k.t()?)? / (head_width as f64).sqrt())?.broadcast_add(bias)?;
+        let scores =
+            (q.matmul(&k.t()?)? / (head_width as f64).sqrt())?.broadcast_add(&packing.bias)?;
         let probabilities = softmax_last(&scores)?;
         let context = probabilities
             .matmul(&v)?
             .transpose(1, 2)?
             .contiguous()?
-            .reshape((batch, tokens, hidden))?;
+            .reshape((batch * tokens, hidden))?
+            .index_select(&packing.packed, 0)?;
         let attended = layer
             .attention_norm
             .forward(&(layer.attention_out.forward(&context)? + x)?)?;
-        let inner = layer.intermediate.forward(&attended)?.gelu_erf()?;
+        let inner = layer.intermediate.forward(&attended)?.apply_op1(Gelu)?;
         layer
             .output_norm
             .forward(&(layer.output.forward(&inner)? + attended)?)
     }
 }
 
-/// 0 for real tokens, a large negative number for padding, on every head and query.
-fn attention_bias(mask: &Tensor) -> candle_core::Result<Tensor> {
-    let (batch, tokens) = mask.dims2()?;
-    ((mask.to_dtype(DType::F32)? - 1.0)? * 10_000.0)?.reshape((batch, 1, 1, tokens))
+/// Where a batch's real tokens sit among its padded positions (batch × longest): the map
+/// from packed rows to padded positions and back, the attention's bias and each text's
+/// token count.
+struct Packing {
+    batch: usize,
+    longest: usize,
+    /// Each padded position's packed row; padding points past the last row, at a zero row.
+    padded: Tensor,
+    /// Each packed row's padded position.
+    packed: Tensor,
+    /// 0 for real tokens, a large negative number for padding, on every head and query:
+    /// (batch, 1, 1, longest).
+    bias: Tensor,
+    /// Each text's token count, (batch, 1) f32.
+    counts: Tensor,
+}
+
+impl Packing {
+    fn new(lengths: &[usize]) -> candle_core::Result<Packing> {
+        let batch = lengths.len();
+        let longest = lengths.iter().copied().max().unwrap_or(1).max(1);
+        let rows: usize = lengths.iter().sum();
+        let mut padded = vec![rows as u32; batch * longest];
+        let mut packed = Vec::with_capacity(rows);
+        let mut bias = vec![-10_000f32; batch * longest];
+        let mut row = 0u32;
+        for (text, &length) in lengths.iter().enumerate() {
+            for position in text * longest..text * longest + length {
+                padded[position] = row;
+                packed.push(position as u32);
+                bias[position] = 0.0;
+                row += 1;
+            }
+        }
+        let device = &Device::Cpu;
+        let counts: Vec<f32> = lengths.iter().map(|&n| n as f32).collect();
+        Ok(Packing {
+            batch,
+            longest,
+            padded: Tensor::from_vec(padded, batch * longest, device)?,
+            packed: Tensor::from_vec(packed, rows, device)?,
+            bias: Tensor::from_vec(bias, (batch, 1, 1, longest), device)?,
+            counts: Tensor::from_vec(counts, (batch, 1), device)?,
+        })
+    }
+
+    /// Packed rows (rows × width) laid out padded, (batch, longest, width), zeros at the
+    /// padding.
+    fn pad(&self, rows: &Tensor) -> candle_core::Result<Tensor> {
+        let width = rows.dim(1)?;
+        let zero = Tensor::zeros((1, width), rows.dtype(), rows.device())?;
+        Tensor::cat(&[rows, &zero], 0)?
+            .index_select(&self.padded, 0)?
+            .reshape((self.batch, self.longest, width))
+    }
 }
 
 fn softmax_last(x: &Tensor) -> candle_core::Result<Tensor> {

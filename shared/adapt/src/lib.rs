@@ -225,7 +225,7 @@ impl Encoder {
         let mut out = Vec::with_capacity(texts.len());
         for chunk in texts.chunks(64) {
             let batch = train::tokenize(&self.tokenizer, chunk)?;
-            let vectors = self.bert.embed(&batch.ids, &batch.mask)?;
+            let vectors = self.bert.embed(&batch.ids, &batch.lengths)?;
             out.extend(vectors.to_vec2::<f32>()?);
         }
         Ok(out)

@@ -18,10 +18,11 @@ use crate::pairs::{
 };
 use crate::{Batching, Scope, Settings, INCREMENTAL_PAIRS_PER_TEXT};
 
-/// Token ids and attention masks of a batch of texts, padded to the longest.
+/// The token ids of a batch of texts, one text after another (no padding), and each
+/// text's count.
 pub struct TokenBatch {
-    pub ids: Tensor,
-    pub mask: Tensor,
+    pub ids: Vec<u32>,
+    pub lengths: Vec<usize>,
 }
 
 /// The tokenizer of the model folder, truncating at `max_tokens`, padding nothing.
@@ -48,23 +49,12 @@ pub fn tokenize(tokenizer: &Tokenizer, texts: &[&str]) -> Result<TokenBatch> {
             file: "tokenizer.json".into(),
             problem: e.to_string(),
         })?;
-    let longest = encodings
-        .iter()
-        .map(|e| e.get_ids().len())
-        .max()
-        .unwrap_or(1);
-    let mut ids = vec![0u32; texts.len() * longest];
-    let mut mask = vec![0u32; texts.len() * longest];
-    for (row, encoding) in encodings.iter().enumerate() {
-        for (column, &id) in encoding.get_ids().iter().enumerate() {
-            ids[row * longest + column] = id;
-            mask[row * longest + column] = 1;
-        }
-    }
-    let shape = (texts.len(), longest);
     Ok(TokenBatch {
-        ids: Tensor::from_vec(ids, shape, &Device::Cpu)?,
-        mask: Tensor::from_vec(mask, shape, &Device::Cpu)?,
+        ids: encodings
+            .iter()
+            .flat_map(|e| e.get_ids().iter().copied())
+            .collect(),
+        lengths: encodings.iter().map(|e| e.get_ids().len()).collect(),
     })
 }
 
@@ -72,7 +62,7 @@ pub fn tokenize(tokenizer: &Tokenizer, texts: &[&str]) -> Result<TokenBatch> {
 /// runs only the trained layers, forward and back.
 struct FrozenCache<'a> {
     hidden: usize,
-    /// Each text's rows (tokens × hidden), real tokens only.
+    /// Each text's token count and rows (tokens × hidden).
     rows: HashMap<&'a str, (usize, Vec<f32>)>,
 }
 
@@ -85,40 +75,37 @@ impl<'a> FrozenCache<'a> {
         let mut hidden = 0;
         for chunk in unique.chunks(64) {
             let batch = tokenize(tokenizer, chunk)?;
-            let frozen = model.frozen(&batch.ids, &batch.mask)?;
-            let (_, tokens, width) = frozen.dims3()?;
-            hidden = width;
+            let frozen = model.frozen(&batch.ids, &batch.lengths)?;
+            hidden = frozen.dim(1)?;
             let values = frozen.flatten_all()?.to_vec1::<f32>()?;
-            let lengths = batch.mask.sum(1)?.to_vec1::<u32>()?;
-            for (row, (&text, &length)) in chunk.iter().zip(&lengths).enumerate() {
-                let start = row * tokens * width;
-                let kept = values[start..start + length as usize * width].to_vec();
-                rows.insert(text, (length as usize, kept));
+            let mut start = 0;
+            for (&text, &length) in chunk.iter().zip(&batch.lengths) {
+                let end = start + length * hidden;
+                rows.insert(text, (length, values[start..end].to_vec()));
+                start = end;
             }
         }
         Ok(FrozenCache { hidden, rows })
     }
 
-    /// `texts`' frozen rows padded with zeros to the longest, and their mask.
-    fn batch(&self, texts: &[&str]) -> Result<(Tensor, Tensor)> {
+    /// `texts`' frozen rows, one text after another, and each text's count.
+    fn batch(&self, texts: &[&str]) -> Result<(Tensor, Vec<usize>)> {
         let entries: Vec<&(usize, Vec<f32>)> = texts.iter().map(|t| &self.rows[t]).collect();
-        let longest = entries.iter().map(|(n, _)| *n).max().unwrap_or(1).max(1);
-        let mut values = vec![0f32; texts.len() * longest * self.hidden];
-        let mut mask = vec![0u32; texts.len() * longest];
-        for (row, (length, kept)) in entries.iter().enumerate() {
-            let start = row * longest * self.hidden;
-            values[start..start + kept.len()].copy_from_slice(kept);
-            mask[row * longest..row * longest + length].fill(1);
+        let lengths: Vec<usize> = entries.iter().map(|(n, _)| *n).collect();
+        let total: usize = lengths.iter().sum();
+        let mut values = Vec::with_capacity(total * self.hidden);
+        for (_, kept) in &entries {
+            values.extend_from_slice(kept);
         }
         Ok((
-            Tensor::from_vec(values, (texts.len(), longest, self.hidden), &Device::Cpu)?,
-            Tensor::from_vec(mask, (texts.len(), longest), &Device::Cpu)?,
+            Tensor::from_vec(values, (total, self.hidden), &Device::Cpu)?,
+            lengths,
         ))
     }
 
     fn embed(&self, model: &Bert, texts: &[&str]) -> Result<Tensor> {
-        let (frozen, mask) = self.batch(texts)?;
-        model.embed_frozen(&frozen, &mask)
+        let (frozen, lengths) = self.batch(texts)?;
+        model.embed_frozen(&frozen, &lengths)
     }
 }
 
@@ -261,8 +248,11 @@ pub fn train(
             positives
                 .extend((0..take).map(|i| negatives[(step * take + i) % negatives.len()].as_str()));
         }
-        let ea = cache.embed(model, &anchors)?;
-        let ep = cache.embed(model, &positives)?;
+        // Anchors and candidates run as one batch: one pass of wider products.
+        let both: Vec<&str> = anchors.iter().chain(&positives).copied().collect();
+        let embedded = cache.embed(model, &both)?;
+        let ea = embedded.narrow(0, 0, anchors.len())?;
+        let ep = embedded.narrow(0, anchors.len(), positives.len())?;
         let logits = (matmul(&ea, &ep.t()?)? * settings.scale)?;
         let labels = Tensor::arange(0u32, batch.len() as u32, &Device::Cpu)?;
         let loss = candle_nn::loss::cross_entropy(&logits, &labels)?;
