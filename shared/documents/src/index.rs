@@ -15,7 +15,8 @@ use switchyard_vectors::error::Result;
 use switchyard_vectors::frame::{seal, unseal, write_atomically};
 use switchyard_vectors::VectorsError;
 
-pub const CHUNK_FORMAT_VERSION: u32 = 1;
+/// 2: the frame's checksum a CRC-64/NVME instead of a SHA-256.
+pub const CHUNK_FORMAT_VERSION: u32 = 2;
 const MAGIC: &[u8; 8] = b"SWYDCHK\0";
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -1,20 +1,29 @@
 //! The sealed frame of every built artifact (the routing index, the chunk artifacts):
 //!
 //! `MAGIC (8) | format_version u32 | manifest_len u32 | manifest | body_len u64 | body |
-//!  sha256 of everything before (32)`, all integers little-endian.
+//!  CRC-64/NVME of everything before (8)`, all integers little-endian.
 //!
 //! A reader checks the frame before it looks inside, so a truncated or corrupt upload is
-//! refused with what is wrong, in words.
+//! refused with what is wrong, in words. The checksum catches corruption, not tampering
+//! (no checksum beside the bytes could: whoever can write one can write the other); it is
+//! the CRC S3 itself offers, computed with carry-less multiplication at memory speed, where
+//! SHA-256 took 0.45 s of a 100,000-template index's cold start (849 MB).
 
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::error::{Result, VectorsError};
-use sha2::{Digest, Sha256};
+use crc_fast::CrcAlgorithm;
 
-const CHECKSUM_LEN: usize = 32;
+/// The checksum's bytes at the end of every frame.
+pub const CHECKSUM_LEN: usize = 8;
 
-/// Frame a manifest and a body: magic, version, both lengths, and a SHA-256 of it all.
+/// The frame's checksum of `bytes`, as it is stored.
+pub fn checksum(bytes: &[u8]) -> [u8; CHECKSUM_LEN] {
+    crc_fast::checksum(CrcAlgorithm::Crc64Nvme, bytes).to_le_bytes()
+}
+
+/// Frame a manifest and a body: magic, version, both lengths, and a checksum of it all.
 /// The routing index and the documents' chunk artifacts share this frame.
 pub fn seal(magic: &[u8; 8], version: u32, manifest: &[u8], body: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(body.len() + manifest.len() + 64);
@@ -24,8 +33,8 @@ pub fn seal(magic: &[u8; 8], version: u32, manifest: &[u8], body: &[u8]) -> Vec<
     out.extend_from_slice(manifest);
     out.extend_from_slice(&(body.len() as u64).to_le_bytes());
     out.extend_from_slice(body);
-    let checksum = Sha256::digest(&out);
-    out.extend_from_slice(&checksum);
+    let sum = checksum(&out);
+    out.extend_from_slice(&sum);
     out
 }
 
@@ -63,9 +72,9 @@ pub struct Frame<'a> {
 }
 
 impl Frame<'_> {
-    /// The SHA-256 of everything before the checksum is the checksum.
+    /// The checksum of everything before it is the checksum.
     pub fn verify(&self) -> std::result::Result<(), String> {
-        if Sha256::digest(self.sealed).as_slice() != self.checksum {
+        if checksum(self.sealed).as_slice() != self.checksum {
             return Err("checksum mismatch: the artifact is corrupt".into());
         }
         Ok(())

@@ -3,7 +3,6 @@
 
 use proptest::prelude::*;
 use proptest::sample::Index as Position;
-use sha2::{Digest, Sha256};
 use switchyard_catalog::auth::Access;
 use switchyard_documents::config::DocumentsConfig;
 use switchyard_documents::{ChunkIndex, Query, Signals};
@@ -12,6 +11,7 @@ use switchyard_index::index::Index;
 use switchyard_routing::router::Router;
 use switchyard_text::keywords::TermExpansion;
 use switchyard_vectors::embed::{Embedder, HashingEmbedder};
+use switchyard_vectors::frame;
 
 use crate::setup::{embedder, ORIGIN};
 
@@ -22,7 +22,7 @@ pub(crate) fn sections(artifact: &[u8]) -> (&[u8], &[u8], &[u8]) {
     (
         &artifact[..12],
         &artifact[16..16 + manifest_len],
-        &artifact[body_at..artifact.len() - 32],
+        &artifact[body_at..artifact.len() - frame::CHECKSUM_LEN],
     )
 }
 
@@ -33,7 +33,7 @@ pub(crate) fn seal(head: &[u8], manifest: &[u8], body: &[u8]) -> Vec<u8> {
     out.extend_from_slice(manifest);
     out.extend_from_slice(&(body.len() as u64).to_le_bytes());
     out.extend_from_slice(body);
-    let checksum = Sha256::digest(&out);
+    let checksum = frame::checksum(&out);
     out.extend_from_slice(&checksum);
     out
 }

@@ -16,8 +16,9 @@ use switchyard_vectors::error::Result;
 use switchyard_vectors::frame::{open_frame, seal, write_atomically};
 use switchyard_vectors::VectorsError;
 
-/// 5: the long number arrays as byte strings, the HNSW graph's points as i8 codes.
-pub const FORMAT_VERSION: u32 = 5;
+/// 5: the long number arrays as byte strings, the HNSW graph's points as i8 codes;
+/// 6: the frame's checksum a CRC-64/NVME instead of a SHA-256.
+pub const FORMAT_VERSION: u32 = 6;
 const MAGIC: &[u8; 8] = b"SWYDIDX\0";
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
