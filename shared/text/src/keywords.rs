@@ -260,7 +260,9 @@ impl Bm25 {
             .collect();
         Bm25 {
             terms: TermIndex::new(
-                documents.iter().map(|text| tokens(text).collect::<Vec<_>>()),
+                documents
+                    .iter()
+                    .map(|text| tokens(text).collect::<Vec<_>>()),
                 settings.k1,
                 settings.b,
             ),
