@@ -112,6 +112,17 @@ impl ChatContent {
     }
 }
 
+/// One server-sent event of a streamed answer, as a client parses it (before OpenAPI 3.2
+/// a stream's `schema` describes each event): `data` is a `chat.completion.chunk` object as
+/// JSON, or `[DONE]`. Only documented; the stream is written by hand.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ServerSentEvent {
+    /// The event's type when named (`message` by default).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub event: Option<String>,
+    pub data: String,
+}
+
 /// The answer: OpenAI's `chat.completion`, with Switchyard's answer in `switchyard`.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct ChatCompletion {
@@ -301,7 +312,7 @@ fn unix_now() -> u64 {
     (status = 200, description = "One assistant message; with `stream: true`, server-sent events of `chat.completion.chunk` objects ending in `[DONE]`",
         content(
             (ChatCompletion = "application/json"),
-            (String = "text/event-stream"),
+            (ServerSentEvent = "text/event-stream"),
         )),
     (status = 400, body = ChatErrorBody),
     (status = 401, body = ChatErrorBody),

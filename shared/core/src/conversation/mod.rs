@@ -552,8 +552,16 @@ fn select(routing: &mut Routing, others: &[&Routing], chosen: &TemplateRef) {
     }
 }
 
-/// Put `chosen` first and ask whether it or the question's own best was meant.
+/// Put `chosen` first and ask whether it or the question's own best was meant; not when a
+/// negative example declined it for this question (a declined first match is no `best`).
 fn offer(routing: &mut Routing, others: &[&Routing], chosen: &TemplateRef) {
+    let declined = std::iter::once(&*routing)
+        .chain(others.iter().copied())
+        .find_map(|r| r.matches.iter().find(|m| m.template_ref() == *chosen))
+        .is_some_and(Match::is_declined);
+    if declined {
+        return;
+    }
     let had_best = routing.best().is_some();
     if move_first(routing, others, chosen) {
         routing.selected = Some(0);

@@ -328,3 +328,24 @@ fn selecting_moves_the_choice_first_and_executes() {
     );
     assert_eq!(r.matches.len(), 3);
 }
+
+/// A conversation's template that a negative example declined for this question is not
+/// offered: a clarify whose first choice is declined has no best match to answer with
+/// (schemathesis found the 500).
+#[test]
+fn a_declined_template_is_not_offered() {
+    let mut own = routing(&[("bank", "balance"), ("bank", "transfer")]);
+    offer(&mut own, &[], &template("bank", "transfer"));
+    assert_eq!((own.outcome, own.choices), (Outcome::Clarify, 2));
+    assert_eq!(own.best().unwrap().template_id, "transfer");
+
+    let mut own = routing(&[("bank", "balance"), ("bank", "transfer")]);
+    own.matches[1].declined_by = Some(switchyard_routing::router::Declined {
+        negative_example: "transfer my pension".into(),
+        similarity: 0.9,
+        template_similarity: 0.5,
+    });
+    offer(&mut own, &[], &template("bank", "transfer"));
+    assert_eq!(own.outcome, Outcome::NoMatch);
+    assert_eq!(own.best().unwrap().template_id, "balance");
+}
