@@ -170,8 +170,15 @@ async fn a_missing_or_corrupt_index_names_the_bucket_and_key() {
         "no pointer after a refused push"
     );
 
-    // An artifact corrupted in the bucket after publishing is caught at load.
+    // An artifact corrupted in the bucket after publishing is caught at load, by the
+    // frame checksum the pointer names (no SHA-256 of the whole artifact at cold start).
     let pointer = store.push(demo_index_bytes()).await.unwrap();
+    let bytes = demo_index_bytes();
+    assert_eq!(
+        pointer.frame_checksum.as_deref(),
+        Some(hex::encode(&bytes[bytes.len() - 8..]).as_str()),
+        "the pointer names the artifact's own frame checksum"
+    );
     clients
         .s3
         .put_object()
