@@ -183,6 +183,11 @@ pub struct Gelu;
 /// Elements per parallel piece of [`Gelu`] and its gradient.
 const GELU_PIECE: usize = 4096;
 
+/// Φ(x), the standard normal distribution's CDF, with candle's `erf`.
+fn normal_cdf(x: f32) -> f32 {
+    (erf_f32(x * std::f32::consts::FRAC_1_SQRT_2) + 1.) * 0.5
+}
+
 impl CustomOp1 for Gelu {
     fn name(&self) -> &'static str {
         "gelu"
@@ -192,7 +197,7 @@ impl CustomOp1 for Gelu {
         let (x, _) = rows(storage, layout)?;
         let out = map_rows(x, GELU_PIECE.min(x.len()).max(1), |piece, o| {
             for (o, &v) in o.iter_mut().zip(piece) {
-                *o = (erf_f32(v * std::f32::consts::FRAC_1_SQRT_2) + 1.) * 0.5 * v;
+                *o = normal_cdf(v) * v;
             }
         });
         Ok((CpuStorage::F32(out), layout.shape().clone()))
@@ -226,8 +231,7 @@ impl CustomOp2 for GeluGrad {
         const DENSITY: f32 = 0.398_942_3;
         let out = map_row_pairs(x, g, GELU_PIECE.min(x.len()).max(1), |x, g, o| {
             for ((o, &v), &g) in o.iter_mut().zip(x).zip(g) {
-                let cdf = 0.5 * (1.0 + erf_f32(v * std::f32::consts::FRAC_1_SQRT_2));
-                *o = g * (cdf + v * DENSITY * (-0.5 * v * v).exp());
+                *o = g * (normal_cdf(v) + v * DENSITY * (-0.5 * v * v).exp());
             }
         });
         Ok((CpuStorage::F32(out), x_layout.shape().clone()))
