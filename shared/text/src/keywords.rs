@@ -2,7 +2,7 @@
 //! (product names, codes, abbreviations), and the deployment's term expansion
 //! ("ncd" → "no claim discount"), applied to templates and queries alike.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use rayon::prelude::*;
 // Terms are the catalog's and documents' own words (queries only look up): a fast hash
@@ -10,7 +10,7 @@ use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
 use crate::config::Keywords;
-use crate::similarity::normalize_text;
+use crate::similarity::{normalize_into, normalize_text};
 use switchyard_catalog::template::Template;
 
 /// Expands configured terms: wherever a key occurs as whole words, its expansion is added.
@@ -83,23 +83,37 @@ impl TermIndex {
         k1: f32,
         b: f32,
     ) -> TermIndex {
-        let mut postings: FxHashMap<String, Vec<(u32, f32)>> = FxHashMap::default();
+        // Terms are numbered as first seen and each document's counted by sorting its term
+        // numbers: one hash lookup a token, no string comparisons beyond it (a cold start
+        // indexes millions of tokens).
+        let mut numbers: FxHashMap<String, u32> = FxHashMap::default();
+        let mut lists: Vec<Vec<(u32, f32)>> = Vec::new();
         let mut lengths = Vec::new();
+        let mut terms: Vec<u32> = Vec::new();
         for (number, tokens) in documents.enumerate() {
-            let mut sorted: Vec<&str> = tokens.iter().map(AsRef::as_ref).collect();
-            sorted.sort_unstable();
-            lengths.push(sorted.len() as f32);
-            for run in sorted.chunk_by(|a, b| a == b) {
-                let (token, count) = (run[0], run.len() as f32);
-                // A term's key is allocated once, when it is first seen.
-                match postings.get_mut(token) {
-                    Some(list) => list.push((number as u32, count)),
+            terms.clear();
+            terms.extend(tokens.iter().map(|token| {
+                let token = token.as_ref();
+                match numbers.get(token) {
+                    Some(&term) => term,
                     None => {
-                        postings.insert(token.to_owned(), vec![(number as u32, count)]);
+                        let term = lists.len() as u32;
+                        numbers.insert(token.to_owned(), term);
+                        lists.push(Vec::new());
+                        term
                     }
                 }
+            }));
+            terms.sort_unstable();
+            lengths.push(terms.len() as f32);
+            for run in terms.chunk_by(|a, b| a == b) {
+                lists[run[0] as usize].push((number as u32, run.len() as f32));
             }
         }
+        let postings: FxHashMap<String, Vec<(u32, f32)>> = numbers
+            .into_iter()
+            .map(|(term, number)| (term, std::mem::take(&mut lists[number as usize])))
+            .collect();
         let documents = lengths.len() as f32;
         let average = lengths.iter().sum::<f32>() / documents.max(1.0);
         let idf = postings
@@ -165,7 +179,7 @@ impl TermIndex {
 /// `skip_words`): per word, each template's share of the examples opening with it.
 #[derive(Debug, Clone, Default)]
 pub struct Openings {
-    shares: HashMap<String, Vec<(u32, f32)>>,
+    shares: FxHashMap<String, Vec<(u32, f32)>>,
     skip: std::collections::HashSet<String>,
     templates: usize,
 }
@@ -183,23 +197,26 @@ impl Openings {
                 .collect(),
             ..Openings::default()
         };
-        let mut counts: HashMap<String, BTreeMap<u32, f32>> = HashMap::new();
+        // Per word, (template, examples) in template order: templates come in order, so a
+        // word's count for this template, if any, is its list's last.
+        let mut counts: FxHashMap<String, Vec<(u32, f32)>> = FxHashMap::default();
         for (number, template) in templates.enumerate() {
             openings.templates = number + 1;
             for example in &template.nl_examples {
-                if let Some(word) = openings.opening(example) {
-                    *counts
-                        .entry(word)
-                        .or_default()
-                        .entry(number as u32)
-                        .or_default() += 1.0;
+                let Some(word) = openings.opening(example) else {
+                    continue;
+                };
+                let list = counts.entry(word).or_default();
+                match list.last_mut() {
+                    Some((t, count)) if *t == number as u32 => *count += 1.0,
+                    _ => list.push((number as u32, 1.0)),
                 }
             }
         }
         openings.shares = counts
             .into_iter()
             .map(|(word, by_template)| {
-                let total: f32 = by_template.values().sum();
+                let total: f32 = by_template.iter().map(|(_, c)| c).sum();
                 let shares = by_template.into_iter().map(|(t, c)| (t, c / total));
                 (word, shares.collect())
             })
@@ -249,12 +266,11 @@ impl Bm25 {
                     .map(String::as_str)
                     .chain([template.description.as_str()])
                 {
-                    text.push_str(&normalize_text(part));
+                    normalize_into(part, &mut text);
                     text.push(' ');
                     text.push_str(&expansion.additions(part));
-                    text.push(' ');
                 }
-                text.push_str(&normalize_text(&id_words(&template.id)));
+                normalize_into(&id_words(&template.id), &mut text);
                 text
             })
             .collect();

@@ -6,16 +6,51 @@ use switchyard_catalog::template::{Catalog, Template};
 /// Lower-case, keep letters, digits and spaces, collapse runs of spaces.
 pub fn normalize_text(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
-    for word in text
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-    {
-        if !out.is_empty() {
-            out.push(' ');
-        }
-        out.extend(word.chars().flat_map(char::to_lowercase));
-    }
+    normalize_into(text, &mut out);
     out
+}
+
+/// [`normalize_text`] appended to `out` (a space first when `out` is not empty and the
+/// text has words).
+pub fn normalize_into(text: &str, out: &mut String) {
+    // Whether a separator is owed before the next alphanumeric character.
+    let mut gap = !out.is_empty();
+    // An ASCII text, nearly every one of a catalog, skips decoding characters and the
+    // Unicode tables: the router normalises every template's texts at cold start.
+    if text.is_ascii() {
+        for b in text.bytes() {
+            if !b.is_ascii_alphanumeric() {
+                gap = !out.is_empty();
+                continue;
+            }
+            if gap {
+                out.push(' ');
+                gap = false;
+            }
+            out.push(char::from(b.to_ascii_lowercase()));
+        }
+        return;
+    }
+    for c in text.chars() {
+        let alphanumeric = if c.is_ascii() {
+            c.is_ascii_alphanumeric()
+        } else {
+            c.is_alphanumeric()
+        };
+        if !alphanumeric {
+            gap = !out.is_empty();
+            continue;
+        }
+        if gap {
+            out.push(' ');
+            gap = false;
+        }
+        if c.is_ascii() {
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.extend(c.to_lowercase());
+        }
+    }
 }
 
 /// A template's texts, normalised once when the router starts.
@@ -196,6 +231,29 @@ mod tests {
             normalize_text("  What's 15%   of 200? "),
             "what s 15 of 200"
         );
+    }
+
+    #[test]
+    fn normalization_of_ascii_and_unicode_is_the_unicode_rules() {
+        // The Unicode rules the ASCII path must agree with.
+        let by_words = |text: &str| -> String {
+            text.split(|c: char| !c.is_alphanumeric())
+                .filter(|w| !w.is_empty())
+                .map(|w| w.chars().flat_map(char::to_lowercase).collect::<String>())
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        for text in [
+            "",
+            "  ...  ",
+            "Café DÉJÀ-vu, naïve İstanbul ΣΟΦΙΑ",
+            "MiXeD_case—em dash\ttab\nnewline ½ ² x²",
+            "order #A-1234/B: ¿qué? 東京 ok",
+            "  What's 15%   of 200? ",
+            "PTO_request-status (v2) ",
+        ] {
+            assert_eq!(normalize_text(text), by_words(text), "{text:?}");
+        }
     }
 
     #[test]
