@@ -32,12 +32,7 @@ pub fn normalize_into(text: &str, out: &mut String) {
         return;
     }
     for c in text.chars() {
-        let alphanumeric = if c.is_ascii() {
-            c.is_ascii_alphanumeric()
-        } else {
-            c.is_alphanumeric()
-        };
-        if !alphanumeric {
+        if !c.is_alphanumeric() {
             gap = !out.is_empty();
             continue;
         }
@@ -45,11 +40,7 @@ pub fn normalize_into(text: &str, out: &mut String) {
             out.push(' ');
             gap = false;
         }
-        if c.is_ascii() {
-            out.push(c.to_ascii_lowercase());
-        } else {
-            out.extend(c.to_lowercase());
-        }
+        out.extend(c.to_lowercase());
     }
 }
 
