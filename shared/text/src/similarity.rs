@@ -13,25 +13,19 @@ pub fn normalize_text(text: &str) -> String {
 /// [`normalize_text`] appended to `out` (a space first when `out` is not empty and the
 /// text has words).
 pub fn normalize_into(text: &str, out: &mut String) {
+    // An ASCII text, nearly every one of a catalog, is read byte by byte, skipping UTF-8
+    // decoding: the router normalises every template's texts at cold start.
+    if text.is_ascii() {
+        append_words(text.bytes().map(char::from), out);
+    } else {
+        append_words(text.chars(), out);
+    }
+}
+
+fn append_words(chars: impl Iterator<Item = char>, out: &mut String) {
     // Whether a separator is owed before the next alphanumeric character.
     let mut gap = !out.is_empty();
-    // An ASCII text, nearly every one of a catalog, skips decoding characters and the
-    // Unicode tables: the router normalises every template's texts at cold start.
-    if text.is_ascii() {
-        for b in text.bytes() {
-            if !b.is_ascii_alphanumeric() {
-                gap = !out.is_empty();
-                continue;
-            }
-            if gap {
-                out.push(' ');
-                gap = false;
-            }
-            out.push(char::from(b.to_ascii_lowercase()));
-        }
-        return;
-    }
-    for c in text.chars() {
+    for c in chars {
         if !c.is_alphanumeric() {
             gap = !out.is_empty();
             continue;
@@ -40,7 +34,12 @@ pub fn normalize_into(text: &str, out: &mut String) {
             out.push(' ');
             gap = false;
         }
-        out.extend(c.to_lowercase());
+        // ASCII skips the Unicode case tables.
+        if c.is_ascii() {
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.extend(c.to_lowercase());
+        }
     }
 }
 
