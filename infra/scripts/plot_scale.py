@@ -132,11 +132,13 @@ def draw(rows: list, title: str) -> str:
     agreement = ", ".join(f"{r['templates']:,}: {100 * r['top1_agreement']:.1f}%" for r in rows)
     body = "\n".join(part for panel in panels for part in panel.parts)
     total_width = 3 * WIDTH
+    caption = [title, f"top-1 agreement with the exact scan: {agreement}"]
+    lines = "\n".join(
+        f'<text x="{total_width / 2}" y="{HEIGHT + 10 + 14 * i}" text-anchor="middle" '
+        f'font-size="10">{text}</text>' for i, text in enumerate(caption))
     return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{total_width}" height="{HEIGHT + 34}" '
             f'font-family="sans-serif" font-size="12">\n'
-            f'<rect width="100%" height="100%" fill="white"/>\n{body}\n'
-            f'<text x="{total_width / 2}" y="{HEIGHT + 10}" text-anchor="middle" font-size="10">'
-            f'{title}; top-1 agreement with the exact scan: {agreement}</text>\n</svg>\n')
+            f'<rect width="100%" height="100%" fill="white"/>\n{body}\n{lines}\n</svg>\n')
 
 
 def main(argv=None):
