@@ -148,6 +148,8 @@ def main(argv=None):
     if not isinstance(catalog.get("datasources"), list):
         sys.exit(f"{catalog_path}: no `datasources` list")
 
+    if args.examples is not None and not args.train:
+        sys.exit("--examples caps the examples --train adds: give --train too")
     command_tail = ""
     if args.train:
         if args.examples is not None and args.examples < 1:

@@ -14,6 +14,7 @@ Usage:
 """
 
 import argparse
+import html
 import json
 import math
 import sys
@@ -21,8 +22,8 @@ from pathlib import Path
 
 WIDTH, HEIGHT = 300, 220  # one panel
 LEFT, RIGHT, TOP, BOTTOM = 52, 12, 30, 40
-COLOURS = {"route": "#1f77b4", "p95": "#9ecae1", "exact": "#d62728", "read": "#2ca02c",
-           "router": "#98df8a", "memory": "#9467bd", "bar": "#555555"}
+COLOURS = {"route": "#1f77b4", "p95": "#9ecae1", "exact": "#d62728", "load": "#2ca02c",
+           "read": "#98df8a", "memory": "#9467bd", "bar": "#555555"}
 
 
 def read_rows(path: Path) -> list:
@@ -119,8 +120,8 @@ def draw(rows: list, title: str) -> str:
 
     cold = Panel(WIDTH, "load from the bytes", "ms", xs, nice_top([v for _, v in load] + [1000]))
     cold.axes(xs)
-    cold.line(load, COLOURS["read"], "read + router", 0)
-    cold.line(read, COLOURS["router"], "read", 1)
+    cold.line(load, COLOURS["load"], "read + router", 0)
+    cold.line(read, COLOURS["read"], "read", 1)
     cold.line([(xs[0], 1000), (xs[-1], 1000)], COLOURS["bar"], "bar: 1 s", 2, dashed=True)
     panels.append(cold)
 
@@ -132,7 +133,7 @@ def draw(rows: list, title: str) -> str:
     agreement = ", ".join(f"{r['templates']:,}: {100 * r['top1_agreement']:.1f}%" for r in rows)
     body = "\n".join(part for panel in panels for part in panel.parts)
     total_width = 3 * WIDTH
-    caption = [title, f"top-1 agreement with the exact scan: {agreement}"]
+    caption = [html.escape(title), f"top-1 agreement with the exact scan: {agreement}"]
     lines = "\n".join(
         f'<text x="{total_width / 2}" y="{HEIGHT + 10 + 14 * i}" text-anchor="middle" '
         f'font-size="10">{text}</text>' for i, text in enumerate(caption))
