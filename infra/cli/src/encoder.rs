@@ -20,6 +20,7 @@ use switchyard_index::index::{
 };
 use switchyard_vectors::embed::{CachedEmbedder, Embedder};
 
+use crate::gate;
 use crate::lineage::{find_parent, Parent, TrainedTexts};
 
 /// The script that builds the base model's int8 graph builds the adapted one's too: the
@@ -140,11 +141,37 @@ pub fn for_catalog(catalog: &Catalog, config: &Config) -> Result<Encoder> {
         },
     };
     let graph = dir.join(GRAPH_FILE);
-    Ok(Encoder {
+    let adapted = Encoder {
         embedder: load_adapted(config, &manifest, &graph, "the encoder cache")?,
         manifest: Some(manifest),
         graph: Some(graph),
-    })
+    };
+    if adaptation.mode != AdaptationMode::Auto {
+        return Ok(adapted);
+    }
+    let base_model = self::base(config)?;
+    let scoring = &config.composite_retrieval.template_scoring;
+    let routing = gate::held_out_routing(
+        &dir,
+        catalog,
+        scoring,
+        base_model.embedder.as_ref(),
+        adapted.embedder.as_ref(),
+    )?;
+    match routing {
+        Some(routing) if !routing.keeps_adapted() => {
+            eprintln!(
+                "encoder: the base model, which routes the catalog's held-out examples better than the adapted one ({}; embedding.adaptation.mode: adapted keeps it)",
+                routing.describe()
+            );
+            Ok(base_model)
+        }
+        Some(routing) => {
+            eprintln!("encoder: adapted ({})", routing.describe());
+            Ok(adapted)
+        }
+        None => Ok(adapted),
+    }
 }
 
 /// The encoder an index was built with: the base model, or the adapted graph at `graph`

@@ -7,6 +7,7 @@ mod bench;
 mod encoder;
 mod eval;
 mod eval_docs;
+mod gate;
 mod index;
 mod lineage;
 mod open;
