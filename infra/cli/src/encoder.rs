@@ -154,6 +154,7 @@ pub fn for_catalog(catalog: &Catalog, config: &Config) -> Result<Encoder> {
     let routing = gate::held_out_routing(
         &dir,
         catalog,
+        &groups,
         scoring,
         base_model.embedder.as_ref(),
         adapted.embedder.as_ref(),

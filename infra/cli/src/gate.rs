@@ -13,8 +13,6 @@ use switchyard_index::config::{TemplateScoring, TemplateScoringMethod};
 use switchyard_index::index::is_held_out;
 use switchyard_vectors::embed::{dot, Embedder};
 
-use crate::encoder::training_groups;
-
 /// Bounds on the gate's cost (two models embed at most 2,000 + 100 per template texts).
 const MAX_QUERIES: usize = 2000;
 const MAX_REFERENCES: usize = 100;
@@ -53,9 +51,10 @@ struct HeldOut {
 }
 
 impl HeldOut {
-    fn of(catalog: &Catalog) -> HeldOut {
-        let references = training_groups(catalog)
-            .into_iter()
+    fn of(catalog: &Catalog, groups: &[Vec<String>]) -> HeldOut {
+        let references = groups
+            .iter()
+            .cloned()
             .map(|group| spread(group, MAX_REFERENCES))
             .collect();
         let queries = catalog
@@ -141,17 +140,19 @@ struct Verdict {
     routing: HeldOutRouting,
 }
 
-/// The held-out routing of `adapted` against `base` for `catalog`: read from `dir`'s
-/// verdict when it was measured on the same texts, else measured and written there.
-/// `None` when the catalog holds no example out (templates with fewer than five).
+/// The held-out routing of `adapted` against `base` for `catalog`, whose templates'
+/// training texts are `groups` (in the catalog's order): read from `dir`'s verdict when it
+/// was measured on the same texts, else measured and written there. `None` when the
+/// catalog holds no example out (templates with fewer than five).
 pub fn held_out_routing(
     dir: &Path,
     catalog: &Catalog,
+    groups: &[Vec<String>],
     scoring: &TemplateScoring,
     base: &dyn Embedder,
     adapted: &dyn Embedder,
 ) -> Result<Option<HeldOutRouting>> {
-    let held_out = HeldOut::of(catalog);
+    let held_out = HeldOut::of(catalog, groups);
     if held_out.queries.is_empty() {
         return Ok(None);
     }
@@ -196,6 +197,23 @@ fn centroid(rows: &[Vec<f32>]) -> Vec<f32> {
 mod tests {
     use super::*;
     use switchyard_vectors::embed::HashingEmbedder;
+
+    /// Each template's `nl_examples` but the held-out ones (the training texts, less the
+    /// description and id words `encoder::training_groups` adds).
+    fn training_groups(catalog: &Catalog) -> Vec<Vec<String>> {
+        catalog
+            .datasources
+            .iter()
+            .flat_map(|d| &d.templates)
+            .map(|t| {
+                let n = t.nl_examples.len();
+                (0..n)
+                    .filter(|&e| !is_held_out(e, n))
+                    .map(|e| t.nl_examples[e].clone())
+                    .collect()
+            })
+            .collect()
+    }
 
     fn demo() -> Catalog {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../templates/demo");
@@ -262,6 +280,7 @@ mod tests {
     #[test]
     fn a_worse_encoder_loses_the_gate_and_the_verdict_is_kept() {
         let catalog = demo();
+        let groups = training_groups(&catalog);
         let dir = scratch("worse");
         let scoring = TemplateScoring {
             method: TemplateScoringMethod::Centroid,
@@ -269,34 +288,36 @@ mod tests {
         };
         let base = HashingEmbedder::new(HashingEmbedder::DEFAULT_DIMENSION);
         let worse = Garbled;
-        let routing = held_out_routing(&dir, &catalog, &scoring, &base, &worse)
+        let routing = held_out_routing(&dir, &catalog, &groups, &scoring, &base, &worse)
             .unwrap()
             .expect("the demo holds examples out");
         assert!(routing.queries >= 5, "{routing:?}");
         assert!(routing.base > routing.adapted, "{routing:?}");
         assert!(!routing.keeps_adapted());
         // Measured once: the same texts read the verdict back without embedding.
-        let again = held_out_routing(&dir, &catalog, &scoring, &Failing, &Failing).unwrap();
+        let again =
+            held_out_routing(&dir, &catalog, &groups, &scoring, &Failing, &Failing).unwrap();
         assert_eq!(again, Some(routing));
         // Another scoring is another measurement.
         let max = TemplateScoring {
             method: TemplateScoringMethod::Max,
             ..scoring
         };
-        assert!(held_out_routing(&dir, &catalog, &max, &Failing, &Failing).is_err());
+        assert!(held_out_routing(&dir, &catalog, &groups, &max, &Failing, &Failing).is_err());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
     fn the_same_encoder_ties_and_keeps_the_adapted_one() {
         let catalog = demo();
+        let groups = training_groups(&catalog);
         let dir = scratch("same");
         let scoring = TemplateScoring {
             method: TemplateScoringMethod::Centroid,
             max_weight: 0.5,
         };
         let model = HashingEmbedder::new(HashingEmbedder::DEFAULT_DIMENSION);
-        let routing = held_out_routing(&dir, &catalog, &scoring, &model, &model)
+        let routing = held_out_routing(&dir, &catalog, &groups, &scoring, &model, &model)
             .unwrap()
             .unwrap();
         assert_eq!(routing.base, routing.adapted);
