@@ -149,14 +149,13 @@ pub fn for_catalog(catalog: &Catalog, config: &Config) -> Result<Encoder> {
     if adaptation.mode != AdaptationMode::Auto {
         return Ok(adapted);
     }
-    let base_model = self::base(config)?;
     let scoring = &config.composite_retrieval.template_scoring;
     let routing = gate::held_out_routing(
         &dir,
         catalog,
         &groups,
         scoring,
-        base_model.embedder.as_ref(),
+        &|| Ok(self::base(config)?.embedder),
         adapted.embedder.as_ref(),
     )?;
     match routing {
@@ -165,7 +164,7 @@ pub fn for_catalog(catalog: &Catalog, config: &Config) -> Result<Encoder> {
                 "encoder: the base model, which routes the catalog's held-out examples better than the adapted one ({}; embedding.adaptation.mode: adapted keeps it)",
                 routing.describe()
             );
-            Ok(base_model)
+            self::base(config)
         }
         Some(routing) => {
             eprintln!("encoder: adapted ({})", routing.describe());

@@ -5,6 +5,7 @@
 //! learns the catalog"). The verdict is kept beside the encoder in its cache folder.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
@@ -142,14 +143,15 @@ struct Verdict {
 
 /// The held-out routing of `adapted` against `base` for `catalog`, whose templates'
 /// training texts are `groups` (in the catalog's order): read from `dir`'s verdict when it
-/// was measured on the same texts, else measured and written there. `None` when the
+/// was measured on the same texts, else measured and written there (`base` loads the base
+/// model only then: every CLI call on a catalog passes here). `None` when the
 /// catalog holds no example out (templates with fewer than five).
 pub fn held_out_routing(
     dir: &Path,
     catalog: &Catalog,
     groups: &[Vec<String>],
     scoring: &TemplateScoring,
-    base: &dyn Embedder,
+    base: &dyn Fn() -> Result<Arc<dyn Embedder>>,
     adapted: &dyn Embedder,
 ) -> Result<Option<HeldOutRouting>> {
     let held_out = HeldOut::of(catalog, groups);
@@ -167,7 +169,7 @@ pub fn held_out_routing(
     }
     let routing = HeldOutRouting {
         queries: held_out.queries.len(),
-        base: held_out.routed_right(base, scoring)?,
+        base: held_out.routed_right(base()?.as_ref(), scoring)?,
         adapted: held_out.routed_right(adapted, scoring)?,
     };
     let verdict = serde_json::to_vec_pretty(&Verdict { key, routing })?;
@@ -277,6 +279,16 @@ mod tests {
         }
     }
 
+    fn hashing() -> Result<Arc<dyn Embedder>> {
+        Ok(Arc::new(HashingEmbedder::new(
+            HashingEmbedder::DEFAULT_DIMENSION,
+        )))
+    }
+
+    fn failing() -> Result<Arc<dyn Embedder>> {
+        Ok(Arc::new(Failing))
+    }
+
     #[test]
     fn a_worse_encoder_loses_the_gate_and_the_verdict_is_kept() {
         let catalog = demo();
@@ -286,9 +298,7 @@ mod tests {
             method: TemplateScoringMethod::Centroid,
             max_weight: 0.5,
         };
-        let base = HashingEmbedder::new(HashingEmbedder::DEFAULT_DIMENSION);
-        let worse = Garbled;
-        let routing = held_out_routing(&dir, &catalog, &groups, &scoring, &base, &worse)
+        let routing = held_out_routing(&dir, &catalog, &groups, &scoring, &hashing, &Garbled)
             .unwrap()
             .expect("the demo holds examples out");
         assert!(routing.queries >= 5, "{routing:?}");
@@ -296,14 +306,14 @@ mod tests {
         assert!(!routing.keeps_adapted());
         // Measured once: the same texts read the verdict back without embedding.
         let again =
-            held_out_routing(&dir, &catalog, &groups, &scoring, &Failing, &Failing).unwrap();
+            held_out_routing(&dir, &catalog, &groups, &scoring, &failing, &Failing).unwrap();
         assert_eq!(again, Some(routing));
         // Another scoring is another measurement.
         let max = TemplateScoring {
             method: TemplateScoringMethod::Max,
             ..scoring
         };
-        assert!(held_out_routing(&dir, &catalog, &groups, &max, &Failing, &Failing).is_err());
+        assert!(held_out_routing(&dir, &catalog, &groups, &max, &failing, &Failing).is_err());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -317,7 +327,7 @@ mod tests {
             max_weight: 0.5,
         };
         let model = HashingEmbedder::new(HashingEmbedder::DEFAULT_DIMENSION);
-        let routing = held_out_routing(&dir, &catalog, &groups, &scoring, &model, &model)
+        let routing = held_out_routing(&dir, &catalog, &groups, &scoring, &hashing, &model)
             .unwrap()
             .unwrap();
         assert_eq!(routing.base, routing.adapted);
