@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde::{Deserialize, Serialize};
 use switchyard_catalog::template::Catalog;
 use switchyard_index::config::{TemplateScoring, TemplateScoringMethod};
@@ -172,8 +172,18 @@ pub fn held_out_routing(
         base: held_out.routed_right(base()?.as_ref(), scoring)?,
         adapted: held_out.routed_right(adapted, scoring)?,
     };
+    // Written aside and renamed, so that a build beside this one reads all of it or none;
+    // a cache it cannot write costs the next call the measurement, not this one its index.
     let verdict = serde_json::to_vec_pretty(&Verdict { key, routing })?;
-    std::fs::write(&path, verdict).with_context(|| format!("writing {}", path.display()))?;
+    let part = path.with_extension(format!("json.{}.part", std::process::id()));
+    let written = std::fs::write(&part, verdict).and_then(|()| std::fs::rename(&part, &path));
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&part);
+        eprintln!(
+            "warning: could not keep the gate's verdict in {}: {e}",
+            path.display()
+        );
+    }
     Ok(Some(routing))
 }
 
@@ -340,6 +350,24 @@ mod tests {
         let kept = spread((0..10).collect(), 4);
         assert_eq!(kept, vec![0, 3, 6, 9]);
         assert_eq!(spread((0..3).collect::<Vec<_>>(), 4), vec![0, 1, 2]);
+    }
+
+    #[test]
+    fn a_cache_it_cannot_write_still_gives_the_verdict() {
+        let catalog = demo();
+        let groups = training_groups(&catalog);
+        let dir = scratch("missing");
+        let missing = dir.join("no-such-folder");
+        let scoring = TemplateScoring {
+            method: TemplateScoringMethod::Centroid,
+            max_weight: 0.5,
+        };
+        let routing = held_out_routing(&missing, &catalog, &groups, &scoring, &hashing, &Garbled)
+            .unwrap()
+            .unwrap();
+        assert!(!routing.keeps_adapted(), "{routing:?}");
+        assert!(!missing.exists());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
