@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use switchyard_catalog::template::Catalog;
 use switchyard_index::config::{TemplateScoring, TemplateScoringMethod};
 use switchyard_index::index::is_held_out;
-use switchyard_vectors::embed::{dot, Embedder};
+use switchyard_vectors::embed::{dot, normalize, Embedder};
 
 /// Bounds on the gate's cost (two models embed at most 2,000 + 100 per template texts).
 const MAX_QUERIES: usize = 2000;
@@ -198,10 +198,7 @@ fn centroid(rows: &[Vec<f32>]) -> Vec<f32> {
     for row in rows {
         sum.iter_mut().zip(row).for_each(|(s, x)| *s += x);
     }
-    let norm = sum.iter().map(|x| x * x).sum::<f32>().sqrt();
-    if norm > 0.0 {
-        sum.iter_mut().for_each(|x| *x /= norm);
-    }
+    normalize(&mut sum);
     sum
 }
 
@@ -264,8 +261,7 @@ mod tests {
                         (state >> 40) as f32 / (1u64 << 24) as f32 - 0.5
                     })
                     .collect();
-                let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-                v.iter_mut().for_each(|x| *x /= norm);
+                normalize(&mut v);
                 v
             };
             Ok(texts.iter().map(|t| vector(t)).collect())
@@ -289,6 +285,14 @@ mod tests {
         }
     }
 
+    /// The default template scoring.
+    fn centroids() -> TemplateScoring {
+        TemplateScoring {
+            method: TemplateScoringMethod::Centroid,
+            max_weight: 0.5,
+        }
+    }
+
     fn hashing() -> Result<Arc<dyn Embedder>> {
         Ok(Arc::new(HashingEmbedder::new(
             HashingEmbedder::DEFAULT_DIMENSION,
@@ -304,10 +308,7 @@ mod tests {
         let catalog = demo();
         let groups = training_groups(&catalog);
         let dir = scratch("worse");
-        let scoring = TemplateScoring {
-            method: TemplateScoringMethod::Centroid,
-            max_weight: 0.5,
-        };
+        let scoring = centroids();
         let routing = held_out_routing(&dir, &catalog, &groups, &scoring, &hashing, &Garbled)
             .unwrap()
             .expect("the demo holds examples out");
@@ -332,10 +333,7 @@ mod tests {
         let catalog = demo();
         let groups = training_groups(&catalog);
         let dir = scratch("same");
-        let scoring = TemplateScoring {
-            method: TemplateScoringMethod::Centroid,
-            max_weight: 0.5,
-        };
+        let scoring = centroids();
         let model = HashingEmbedder::new(HashingEmbedder::DEFAULT_DIMENSION);
         let routing = held_out_routing(&dir, &catalog, &groups, &scoring, &hashing, &model)
             .unwrap()
@@ -358,10 +356,7 @@ mod tests {
         let groups = training_groups(&catalog);
         let dir = scratch("missing");
         let missing = dir.join("no-such-folder");
-        let scoring = TemplateScoring {
-            method: TemplateScoringMethod::Centroid,
-            max_weight: 0.5,
-        };
+        let scoring = centroids();
         let routing = held_out_routing(&missing, &catalog, &groups, &scoring, &hashing, &Garbled)
             .unwrap()
             .unwrap();
