@@ -115,6 +115,20 @@ pub struct ContextConfig {
     /// Templates of the belief kept with a turn.
     #[validate(range(min = 1, message = "must be at least 1"))]
     pub belief_size: usize,
+    /// How the belief carries the turns before: the best path's or the sum of all paths'.
+    pub decoding: Decoding,
+}
+
+/// What a template's belief after a turn stands for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decoding {
+    /// The likeliest sequence of templates ending on it (Viterbi, max-product): the
+    /// session's turns re-decoded at every turn, so a later turn that tells two templates
+    /// apart moves the whole path, and every turn after it, to the other one.
+    BestPath,
+    /// The probability of being on it (the forward filter, sum-product).
+    Marginal,
 }
 
 switchyard_catalog::default_from_embedded! {

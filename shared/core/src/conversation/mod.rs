@@ -1,14 +1,17 @@
 //! Conversations: which template a turn means, given the turns before it.
 //!
 //! Two hypotheses compete. The *turn* hypothesis is the routing of the question alone.
-//! The *context* hypothesis is a forward filter over templates, as in a hidden Markov
-//! model: the belief after the previous turn, moved the way conversations move (mostly they
+//! The *context* hypothesis is a decoding over templates, as in a hidden Markov model: the
+//! belief after the previous turn, moved the way conversations move (mostly they
 //! stay on a template; from a lookup they go on to an action of the same datasource; rarely
 //! elsewhere), faded by the minutes since, tilted toward a datasource the session keeps
 //! using, then multiplied by this turn's own evidence (the routing probabilities of the
 //! question, and of the previous question with it). A clear switch ("Now what's the weather
 //! in Paris?") carries strong evidence and moves the belief; "Sure, that is great." carries
-//! almost none and leaves it where it was.
+//! almost none and leaves it where it was. A template's belief sums every sequence of
+//! templates ending on it (`decoding: marginal`, the forward filter), or is the likeliest
+//! one's (`best_path`, Viterbi's recursion: what re-decoding all the session's turns at
+//! every turn gives for the turn at hand, at a fixed cost per turn).
 //!
 //! What the assistant said just before the turn counts twice. Its text with the turn's
 //! ("Would you like to reserve a table? Yes, please.") is routed as further evidence, which
@@ -27,7 +30,7 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value};
 
-use switchyard_routing::config::{ContextConfig, SessionsConfig};
+use switchyard_routing::config::{ContextConfig, Decoding, SessionsConfig};
 use switchyard_routing::router::{Match, Outcome, Router, Routing};
 use switchyard_routing::session::{
     AssistantReport, ContextReport, ContextUsed, TemplateRef, Turn, TurnOutcome, Weighted,
@@ -270,8 +273,9 @@ struct Prior<'a> {
     offer_weight: f32,
 }
 
-/// The forward filter's step: the prior, and this turn's evidence at `power` → the new
-/// belief over the evidence's templates, likeliest first.
+/// One step of the decoding: the prior (from each previous template, the best path's or
+/// all paths' weight, as `config.decoding` says), and this turn's evidence at `power` →
+/// the new belief over the evidence's templates, likeliest first.
 fn follow(
     config: &ContextConfig,
     prior: Prior<'_>,
@@ -304,28 +308,28 @@ fn follow(
         .enumerate()
         .map(|(i, e)| {
             let to = &e.template;
-            let moved: f32 = previous
-                .iter()
-                .map(|b| {
-                    let from_action = actions
-                        .get(&(b.datasource.as_str(), b.template_id.as_str()))
-                        .copied()
-                        .unwrap_or(false);
-                    let step = if b.datasource == to.datasource && b.template_id == to.template_id {
-                        config.stay
-                    } else if b.datasource == to.datasource {
-                        if !from_action && e.action {
-                            config.lookup_to_action
-                        } else {
-                            config.same_datasource
-                        }
+            let paths = previous.iter().map(|b| {
+                let from_action = actions
+                    .get(&(b.datasource.as_str(), b.template_id.as_str()))
+                    .copied()
+                    .unwrap_or(false);
+                let step = if b.datasource == to.datasource && b.template_id == to.template_id {
+                    config.stay
+                } else if b.datasource == to.datasource {
+                    if !from_action && e.action {
+                        config.lookup_to_action
                     } else {
-                        config.other_datasource
-                    };
-                    b.probability * step
-                })
-                .sum::<f32>()
-                + (1.0 - kept) / n;
+                        config.same_datasource
+                    }
+                } else {
+                    config.other_datasource
+                };
+                b.probability * step
+            });
+            let moved = match config.decoding {
+                Decoding::BestPath => paths.fold(0.0, f32::max),
+                Decoding::Marginal => paths.sum::<f32>(),
+            } + (1.0 - kept) / n;
             let mut prior = weight * moved + (1.0 - weight) / n;
             if offer_weight > 0.0 {
                 prior = (1.0 - offer_weight) * prior + offer_weight * e.offered;

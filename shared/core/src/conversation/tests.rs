@@ -94,6 +94,40 @@ fn three(find: f32, reserve: f32, weather: f32) -> Vec<Evidence> {
 }
 
 #[test]
+fn the_best_path_counts_one_way_into_a_template_the_marginal_every_way() {
+    // Two lookups of a datasource were equally likely; both lead on to its reservation.
+    let previous = [
+        believed("restaurants", "find_restaurants", 0.45),
+        believed("restaurants", "search_menu", 0.45),
+    ];
+    let even = evidence(&[
+        ("restaurants", "find_restaurants", 0.3, false),
+        ("restaurants", "search_menu", 0.3, false),
+        ("restaurants", "reserve_restaurant", 0.3, true),
+    ]);
+    let reserve_per_find = |decoding| {
+        let config = ContextConfig {
+            decoding,
+            ..config()
+        };
+        let belief = follow(&config, &previous, 1.0, None, &even, 1.0, &[]);
+        let p = |t: &str| {
+            belief
+                .iter()
+                .find(|b| b.template_id == t)
+                .unwrap()
+                .probability
+        };
+        p("reserve_restaurant") / p("find_restaurants")
+    };
+    let best_path = reserve_per_find(Decoding::BestPath);
+    let marginal = reserve_per_find(Decoding::Marginal);
+    // Analytically 0.27 and 0.46: the marginal adds the second lookup's way in.
+    assert!(marginal > best_path + 0.1, "{marginal} {best_path}");
+    assert_eq!(config().decoding, Decoding::Marginal, "the default");
+}
+
+#[test]
 fn a_turn_without_evidence_stays_where_the_conversation_was() {
     let previous = [believed("restaurants", "find_restaurants", 0.9)];
     // "Sure, that is great.": the head spreads it thinly, slightly toward the weather.
