@@ -11,28 +11,30 @@ A research copy: when the Rust filter changes, "agree with the records" says whe
 copy still follows it. Variants: `decoding` (marginal | best_path, as the setting) and
 `twins`/`twin_mode`/`twin_strength` (the near-duplicate tying measured on 2026-12-06).
 Needs PyYAML (the project virtualenv has it)."""
-import json, sys, glob, re, math, os
+import json, sys, glob, re, os
 from collections import defaultdict, Counter
 
 import yaml
 
-CUES_OFFER = ["would you like", "do you want", "shall i", "should i", "want me to", "would you care", "are you interested"]
-CUES_ACCEPT = ["yes", "yeah", "yep", "sure", "ok", "okay", "please", "definitely", "absolutely", "of course", "sounds good", "that works", "great", "perfect"]
-VERBS = "add, book, buy, call, cancel, create, delete, make, order, pay, play, remove, reserve, schedule, send, set, transfer, update".split(", ")
-
-DEFAULT = dict(stay=0.95, lookup_to_action=0.2, same_datasource=0.005, other_datasource=0.005,
-               evidence_power=1.5, below=0.21, above=0.19, floor=0.01, pqw=0.8, assistant_power=0.8,
-               offer_weight=0.3, half_life=600, pref_uses=3, pref_weight=1.5, min_p=0.5, belief_size=8,
-               twins={}, twin_mode=None, twin_strength=1.0, decoding="marginal")
+# The filter's settings are the embedded defaults' (`sessions.context`), so the copy follows
+# them; the variants below are this script's own.
+CONFIG = "shared/catalog/src/config.yaml"
+VARIANTS = dict(twins={}, twin_mode=None, twin_strength=1.0)
 
 
-def load_actions(root="templates/sgd"):
+def defaults(path=CONFIG):
+    with open(path) as f:
+        context = yaml.safe_load(f)["sessions"]["context"]
+    return {**context, **VARIANTS}
+
+
+def load_actions(verbs, root="templates/sgd"):
     actions = {}
     for f in glob.glob(f"{root}/*/templates.yaml"):
         ds = yaml.safe_load(open(f.replace("templates.yaml", "datasource.yaml")))["name"]
         for t in yaml.safe_load(open(f))["templates"]:
             first = next((w for w in re.split(r"[^0-9A-Za-z]+", t["description"]) if w), "").lower()
-            actions[(ds, t["id"])] = first in VERBS
+            actions[(ds, t["id"])] = first in verbs
     return actions
 
 
@@ -60,8 +62,8 @@ def accepts(q, cues):
 
 
 def informativeness(cfg, conf, thr):
-    low = thr - cfg["below"]
-    return (conf - low) / (cfg["below"] + cfg["above"])
+    low = thr - cfg["uninformative_below_threshold"]
+    return (conf - low) / (cfg["uninformative_below_threshold"] + cfg["informative_above_threshold"])
 
 
 def best(matches):
@@ -88,7 +90,7 @@ def step(cfg, actions, r, turns):
     conf = ob["confidence"] if ob else 0.0
     inf_raw = informativeness(cfg, conf, r["threshold"])
     informative = min(max(inf_raw, 0.0), 1.0)
-    w = cfg["pqw"] * (1 - informative) if joint is not None else 0.0
+    w = cfg["previous_question_weight"] * (1 - informative) if joint is not None else 0.0
     opened = lambda ms: [m for m in (ms or []) if not m["declined"]]
     own_o, joint_o, wt_o, al_o = opened(own), opened(joint), opened(with_turn) if with_turn is not None else None, opened(alone)
     p = lambda ms, k: next((prob(m) for m in ms if key(m) == k), 0.0)
@@ -100,12 +102,12 @@ def step(cfg, actions, r, turns):
                      said=p(wt_o, k) if wt_o is not None else None,
                      offered=p(al_o, k), action=actions.get(k, False)) for k in order]
     twin_temper(cfg, evidence, turns)
-    offers = alone is not None and holds_cue(r.get("assistant") or "", CUES_OFFER)
-    acc = accepts(r["text"], CUES_ACCEPT)
+    offers = alone is not None and holds_cue(r.get("assistant") or "", cfg["offer_cues"])
+    acc = accepts(r["text"], cfg["acceptance_cues"])
     offer_weight = cfg["offer_weight"] if offers and acc else 0.0
     previous = turns[-1] if turns else None
-    weight = 0.5 ** (30 / cfg["half_life"]) if previous else 0.0
-    preferred = preferred_ds(turns, cfg["pref_uses"])
+    weight = 0.5 ** (30 / cfg["half_life_seconds"]) if previous else 0.0
+    preferred = preferred_ds(turns, cfg["preference_uses"])
     prior = prior_belief(previous) if previous else []
     power = cfg["evidence_power"] * min(max(inf_raw, 0.05), 1.0)
     belief = follow(cfg, prior, weight, preferred, offer_weight, evidence, power)
@@ -124,7 +126,7 @@ def step(cfg, actions, r, turns):
         selected = outcome in ("execute", "clarify")
         agrees = selected and matches and key(matches[0]) == top_k and outcome == "execute"
         if not agrees:
-            if top_p >= cfg["min_p"]:
+            if top_p >= cfg["min_probability"]:
                 if move_first(matches, [joint, with_turn, alone], top_k):
                     return matches, "execute", [], kept
             elif not (best(own) and key(best(own)) == top_k):
@@ -224,10 +226,10 @@ def follow(cfg, previous, weight, preferred, offer_weight, evidence, power):
         if offer_weight > 0:
             prior = (1 - offer_weight) * prior + offer_weight * e["offered"]
         if preferred == to[0]:
-            prior *= cfg["pref_weight"]
-        lik = (max(e["p"], 0) + cfg["floor"]) ** power
+            prior *= cfg["preference_weight"]
+        lik = (max(e["p"], 0) + cfg["evidence_floor"]) ** power
         if e["said"] is not None:
-            lik *= (max(e["said"], 0) + cfg["floor"]) ** cfg["assistant_power"]
+            lik *= (max(e["said"], 0) + cfg["evidence_floor"]) ** cfg["assistant_power"]
         post.append((to, prior * lik))
     total = sum(p for _, p in post)
     if total > 0:
@@ -282,12 +284,13 @@ def summary(out):
 
 if __name__ == "__main__":
     os.chdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
-    actions = load_actions()
+    cfg = defaults()
+    actions = load_actions(cfg["action_verbs"])
     sessions = load(sys.argv[1])
-    out = replay(sessions, dict(DEFAULT), actions)
+    out = replay(sessions, cfg, actions)
     agree = sum((o["chosen"] == (tuple(o["rec"]["chosen"].values()) if o["rec"]["chosen"] else None)) for o in out)
     print("agree with records", agree, "/", len(out))
     print(summary(out))
     rec_right = 100 * sum(o["rec"]["right"] for o in out) / len(out)
     print("records right", rec_right)
-    print("best_path", summary(replay(sessions, dict(DEFAULT, decoding="best_path"), actions)))
+    print("best_path", summary(replay(sessions, dict(cfg, decoding="best_path"), actions)))
