@@ -281,3 +281,76 @@ fn graph_search_finds_what_an_exact_scan_finds() {
     // scale table asks of 100,000 templates, three misses.
     assert!(found >= 297, "top-1 recall of the graph: {found}/300");
 }
+
+/// Two templates the texts cannot tell apart, one with five times the other's examples:
+/// by count the head learns the larger one's share as a prior (log-odds 0.45 here for a
+/// question both fit); `balance_templates` (the default) weighs every template alike and
+/// that lead goes (-0.83 here: the smaller one's examples are all in both).
+#[test]
+fn balanced_templates_do_not_learn_their_example_counts_as_a_prior() {
+    let examples = |n: usize| -> String {
+        [
+            "Play a song for me",
+            "Put on some music",
+            "I want to hear a track",
+            "Play something by the Beatles",
+            "Start the music please",
+            "Can you play a tune",
+            "Play me a song",
+            "Put a track on",
+            "I'd like to listen to music",
+            "Play some songs",
+        ][..n]
+            .iter()
+            .map(|e| format!("      - {e}\n"))
+            .collect()
+    };
+    let templates = format!(
+        "templates:\n  - id: play_song\n    description: Play a song\n    nl_examples:\n{}  - id: play_media\n    description: Play a song\n    nl_examples:\n{}",
+        examples(2),
+        examples(10)
+    );
+    let dir = common::catalog(&[
+        (
+            "music/datasource.yaml",
+            "name: music\nkind: intent\ndescription: Music\n",
+        ),
+        ("music/templates.yaml", &templates),
+        ("hr/datasource.yaml", common::HR_DATASOURCE),
+        ("hr/templates.yaml", common::HR_TEMPLATES),
+    ]);
+    let odds = |balance: bool| -> f32 {
+        // Both settings: the test compares them (the default is `true`).
+        let mut config = RouterConfig::default();
+        config.index.learned_head.balance_templates = balance;
+        let catalog = Catalog::load(dir.path()).unwrap();
+        let index =
+            Index::build(catalog, common::embedder().as_ref(), &config, &|_, _| {}).unwrap();
+        let query = common::embedder().embed_one("play a song").unwrap();
+        let head = index.head.as_ref().unwrap();
+        let numbers = |id: &str| {
+            let mut number = 0;
+            for d in &index.catalog.datasources {
+                for t in &d.templates {
+                    if t.id == id {
+                        return number;
+                    }
+                    number += 1;
+                }
+            }
+            panic!("{id} not in the catalog");
+        };
+        let logits = head.logits(&query, 0..head.templates());
+        // The log-odds of the larger template over the smaller one.
+        logits[numbers("play_media")] - logits[numbers("play_song")]
+    };
+    let (by_count, balanced) = (odds(false), odds(true));
+    assert!(
+        by_count > 0.2,
+        "the larger template leads by count: {by_count}"
+    );
+    assert!(
+        balanced < by_count - 0.5,
+        "balanced {balanced} against {by_count} by count"
+    );
+}

@@ -309,6 +309,7 @@ mod tests {
             l2: 3e-4,
             scale: 10.0,
             description_weight: 3.0,
+            balance_templates: false,
         }
     }
 

@@ -44,6 +44,9 @@ pub struct LearnedHeadConfig {
     /// Training weight of a description row (examples and id words weigh 1).
     #[validate(custom(function = "non_negative"))]
     pub description_weight: f32,
+    /// Weigh each template's rows so that every template counts as much in training: how
+    /// many examples an author wrote for a template is not how often it is asked.
+    pub balance_templates: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Validate)]

@@ -169,17 +169,33 @@ impl Index {
         let mut held_out = Vec::new();
         let mut centroids = Vec::new();
         let mut number = 0u32;
+        let texts: Vec<usize> = self
+            .catalog
+            .datasources
+            .iter()
+            .zip(&self.partitions)
+            .flat_map(|(d, p)| (0..d.templates.len()).map(move |t| p.template_rows(t).count()))
+            .collect();
+        let mean_texts = texts.iter().sum::<usize>() as f32 / texts.len().max(1) as f32;
         for (datasource, partition) in self.catalog.datasources.iter().zip(&self.partitions) {
             for (t, template) in datasource.templates.iter().enumerate() {
                 let examples = template.nl_examples.len();
+                let balance = if settings.balance_templates {
+                    mean_texts / texts[number as usize].max(1) as f32
+                } else {
+                    1.0
+                };
                 for (r, row) in partition.template_rows(t).enumerate() {
                     rows.extend_from_slice(row);
                     labels.push(number);
-                    row_weights.push(if r == examples {
-                        settings.description_weight
-                    } else {
-                        1.0
-                    });
+                    row_weights.push(
+                        balance
+                            * if r == examples {
+                                settings.description_weight
+                            } else {
+                                1.0
+                            },
+                    );
                     held_out.push(r < examples && is_held_out(r, examples));
                 }
                 centroids.extend_from_slice(partition.centroid(t));
