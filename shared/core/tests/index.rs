@@ -284,7 +284,7 @@ fn graph_search_finds_what_an_exact_scan_finds() {
 
 /// Two templates the texts cannot tell apart, one with five times the other's examples:
 /// by count the head learns the larger one's share as a prior (log-odds 0.45 here for a
-/// question both fit); `balance_templates` (the default) weighs every template alike and
+/// question both fit); `balance_templates` weighs every template alike and
 /// that lead goes (-0.83 here: the smaller one's examples are all in both).
 #[test]
 fn balanced_templates_do_not_learn_their_example_counts_as_a_prior() {
@@ -320,7 +320,7 @@ fn balanced_templates_do_not_learn_their_example_counts_as_a_prior() {
         ("hr/templates.yaml", common::HR_TEMPLATES),
     ]);
     let odds = |balance: bool| -> f32 {
-        // Both settings: the test compares them (the default is `true`).
+        // Both settings: the test compares them (the default is `false`).
         let mut config = RouterConfig::default();
         config.index.learned_head.balance_templates = balance;
         let catalog = Catalog::load(dir.path()).unwrap();

@@ -44,8 +44,8 @@ pub struct LearnedHeadConfig {
     /// Training weight of a description row (examples and id words weigh 1).
     #[validate(custom(function = "non_negative"))]
     pub description_weight: f32,
-    /// Weigh each template's rows so that every template counts as much in training: how
-    /// many examples an author wrote for a template is not how often it is asked.
+    /// Weigh each template's rows so that every template counts as much in training, for
+    /// catalogs whose example counts are not how often each template is asked.
     pub balance_templates: bool,
 }
 
