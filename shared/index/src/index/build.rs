@@ -169,6 +169,8 @@ impl Index {
         let mut held_out = Vec::new();
         let mut centroids = Vec::new();
         let mut number = 0u32;
+        // Texts per template, for `balance_templates`: each template's rows then weigh
+        // mean / its count, so its example count stops being a prior.
         let texts: Vec<usize> = self
             .catalog
             .datasources
