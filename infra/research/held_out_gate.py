@@ -32,14 +32,14 @@ opts = ort.SessionOptions(); opts.intra_op_num_threads = 2
 for m in models:
     tok = Tokenizer.from_file(f"{m}/tokenizer.json"); tok.enable_truncation(256); tok.enable_padding()
     s = ort.InferenceSession(f"{m}/model.onnx", opts, providers=["CPUExecutionProvider"])
-    names = [i.name for i in s.get_inputs()]
+    types = {i.name: i.type for i in s.get_inputs()}
     def embed(texts):
         out = []
         for k in range(0, len(texts), 64):
             enc = tok.encode_batch(texts[k:k+64])
             ids = np.array([e.ids for e in enc], dtype=np.int64); mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
             feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-            feed = {k2: (v.astype(np.int32) if any(i.name == k2 and "int32" in i.type for i in s.get_inputs()) else v) for k2, v in feed.items() if k2 in names}
+            feed = {k2: (v.astype(np.int32) if "int32" in types[k2] else v) for k2, v in feed.items() if k2 in types}
             h = s.run(None, feed)[0]
             v = (h * mask[..., None]).sum(1) / mask.sum(1, keepdims=True)
             out.append(v / np.linalg.norm(v, axis=1, keepdims=True))
@@ -53,6 +53,6 @@ for m in models:
     vocab=set(w for g in groups for t in g for w in re.findall(r"[a-z0-9']+", t.lower()))
     novel=[any(w not in vocab for w in re.findall(r"[a-z0-9']+", q.lower())) for _,q in queries]
     rn=sum(int(p==i) for p,(i,_),nv in zip(pred,queries,novel) if nv)
-    print(m, "held-out turns with a word no training text has:", sum(novel), "right %.2f%%" % (100 * rn / max(sum(novel), 1)))
     right = sum(int(p == i) for p, (i, _) in zip(pred, queries))
     print(m, "all %.2f%%" % (100 * right / len(queries)), flush=True)
+    print(m, "held-out turns with a word no training text has:", sum(novel), "right %.2f%%" % (100 * rn / max(sum(novel), 1)))

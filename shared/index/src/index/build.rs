@@ -169,21 +169,16 @@ impl Index {
         let mut held_out = Vec::new();
         let mut centroids = Vec::new();
         let mut number = 0u32;
-        // Texts per template, for `balance_templates`: each template's rows then weigh
-        // mean / its count, so its example count stops being a prior.
-        let texts: Vec<usize> = self
-            .catalog
-            .datasources
-            .iter()
-            .zip(&self.partitions)
-            .flat_map(|(d, p)| (0..d.templates.len()).map(move |t| p.template_rows(t).count()))
-            .collect();
-        let mean_texts = texts.iter().sum::<usize>() as f32 / texts.len().max(1) as f32;
+        // For `balance_templates`: each template's rows weigh the mean count over its own,
+        // so its example count stops being a prior.
+        let texts: usize = self.partitions.iter().map(Partition::vector_count).sum();
+        let templates: usize = self.partitions.iter().map(Partition::template_count).sum();
+        let mean_texts = texts as f32 / templates.max(1) as f32;
         for (datasource, partition) in self.catalog.datasources.iter().zip(&self.partitions) {
             for (t, template) in datasource.templates.iter().enumerate() {
                 let examples = template.nl_examples.len();
                 let balance = if settings.balance_templates {
-                    mean_texts / texts[number as usize].max(1) as f32
+                    mean_texts / partition.template_rows(t).count().max(1) as f32
                 } else {
                     1.0
                 };
