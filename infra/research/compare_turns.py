@@ -1,9 +1,10 @@
 """Compare two `switchyard eval --turns-out` files of the same conversation set turn by
 turn (issue 46, item 4): each run's share of turns right, the share right when a
 near-duplicate template's twin counts as right, and the share the turn alone ranks first
-(eval's `without_session`); the difference by kind of turn; and a paired bootstrap over
-dialogues (2,000 resamples, seed 1) giving the 95% interval of the difference, so a gap
-between two encoders can be told from the spread of which dialogues happen to be in dev.
+(eval's `without_session`), and the twin-tolerant share of first turns alone; the
+difference by kind of turn; and a paired bootstrap over dialogues (2,000 resamples, seed
+1) giving the 95% interval of the difference, so a gap between two encoders can be told
+from the spread of which dialogues happen to be in dev.
 
     switchyard --templates templates/sgd eval --dataset ../shared/data/sgd/dev.jsonl \
         --turns-out adapted.jsonl
@@ -69,17 +70,20 @@ def main(argv):
             [(r["session_id"], r["position"]) for r in second]:
         sys.exit("the two files do not hold the same turns in the same order")
     pairs = list(zip(first, second))
-    n = len(pairs)
-    print(f"A = {paths[0]}, B = {paths[1]}, {n} turns")
-    for name, score in measures(twins):
-        a = sum(score(r) for r, _ in pairs)
-        b = sum(score(r) for _, r in pairs)
-        low, high, dialogues = bootstrap(pairs, score)
+    print(f"A = {paths[0]}, B = {paths[1]}, {len(pairs)} turns")
+    firsts = [(a, b) for a, b in pairs if a["kind"] == "first"]
+    rows = [(name, score, pairs) for name, score in measures(twins)]
+    rows.append(("first turns, twin as right", measures(twins)[1][1], firsts))
+    for name, score, subset in rows:
+        n = len(subset)
+        a = sum(score(r) for r, _ in subset)
+        b = sum(score(r) for _, r in subset)
+        low, high, dialogues = bootstrap(subset, score)
         kinds = Counter()
-        for ra, rb in pairs:
+        for ra, rb in subset:
             kinds[ra["kind"]] += score(ra) - score(rb)
         by_kind = ", ".join(f"{k} {kinds[k]:+d}" for k in KINDS)
-        print(f"{name:14s} A {100 * a / n:.2f}  B {100 * b / n:.2f}  A-B {100 * (a - b) / n:+.2f} "
+        print(f"{name:26s} A {100 * a / n:.2f}  B {100 * b / n:.2f}  A-B {100 * (a - b) / n:+.2f} "
               f"({a - b:+d} turns: {by_kind}); 95% over {dialogues} dialogues "
               f"[{low:+.2f}, {high:+.2f}]")
 
