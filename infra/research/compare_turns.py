@@ -63,6 +63,8 @@ def bootstrap(pairs, score, resamples=2000):
 
 def main(argv):
     paths = [a for a in argv if not a.startswith("--")]
+    if len(paths) != 2:
+        sys.exit("usage: compare_turns.py A.jsonl B.jsonl [--no-twins] (two --turns-out files)")
     twins = {} if "--no-twins" in argv else {
         x: y for a, b in SGD_TWINS for x, y in ((a, b), (b, a))}
     first, second = load(paths[0]), load(paths[1])
