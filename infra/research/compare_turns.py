@@ -74,8 +74,9 @@ def main(argv):
     pairs = list(zip(first, second))
     print(f"A = {paths[0]}, B = {paths[1]}, {len(pairs)} turns")
     firsts = [(a, b) for a, b in pairs if a["kind"] == "first"]
-    rows = [(name, score, pairs) for name, score in measures(twins)]
-    rows.append(("first turns, twin as right", measures(twins)[1][1], firsts))
+    scores = measures(twins)
+    rows = [(name, score, pairs) for name, score in scores]
+    rows.append(("first turns, twin as right", dict(scores)["twin as right"], firsts))
     for name, score, subset in rows:
         n = len(subset)
         a = sum(score(r) for r, _ in subset)

@@ -328,21 +328,19 @@ fn balanced_templates_do_not_learn_their_example_counts_as_a_prior() {
             Index::build(catalog, common::embedder().as_ref(), &config, &|_, _| {}).unwrap();
         let query = common::embedder().embed_one("play a song").unwrap();
         let head = index.head.as_ref().unwrap();
-        let numbers = |id: &str| {
-            let mut number = 0;
-            for d in &index.catalog.datasources {
-                for t in &d.templates {
-                    if t.id == id {
-                        return number;
-                    }
-                    number += 1;
-                }
-            }
-            panic!("{id} not in the catalog");
+        // The head numbers templates in catalog order.
+        let number = |id: &str| {
+            index
+                .catalog
+                .datasources
+                .iter()
+                .flat_map(|d| &d.templates)
+                .position(|t| t.id == id)
+                .unwrap_or_else(|| panic!("{id} not in the catalog"))
         };
         let logits = head.logits(&query, 0..head.templates());
         // The log-odds of the larger template over the smaller one.
-        logits[numbers("play_media")] - logits[numbers("play_song")]
+        logits[number("play_media")] - logits[number("play_song")]
     };
     let (by_count, balanced) = (odds(false), odds(true));
     assert!(
