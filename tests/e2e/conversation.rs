@@ -219,7 +219,7 @@ fn an_accepted_offer_routes_to_what_the_assistant_offered() {
 }
 
 #[test]
-fn the_sessions_last_answer_is_the_assistant_turn_when_none_is_sent() {
+fn the_sessions_last_answer_counts_only_for_what_it_asks() {
     let (_cache, server) = demo();
     let chat = Conversation::new(&server, "last-answer");
     let first = chat.ask("How many employees work in Engineering?");
@@ -227,15 +227,36 @@ fn the_sessions_last_answer_is_the_assistant_turn_when_none_is_sent() {
         first["metadata"]["session"]["context"]["assistant"],
         Value::Null
     );
+    // "14 employees work in Engineering." asks nothing: the follow-up is the previous
+    // question's, not the answer's.
     let next = chat.ask("And in Sales?");
-    let said = &next["metadata"]["session"]["context"]["assistant"];
-    // "14 employees work in Engineering." offers nothing, and is about headcounts.
-    assert_eq!(said["offers"], false, "{next}");
-    assert_eq!(said["offered"]["datasource"], "hr", "{next}");
+    assert_eq!(
+        next["metadata"]["session"]["context"]["assistant"],
+        Value::Null,
+        "{next}"
+    );
     assert_eq!(
         next["metadata"]["template_id"], "employees_count_by_department",
         "{next}"
     );
+    // Our answer sent back as `assistant` is known as ours; another agent's text counts.
+    let (_, echoed) = server.post(
+        "/v1/query",
+        json!({"query": "And in Marketing?", "session_id": "last-answer",
+               "assistant": next["content"]}),
+    );
+    assert_eq!(
+        echoed["metadata"]["session"]["context"]["assistant"],
+        Value::Null,
+        "{echoed}"
+    );
+    let (_, theirs) = server.post(
+        "/v1/query",
+        json!({"query": "And in Marketing?", "session_id": "last-answer",
+               "assistant": "I can tell you headcounts by department."}),
+    );
+    let said = &theirs["metadata"]["session"]["context"]["assistant"];
+    assert_eq!(said["offered"]["datasource"], "hr", "{theirs}");
 }
 
 #[test]
@@ -252,5 +273,135 @@ fn a_bad_assistant_field_is_named() {
         );
         assert_eq!(status, 400, "{body}");
         assert_eq!(body["error"]["field"], "assistant", "{body}");
+    }
+}
+
+/// Conversations whose later questions are self-contained and follow a long answer: each
+/// must be routed as it would be alone, not to the template that gave the answer. The
+/// first is issue 66's: on the release before, every later turn went back to the list of
+/// the highest paid.
+const SWITCHES_AFTER_LONG_ANSWERS: [&[(&str, &str)]; 3] = [
+    &[
+        (
+            "who earns the most in sales",
+            "employees_top_paid_in_department",
+        ),
+        ("What is 15% of 200?", "calculator_percentage"),
+        ("what's the date today", "datetime_now"),
+        ("How many Teslas are registered?", "vehicles_count_by_make"),
+    ],
+    &[
+        ("list everyone in Marketing", "employees_list_by_department"),
+        (
+            "what's the average salary in Finance",
+            "salary_average_by_department",
+        ),
+        ("top 3 most popular EV makes", "makes_top_by_registrations"),
+    ],
+    &[
+        (
+            "does my home insurance cover flood damage?",
+            "policy_question",
+        ),
+        (
+            "how many employees are in Engineering?",
+            "employees_count_by_department",
+        ),
+        // The follow-up after the switch continues the new topic.
+        ("and in Sales?", "employees_count_by_department"),
+    ],
+];
+
+/// The template an answer (or an A2A task holding one as data) names.
+fn template_in(value: &Value) -> Option<String> {
+    match value {
+        Value::Object(map) => map
+            .get("template_id")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .or_else(|| map.values().find_map(template_in)),
+        Value::Array(items) => items.iter().find_map(template_in),
+        _ => None,
+    }
+}
+
+fn assert_routed(surface: &str, expected: &[(&str, &str)], got: &[Option<String>]) {
+    let wrong: Vec<String> = expected
+        .iter()
+        .zip(got)
+        .filter(|((_, want), got)| got.as_deref() != Some(*want))
+        .map(|((text, want), got)| format!("{text:?}: {got:?}, not {want}"))
+        .collect();
+    assert!(wrong.is_empty(), "{surface}: {wrong:#?}");
+}
+
+#[test]
+fn a_self_contained_question_after_a_long_answer_switches_in_a_session() {
+    let (_cache, server) = demo();
+    for (n, turns) in SWITCHES_AFTER_LONG_ANSWERS.iter().enumerate() {
+        let chat = Conversation::new(&server, &format!("switches-{n}"));
+        let got: Vec<Option<String>> = turns
+            .iter()
+            .map(|(text, _)| template_in(&chat.ask(text)["metadata"]))
+            .collect();
+        assert_routed("/v1/query", turns, &got);
+    }
+    // The session's own answer offers nothing: it is not evidence about the next turn.
+    let chat = Conversation::new(&server, "own-answer");
+    chat.ask("who earns the most in sales");
+    let next = chat.ask("What is 15% of 200?");
+    assert_eq!(
+        next["metadata"]["session"]["context"]["assistant"],
+        Value::Null,
+        "{next}"
+    );
+}
+
+#[test]
+fn a_self_contained_question_after_a_long_answer_switches_in_a_chat() {
+    let (_cache, server) = demo();
+    for turns in SWITCHES_AFTER_LONG_ANSWERS {
+        let mut messages: Vec<Value> = Vec::new();
+        let mut got = Vec::new();
+        for (text, _) in turns {
+            messages.push(json!({"role": "user", "content": text}));
+            let (status, answer) = server.post(
+                "/v1/chat/completions",
+                json!({"model": "switchyard", "messages": messages}),
+            );
+            assert_eq!(status, 200, "{answer}");
+            got.push(template_in(&answer["switchyard"]));
+            let said = answer["choices"][0]["message"]["content"].clone();
+            messages.push(json!({"role": "assistant", "content": said}));
+        }
+        assert_routed("/v1/chat/completions", turns, &got);
+    }
+}
+
+#[test]
+fn a_self_contained_question_after_a_long_answer_switches_in_an_a2a_context() {
+    let (_cache, server) = demo();
+    for (n, turns) in SWITCHES_AFTER_LONG_ANSWERS.iter().enumerate() {
+        let context_id = format!("a2a-switches-{n}");
+        let got: Vec<Option<String>> = turns
+            .iter()
+            .enumerate()
+            .map(|(t, (text, _))| {
+                let message = json!({
+                    "messageId": format!("{context_id}-{t}"),
+                    "contextId": context_id,
+                    "role": "ROLE_USER",
+                    "parts": [{"text": text}],
+                });
+                let (status, body) = server.post(
+                    "/a2a",
+                    json!({"jsonrpc": "2.0", "id": t, "method": "SendMessage",
+                           "params": {"message": message}}),
+                );
+                assert_eq!(status, 200, "{body}");
+                template_in(&body["result"])
+            })
+            .collect();
+        assert_routed("A2A", turns, &got);
     }
 }

@@ -14,7 +14,7 @@ use switchyard_app::{assemble, in_process_adapters, Edges};
 use switchyard_aws::index::IndexPublishing;
 use switchyard_aws::{
     DynamoFeedbackStore, DynamoRerankCache, DynamoSessionStore, DynamoTopicStore,
-    DynamoWorkflowStore, LambdaInvoker,
+    DynamoTransitionStore, DynamoWorkflowStore, LambdaInvoker,
 };
 use switchyard_catalog::error::Error;
 use switchyard_catalog::template::Catalog;
@@ -32,6 +32,7 @@ use switchyard_index::index::Index;
 use switchyard_routing::router::Router;
 use switchyard_routing::session::{MemorySessionStore, SessionStore};
 use switchyard_routing::topics::TopicStore;
+use switchyard_routing::transitions::TransitionStore;
 use switchyard_s3::IndexLocation;
 use switchyard_s3::{chunks_prefix, documents_chunks, variable_set, S3IndexStore};
 use switchyard_vectors::embed::CachedEmbedder;
@@ -270,6 +271,10 @@ pub async fn cold_start(
             config.sessions.topics.ttl_seconds,
         )) as Arc<dyn TopicStore>
     });
+    // One item of the topics table that every instance adds to.
+    let transitions = settings.topics_table.as_ref().map(|table| {
+        Arc::new(DynamoTransitionStore::new(dynamodb.clone(), table)) as Arc<dyn TransitionStore>
+    });
     let sessions: Arc<dyn SessionStore> = match &settings.sessions_table {
         Some(table) => Arc::new(DynamoSessionStore::new(
             dynamodb,
@@ -315,6 +320,7 @@ pub async fn cold_start(
         feedback,
         workflows,
         topics,
+        transitions,
         schema,
         ..Edges::new(invoker, sessions)
     };

@@ -404,7 +404,7 @@ fn main() -> Result<()> {
         }
         Command::Stats => {
             let router = open_router(templates, index_file, &config)?;
-            stats::run(&router)
+            stats::run(&router, &config.sessions)
         }
         Command::Openapi => {
             print!("{}", switchyard_http::openapi::document_text());

@@ -15,6 +15,7 @@ use switchyard_documents::ChunkIndex;
 use switchyard_routing::router::Router;
 use switchyard_routing::session::SessionStore;
 use switchyard_routing::topics::TopicStore;
+use switchyard_routing::transitions::TransitionStore;
 
 use switchyard_adapters::local::{LlmFeatures, Sections, Sources};
 use switchyard_adapters::LocalAdapters;
@@ -35,6 +36,8 @@ pub struct Edges {
     pub feedback: Option<Arc<dyn FeedbackStore>>,
     pub workflows: Option<Arc<dyn WorkflowStore>>,
     pub topics: Option<Arc<dyn TopicStore>>,
+    /// The deployment's conversation transition counts.
+    pub transitions: Option<Arc<dyn TransitionStore>>,
     /// SQL datasources' tables, searched when no template fits (`index build` wrote them).
     pub schema: Option<ChunkIndex>,
 }
@@ -49,6 +52,7 @@ impl Edges {
             feedback: None,
             workflows: None,
             topics: None,
+            transitions: None,
             schema: None,
         }
     }
@@ -87,6 +91,9 @@ pub fn assemble(
     }
     if let Some(store) = edges.topics {
         service = service.with_topics(store);
+    }
+    if let Some(store) = edges.transitions {
+        service = service.with_transitions(store);
     }
     if let Some(schema) = edges.schema {
         service = service.with_schema(schema);

@@ -1,7 +1,8 @@
 //! The router's AWS edges, each implementing one trait of the layers below:
 //! [`DynamoSessionStore`] (`SessionStore`), [`DynamoRerankCache`] (`RerankCache`),
 //! [`DynamoFeedbackStore`] (`FeedbackStore`), [`DynamoWorkflowStore`] (`WorkflowStore`),
-//! [`DynamoTopicStore`] (`TopicStore`), [`LambdaInvoker`] (`AdapterInvoker`), and
+//! [`DynamoTopicStore`] (`TopicStore`), [`DynamoTransitionStore`] (`TransitionStore`, on the
+//! topics table), [`LambdaInvoker`] (`AdapterInvoker`), and
 //! publishing the index in S3 ([`index::IndexPublishing`], on `switchyard-s3`'s store).
 //! A failed SDK call is an [`AwsError`] naming the call and the table or function, the
 //! SDK's error kept as its source; it reaches callers as the contract's `ContractError`,
@@ -17,6 +18,7 @@ pub mod invoker;
 pub mod rerank_cache;
 pub mod sessions;
 pub mod topics;
+pub mod transitions;
 pub mod workflow;
 
 pub use error::AwsError;
@@ -25,4 +27,5 @@ pub use invoker::LambdaInvoker;
 pub use rerank_cache::DynamoRerankCache;
 pub use sessions::DynamoSessionStore;
 pub use topics::DynamoTopicStore;
+pub use transitions::DynamoTransitionStore;
 pub use workflow::DynamoWorkflowStore;

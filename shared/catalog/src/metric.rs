@@ -46,6 +46,8 @@ pub const SESSION_STORE_ERRORS: &str = "SessionStoreErrors";
 /// Oldest turns dropped to keep a stored session within its size bound.
 pub const SESSION_TURNS_TRIMMED: &str = "SessionTurnsTrimmed";
 pub const TOPIC_STORE_ERRORS: &str = "TopicStoreErrors";
+/// The deployment's transition counts not added to their store (kept for the next try).
+pub const TRANSITION_STORE_ERRORS: &str = "TransitionStoreErrors";
 pub const FEEDBACK_STORE_ERRORS: &str = "FeedbackStoreErrors";
 pub const WORKFLOW_STORE_ERRORS: &str = "WorkflowStoreErrors";
 pub const WORKFLOWS_BUSY: &str = "WorkflowsBusy";
@@ -88,6 +90,7 @@ pub const ALL: &[&str] = &[
     SESSION_STORE_ERRORS,
     SESSION_TURNS_TRIMMED,
     TOPIC_STORE_ERRORS,
+    TRANSITION_STORE_ERRORS,
     FEEDBACK_STORE_ERRORS,
     WORKFLOW_STORE_ERRORS,
     WORKFLOWS_BUSY,

@@ -254,6 +254,8 @@ fn question(request: &ChatRequest, owner: String) -> Result<Question, ApiError> 
         datasources: request.datasources.clone(),
         owner,
         assistant,
+        // A chat's assistant messages are the answers we gave it.
+        assistant_is_ours: true,
         ..Question::default()
     })
 }
@@ -272,6 +274,7 @@ fn history(request: &ChatRequest, question: &Question) -> Vec<Question> {
             ChatRole::User => turns.push(Question {
                 query: message.content.text(),
                 assistant: assistant.take(),
+                assistant_is_ours: true,
                 datasources: question.datasources.clone(),
                 owner: question.owner.clone(),
                 ..Question::default()

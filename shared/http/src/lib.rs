@@ -114,6 +114,8 @@ fn question(body: QueryRequest, owner: String) -> Question {
         fusion: body.fusion,
         filters: body.filters.unwrap_or_default(),
         assistant: body.assistant,
+        // The caller's text; the same text as the session's last answer is known as ours.
+        assistant_is_ours: false,
     }
 }
 
@@ -137,7 +139,9 @@ async fn stats(
     State(service): State<Shared>,
     Authorized { access, .. }: Authorized,
 ) -> Json<Stats> {
-    Json(Render(service.router()).stats(&access))
+    let rates = service.transition_rates();
+    let config = &service.config().sessions.transitions;
+    Json(Render(service.router()).stats(&access, (&rates, config)))
 }
 
 /// Route only: every match with its stage scores, the decision and the configuration.

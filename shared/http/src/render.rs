@@ -9,8 +9,10 @@ use switchyard_core::service::{Answer, Execution, Routed, SessionUse};
 use switchyard_documents::schema::SchemaContext;
 use switchyard_index::index::DriftStatus;
 use switchyard_index::scoring::Weights;
+use switchyard_routing::config::TransitionsConfig;
 use switchyard_routing::router::{Match, Router, Routing, StageTimings};
 use switchyard_routing::session::{ContextReport, Weighted};
+use switchyard_routing::transitions::TransitionRates;
 
 use crate::wire::*;
 
@@ -47,7 +49,13 @@ impl Render<'_> {
     }
 
     /// Templates per datasource and the configuration in force, for allowed datasources only.
-    pub fn stats(&self, access: &switchyard_catalog::auth::Access) -> Stats {
+    /// `transitions`: the service's rates (`Service::transition_rates`), with the
+    /// `sessions.transitions` section they were learned under.
+    pub fn stats(
+        &self,
+        access: &switchyard_catalog::auth::Access,
+        transitions: (&TransitionRates, &TransitionsConfig),
+    ) -> Stats {
         let index = self.0.index();
         let child_adapters: BTreeMap<String, AdapterStats> = index
             .catalog
@@ -97,6 +105,7 @@ impl Render<'_> {
                 templates_hash: index.manifest.templates_hash.clone(),
                 built_at: index.manifest.built_at,
             },
+            transitions: transition_stats(transitions.0, transitions.1),
         }
     }
 
@@ -470,6 +479,7 @@ fn session_context(report: &ContextReport) -> SessionContext {
         previous_question: report.previous_question,
         turn: report.turn.as_ref().map(hypothesis),
         context: report.context.as_ref().map(hypothesis),
+        self_contained: report.self_contained,
         topic_words: report.topic_words,
         topic_boost: report.topic_boost,
         assistant: report.assistant.as_ref().map(|a| AssistantContext {
@@ -478,6 +488,26 @@ fn session_context(report: &ContextReport) -> SessionContext {
             evidence_power: a.evidence_power,
             prior_weight: a.prior_weight,
         }),
+    }
+}
+
+fn transition_stats(rates: &TransitionRates, config: &TransitionsConfig) -> TransitionStats {
+    let shares = |s: &switchyard_routing::transitions::TransitionShares| TransitionShares {
+        stay: s.stay,
+        same_datasource: s.same_datasource,
+        other_datasource: s.other_datasource,
+    };
+    let observed = rates.observed;
+    TransitionStats {
+        learn: config.learn,
+        prior_turns: config.prior_turns,
+        observed: TransitionCounts {
+            stay: observed.stay,
+            same_datasource: observed.same_datasource,
+            other_datasource: observed.other_datasource,
+        },
+        configured: shares(&rates.configured),
+        learned: shares(&rates.learned),
     }
 }
 

@@ -26,6 +26,23 @@ pub struct SessionsConfig {
     pub context: ContextConfig,
     #[validate(nested)]
     pub topics: TopicsConfig,
+    #[validate(nested)]
+    pub transitions: TransitionsConfig,
+}
+
+/// How often this deployment's conversations stay or switch, learned from its sessions
+/// (`crate::transitions`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Validate)]
+#[serde(deny_unknown_fields)]
+pub struct TransitionsConfig {
+    /// Off: transitions are still counted (and shown), the configured weights stay in force.
+    pub learn: bool,
+    /// The configured weights count as this many turns beside the counted ones.
+    pub prior_turns: usize,
+    /// An instance adds its new counts to the shared store (and reads everyone's) at most
+    /// this often; in memory, at every turn.
+    #[validate(range(min = 1, message = "must be at least 1"))]
+    pub flush_seconds: u64,
 }
 
 /// A caller's topic words across its sessions, a weak prior (`switchyard_core::topics`).
@@ -109,6 +126,10 @@ pub struct ContextConfig {
     /// ... by this factor on its templates' prior.
     #[validate(custom(function = "positive"))]
     pub preference_weight: f32,
+    /// A turn whose own routing executes on a template at least this likely stands against
+    /// the conversation: a self-contained question switches whatever the stay prior says.
+    #[validate(custom(function = "unit"))]
+    pub self_contained_probability: f32,
     /// The context's winner is executed only with at least this probability.
     #[validate(custom(function = "unit"))]
     pub min_probability: f32,
@@ -134,6 +155,7 @@ pub enum Decoding {
 switchyard_catalog::default_from_embedded! {
     SessionsConfig => "sessions",
     TopicsConfig => "sessions.topics",
+    TransitionsConfig => "sessions.transitions",
     ContextConfig => "sessions.context",
 }
 

@@ -74,6 +74,15 @@ pub struct Weighted {
     pub probability: f32,
 }
 
+impl Weighted {
+    pub fn template_ref(&self) -> TemplateRef {
+        TemplateRef {
+            datasource: self.datasource.clone(),
+            template_id: self.template_id.clone(),
+        }
+    }
+}
+
 /// What the session contributed to a routing, for `metadata.session` and `/v1/route`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ContextReport {
@@ -95,6 +104,8 @@ pub struct ContextReport {
     pub turn: Option<Weighted>,
     /// The context hypothesis: the likeliest template after the filter.
     pub context: Option<Weighted>,
+    /// The turn alone was sure enough to stand against the context, which it disagreed with.
+    pub self_contained: bool,
     /// The caller's topic words known (`switchyard_core::topics`; 0 without).
     pub topic_words: usize,
     /// The topic prior factor on the context's template (1 = none), with topics.

@@ -36,12 +36,14 @@ use switchyard_routing::session::{
     AssistantReport, ContextReport, ContextUsed, TemplateRef, Turn, TurnOutcome, Weighted,
 };
 use switchyard_routing::topics::Topics;
+use switchyard_routing::transitions::Transition;
+use switchyard_text::params::extract;
 
 mod texts;
 
 pub use texts::{
-    accepts, assistant_question, assistant_text, holds_cue, joint_question, offer_text,
-    AssistantTurn, ContextTexts, MAX_ASSISTANT_CHARS,
+    accepts, asked_text, assistant_question, assistant_text, holds_cue, joint_question, offer_text,
+    AssistantTurn, ContextTexts, Said, MAX_ASSISTANT_CHARS,
 };
 
 /// One template's evidence in this turn.
@@ -63,6 +65,9 @@ pub struct Contextualized {
     pub routing: Routing,
     pub report: ContextReport,
     pub belief: Vec<Weighted>,
+    /// Where the conversation went from the previous turn, when this turn was sure of
+    /// itself alone and the previous one executed: a label for the deployment's rates.
+    pub transition: Option<Transition>,
 }
 
 /// Route a turn with its session: `own` is the question's routing, `joint` the routing of
@@ -151,6 +156,7 @@ pub fn contextualize(
         previous_question: joint.is_some(),
         turn: turn_best,
         context: belief.first().cloned(),
+        self_contained: false,
         topic_words: topics.map_or(0, |t| t.words.len()),
         topic_boost,
         assistant: assistant.map(|a| AssistantReport {
@@ -161,10 +167,33 @@ pub fn contextualize(
         }),
     };
     let kept: Vec<Weighted> = belief.iter().take(config.belief_size).cloned().collect();
+    let sure = self_contained(&own, config);
+    // What the turn meant, by its text alone: its own routing when sure, else the joint
+    // one's ("and in Sales?" with the question before it) when that is sure. Never the
+    // filter's decision, which would learn the stay prior back from itself.
+    let labelled = own.selected_match().filter(|_| sure).or_else(|| {
+        joint
+            .filter(|j| self_contained(j, config))?
+            .selected_match()
+    });
+    let transition = previous
+        .filter(|p| p.outcome == TurnOutcome::Execute)
+        .and_then(template_of)
+        .zip(labelled)
+        .map(|(from, to)| {
+            if from == to.template_ref() {
+                Transition::Stay
+            } else if from.datasource == to.datasource {
+                Transition::SameDatasource
+            } else {
+                Transition::OtherDatasource
+            }
+        });
     let contextualized = |routing: Routing, report: ContextReport| Contextualized {
         routing,
         report,
         belief: kept.clone(),
+        transition,
     };
     // A first turn has only the caller's topics, and what the assistant said, for context.
     if !config.enabled || (previous.is_none() && topics.is_none() && assistant.is_none()) {
@@ -182,6 +211,64 @@ pub fn contextualize(
             }
             return contextualized(own, report);
         }
+    }
+    // After a request for a missing parameter, the turn answers it ("Engineering"), unless
+    // it is a question sure of itself elsewhere that gives none of what was asked.
+    let pending = previous
+        .filter(|p| p.outcome == TurnOutcome::NeedsClarification)
+        .and_then(|p| Some((p, template_of(p)?)));
+    if let Some((asked, template)) = pending {
+        let elsewhere = sure
+            && own
+                .selected_match()
+                .is_some_and(|m| m.template_ref() != template);
+        if !elsewhere || fills_request(router, asked, &template, &own.query) {
+            let mut routing = own.clone();
+            select(&mut routing, &others, &template);
+            if routing
+                .selected_match()
+                .is_some_and(|m| m.template_ref() == template)
+            {
+                report.used = ContextUsed::PendingParameter;
+                return contextualized(routing, report);
+            }
+        }
+    }
+    // A question that is sure of itself is answered on its own, whatever the stay prior
+    // says ("What is 15% of 200?" after a list of employees); the conversation starts
+    // afresh from it. Not right after a clarify of ours: the turn answers it.
+    let after_clarify = previous.is_some_and(|p| p.outcome == TurnOutcome::Clarify);
+    let disagrees = belief.first().is_some_and(|top| {
+        !own.selected_match()
+            .is_some_and(|m| m.template_ref() == top.template_ref())
+    });
+    if disagrees && !after_clarify && sure {
+        let fresh = follow(
+            config,
+            Prior {
+                previous: &[],
+                weight: 0.0,
+                preferred: None,
+                tilts: &tilts,
+                offer_weight: 0.0,
+            },
+            &evidence,
+            power,
+        );
+        report.used = ContextUsed::Turn;
+        report.self_contained = true;
+        for m in &mut own.matches {
+            m.context_probability = belief
+                .iter()
+                .find(|b| b.datasource == m.datasource && b.template_id == m.template_id)
+                .map(|b| b.probability);
+        }
+        return Contextualized {
+            routing: own,
+            report,
+            belief: fresh.into_iter().take(config.belief_size).collect(),
+            transition,
+        };
     }
     if let Some(top) = belief.first() {
         let chosen = TemplateRef {
@@ -220,6 +307,36 @@ pub fn contextualize(
             .map(|b| b.probability);
     }
     contextualized(own, report)
+}
+
+/// Whether a turn's own routing is sure enough to stand against the conversation: it
+/// executes, on a template at least `self_contained_probability` likely.
+fn self_contained(own: &Routing, config: &ContextConfig) -> bool {
+    own.outcome == Outcome::Execute
+        && own
+            .selected_match()
+            .is_some_and(|m| probability_of(m) >= config.self_contained_probability)
+}
+
+/// Whether `query` gives a value for every required parameter of `template` that the turn
+/// `asked` lacked (what its `needs_clarification` asked for).
+fn fills_request(router: &Router, asked: &Turn, template: &TemplateRef, query: &str) -> bool {
+    let Some(template) = router
+        .index()
+        .catalog
+        .datasource(&template.datasource)
+        .and_then(|d| d.templates.iter().find(|t| t.id == template.template_id))
+    else {
+        return false;
+    };
+    let given = extract(template, query, &Map::new()).parameters;
+    let lacking: Vec<&str> = template
+        .parameters
+        .iter()
+        .filter(|p| p.required && !asked.parameters.contains_key(&p.name))
+        .map(|p| p.name.as_str())
+        .collect();
+    !lacking.is_empty() && lacking.iter().all(|name| given.contains_key(*name))
 }
 
 /// The turn worth recording for a routing: its template, outcome and the conversation's

@@ -383,3 +383,58 @@ fn a_declined_template_is_not_offered() {
     assert_eq!(own.outcome, Outcome::NoMatch);
     assert_eq!(own.best().unwrap().template_id, "balance");
 }
+
+fn cues() -> Vec<String> {
+    Config::default().sessions.context.offer_cues
+}
+
+#[test]
+fn our_answer_is_evidence_only_for_what_it_asks() {
+    let cues = cues();
+    // An answer that only answers says nothing about the next question.
+    assert_eq!(
+        asked_text("Highest paid in Sales: 1. Olivia Torres (142,000)", &cues),
+        None
+    );
+    assert_eq!(asked_text("15% of 200 is **30**", &cues), None);
+    // An offer: from its sentence on.
+    assert_eq!(
+        asked_text(
+            "15% of 200 is 30. Would you like the headcount of Sales too?",
+            &cues
+        )
+        .as_deref(),
+        Some("Would you like the headcount of Sales too?")
+    );
+    // A question it ends with (a clarify), whole though its choices hold points.
+    assert_eq!(
+        asked_text(
+            "Sales has 12 people. Which did you mean: \"Count, e.g. 2.5\", or \"List\"?",
+            &cues
+        )
+        .as_deref(),
+        Some("Which did you mean: \"Count, e.g. 2.5\", or \"List\"?")
+    );
+    // The caller's assistant is evidence whole; ours only for what it asks.
+    let text = "There are 10 restaurants in San Jose.";
+    assert_eq!(Said::Whole(text).evidence(&cues).as_deref(), Some(text));
+    assert_eq!(Said::OwnAnswer(text).evidence(&cues), None);
+}
+
+#[test]
+fn a_turn_sure_of_itself_is_self_contained() {
+    let c = config();
+    let mut own = routing(&[("tools", "calculator_percentage"), ("hr", "top_paid")]);
+    own.outcome = Outcome::Execute;
+    own.selected = Some(0);
+    own.matches[0].scores.probability = Some(c.self_contained_probability + 0.05);
+    assert!(self_contained(&own, &c));
+    own.matches[0].scores.probability = Some(c.self_contained_probability - 0.05);
+    assert!(
+        !self_contained(&own, &c),
+        "unsure: the conversation decides"
+    );
+    own.matches[0].scores.probability = Some(0.99);
+    own.outcome = Outcome::Clarify;
+    assert!(!self_contained(&own, &c), "only a turn that executes alone");
+}

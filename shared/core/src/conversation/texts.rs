@@ -58,6 +58,61 @@ pub fn assistant_question(assistant: &str, query: &str) -> String {
     format!("{said} {query}")
 }
 
+/// What the assistant said before a turn, and who said it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Said<'a> {
+    /// The caller's assistant (another agent, a chat application's own model), or a
+    /// request of ours for a missing parameter: all of it is evidence about the turn.
+    Whole(&'a str),
+    /// Switchyard's own previous answer (a session's last answer, a chat history's
+    /// assistant message). An answer is the output of the template that produced it: routed,
+    /// it votes for that template whatever the next question asks, a loop. Only an offer or a
+    /// question it ends with is evidence (`asked_text`).
+    OwnAnswer(&'a str),
+}
+
+impl<'a> Said<'a> {
+    /// The part of it that is evidence about the turn, if any.
+    pub fn evidence(self, offer_cues: &[String]) -> Option<String> {
+        match self {
+            Said::Whole(text) => Some(offer_text(text, offer_cues)),
+            Said::OwnAnswer(text) => asked_text(text, offer_cues),
+        }
+    }
+}
+
+/// What an answer asks of the caller: from its offer on (one of `offer_cues`), else its
+/// last sentence when that is a question ("Which did you mean: the headcount, or the
+/// budget?"); none for an answer that only answers.
+pub fn asked_text(answer: &str, offer_cues: &[String]) -> Option<String> {
+    if holds_cue(answer, offer_cues) {
+        return Some(offer_text(answer, offer_cues));
+    }
+    let trimmed =
+        answer.trim_end_matches(|c: char| c.is_whitespace() || matches!(c, '*' | '_' | '`' | ')'));
+    if !trimmed.ends_with('?') {
+        return None;
+    }
+    // The question's sentence starts after the last ". ", "! " or "? " before a capital,
+    // or a line break (not after the points of "e.g. 2.5").
+    let body = &trimmed[..trimmed.len() - 1];
+    let chars: Vec<(usize, char)> = body.char_indices().collect();
+    let start = (0..chars.len())
+        .filter(|&i| {
+            let (_, c) = chars[i];
+            let next = chars.get(i + 1).map(|&(_, c)| c);
+            let after = chars.get(i + 2).map(|&(_, c)| c);
+            c == '\n'
+                || (matches!(c, '.' | '!' | '?')
+                    && next.is_some_and(char::is_whitespace)
+                    && after.is_some_and(char::is_uppercase))
+        })
+        .map(|i| chars[i].0 + chars[i].1.len_utf8())
+        .next_back()
+        .unwrap_or(0);
+    Some(assistant_text(trimmed[start..].trim_start()))
+}
+
 /// Whether the assistant's text holds one of `cues` (an offer: "Would you like to book a
 /// table?").
 pub fn holds_cue(assistant: &str, cues: &[String]) -> bool {
@@ -87,17 +142,19 @@ pub struct ContextTexts {
 impl ContextTexts {
     /// For a turn `query` after `turns`, when the assistant said `assistant` before it
     /// (from its offer on, when it makes one: the answer before the offer is the last
-    /// turn's). Nothing from the assistant when context is off or its text is blank.
+    /// turn's; of our own answer, only what it asks: `Said`). Nothing from the assistant
+    /// when context is off or its text is blank.
     pub fn of(
         turns: &[Turn],
         query: &str,
-        assistant: Option<&str>,
+        assistant: Option<Said<'_>>,
         config: &SessionsConfig,
     ) -> ContextTexts {
         let said = assistant
-            .filter(|s| !s.trim().is_empty() && config.context.enabled)
+            .filter(|_| config.context.enabled)
+            .and_then(|said| said.evidence(&config.context.offer_cues))
+            .filter(|said| !said.trim().is_empty())
             .map(|said| {
-                let said = offer_text(said, &config.context.offer_cues);
                 let with_turn = assistant_question(&said, query);
                 (said, with_turn)
             });

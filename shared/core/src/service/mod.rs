@@ -7,6 +7,7 @@
 mod execution;
 mod routed;
 mod sessions;
+mod transitions;
 mod workflows;
 
 use execution::Executed;
@@ -20,7 +21,8 @@ use serde_json::Map;
 
 use crate::config::Config;
 use crate::conversation::{
-    contextualize, AssistantTurn, ContextTexts, Contextualized, MAX_ASSISTANT_CHARS,
+    assistant_text, contextualize, AssistantTurn, ContextTexts, Contextualized, Said,
+    MAX_ASSISTANT_CHARS,
 };
 use crate::error::Result;
 use crate::error::ServiceError;
@@ -39,10 +41,17 @@ use switchyard_catalog::metric;
 use switchyard_contract::adapter::{AdapterInvoker, AdapterResponse};
 use switchyard_documents::schema::{schema_context, SchemaContext};
 use switchyard_documents::ChunkIndex;
+use switchyard_routing::config::SessionsConfig;
 use switchyard_routing::router::{Outcome, Router, Routing};
-use switchyard_routing::session::{ContextReport, ContextUsed, SessionStore, Weighted};
+use switchyard_routing::session::{
+    ContextReport, ContextUsed, SessionStore, Turn, TurnOutcome, Weighted,
+};
 use switchyard_routing::topics::{MemoryTopicStore, TopicStore};
+use switchyard_routing::transitions::{
+    MemoryTransitionStore, Transition, TransitionRates, TransitionStore,
+};
 use switchyard_text::keywords::TermExpansion;
+use transitions::LearnedTransitions;
 pub use workflows::Orchestrated;
 
 /// Longest session id accepted.
@@ -68,6 +77,10 @@ pub struct Question {
     /// What the assistant said just before this question (a chat application's last
     /// assistant message); without it, a session's last answer plays that part.
     pub assistant: Option<String>,
+    /// Whether `assistant` is one of Switchyard's own answers (a chat history's assistant
+    /// messages are): then only what it asks is evidence (`conversation::Said`). The
+    /// session's last answer is known to be ours without it.
+    pub assistant_is_ours: bool,
 }
 
 impl Question {
@@ -158,6 +171,8 @@ pub struct Service {
     feedback: Arc<dyn FeedbackStore>,
     workflows: Arc<dyn WorkflowStore>,
     topics: Arc<dyn TopicStore>,
+    /// How this deployment's conversations move, learned from its sessions.
+    transitions: LearnedTransitions,
     splitter: Option<Arc<dyn QuestionSplitter>>,
     /// SQL datasources' tables, searched when no template fits.
     schema: Option<ChunkIndex>,
@@ -180,6 +195,10 @@ impl Service {
         let topics = MemoryTopicStore::new(&config.sessions.topics, capacity);
         // Every request names the catalog it was routed with (the adapter function checks).
         let invoker = Arc::new(RoutedWith::new(invoker, &router.index().catalog));
+        let transitions = LearnedTransitions::new(
+            Arc::new(MemoryTransitionStore::default()),
+            templates_per_datasource(&router),
+        );
         Service {
             decomposer: Decomposer::new(&router.index().catalog, &config.orchestration),
             config,
@@ -190,6 +209,7 @@ impl Service {
             feedback: Arc::new(MemoryFeedbackStore::new(capacity)),
             workflows: Arc::new(MemoryWorkflowStore::default()),
             topics: Arc::new(topics),
+            transitions,
             splitter: None,
             schema: None,
         }
@@ -251,6 +271,17 @@ impl Service {
     pub fn with_topics(mut self, store: Arc<dyn TopicStore>) -> Self {
         self.topics = store;
         self
+    }
+
+    /// Keep the deployment's transition counts in this store (DynamoDB on AWS).
+    pub fn with_transitions(mut self, store: Arc<dyn TransitionStore>) -> Self {
+        self.transitions = LearnedTransitions::new(store, templates_per_datasource(&self.router));
+        self
+    }
+
+    /// How this deployment's conversations move, as this instance knows now (`/v1/stats`).
+    pub fn transition_rates(&self) -> TransitionRates {
+        self.transitions.rates(&self.config.sessions)
     }
 
     /// Keep decisions and feedback in this store (DynamoDB on AWS).
@@ -439,8 +470,12 @@ impl Service {
         may_split: bool,
     ) -> Result<Routed> {
         let access = self.access_for(question, access)?;
-        let (routing, context_report, belief) =
-            self.route_turn(question, &access, context, now).await?;
+        let TurnRouted {
+            routing,
+            context: context_report,
+            belief,
+            transition,
+        } = self.route_turn(question, &access, context, now).await?;
         record_routing(&routing, question);
         let schema = match routing.outcome {
             Outcome::NoMatch => run_blocking(|| self.schema_context(&question.query, &access)),
@@ -450,6 +485,7 @@ impl Service {
             routing,
             context: context_report,
             belief,
+            transition,
             schema,
             decomposition: None,
             plan: None,
@@ -484,13 +520,9 @@ impl Service {
         access: &Access,
         context: &TurnContext,
         now: i64,
-    ) -> Result<(Routing, Option<ContextReport>, Vec<Weighted>)> {
+    ) -> Result<TurnRouted> {
         let turns = context.turns();
-        // What the assistant said before: the caller's, else the session's last answer.
-        let said = question
-            .assistant
-            .as_deref()
-            .or_else(|| turns.and_then(|t| t.last()?.answer.as_deref()));
+        let said = said(question, turns.and_then(|t| t.last()));
         let texts = ContextTexts::of(
             turns.unwrap_or_default(),
             &question.query,
@@ -519,15 +551,26 @@ impl Service {
             .as_ref()
             .map(|(alone, with_turn)| AssistantTurn { alone, with_turn });
         if turns.is_none() && assistant.is_none() {
-            return Ok((own, None, Vec::new()));
+            return Ok(TurnRouted {
+                routing: own,
+                context: None,
+                belief: Vec::new(),
+                transition: None,
+            });
         }
+        // The filter moves at the rates this deployment's sessions showed.
+        let sessions = SessionsConfig {
+            context: self.transition_rates().apply(&self.config.sessions.context),
+            ..self.config.sessions.clone()
+        };
         let Contextualized {
             routing,
             report,
             belief,
+            transition,
         } = contextualize(
             &self.router,
-            &self.config.sessions,
+            &sessions,
             own,
             joint.as_ref(),
             assistant,
@@ -535,7 +578,50 @@ impl Service {
             context.topics.as_ref(),
             now,
         );
-        Ok((routing, Some(report), belief))
+        Ok(TurnRouted {
+            routing,
+            context: Some(report),
+            belief,
+            transition,
+        })
+    }
+}
+
+/// A turn routed, in its conversation when it has one.
+struct TurnRouted {
+    routing: Routing,
+    context: Option<ContextReport>,
+    belief: Vec<Weighted>,
+    /// Where the conversation went, when the turn was sure of itself alone.
+    transition: Option<Transition>,
+}
+
+/// The catalog's datasources' template counts.
+fn templates_per_datasource(router: &Router) -> Vec<usize> {
+    let catalog = &router.index().catalog;
+    catalog
+        .datasources
+        .iter()
+        .map(|d| d.templates.len())
+        .collect()
+}
+
+/// What the assistant said before the question: the caller's text, else the session's
+/// last answer. Our own answer (the session's, the same text sent back, or one the caller
+/// says is ours) is evidence only for what it asks, unless it asked for a missing parameter.
+fn said<'a>(question: &'a Question, last: Option<&'a Turn>) -> Option<Said<'a>> {
+    let answered = |text: &'a str, turn: &Turn| match turn.outcome {
+        TurnOutcome::NeedsClarification => Said::Whole(text),
+        _ => Said::OwnAnswer(text),
+    };
+    match (question.assistant.as_deref(), last) {
+        (Some(text), Some(turn)) if turn.answer.as_deref() == Some(&*assistant_text(text)) => {
+            Some(answered(text, turn))
+        }
+        (Some(text), _) if question.assistant_is_ours => Some(Said::OwnAnswer(text)),
+        (Some(text), _) => Some(Said::Whole(text)),
+        (None, Some(turn)) => turn.answer.as_deref().map(|text| answered(text, turn)),
+        (None, None) => None,
     }
 }
 

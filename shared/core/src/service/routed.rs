@@ -7,6 +7,7 @@ use switchyard_documents::schema::SchemaContext;
 use switchyard_routing::router::Routing;
 use switchyard_routing::session::{ContextReport, Turn, Weighted};
 use switchyard_routing::topics::Topics;
+use switchyard_routing::transitions::Transition;
 
 /// A routed question: the routing that stands and what was learned around it.
 #[derive(Debug)]
@@ -17,6 +18,9 @@ pub struct Routed {
     pub context: Option<ContextReport>,
     /// The conversation's belief after this turn, kept with the turn.
     pub belief: Vec<Weighted>,
+    /// Where the conversation went from the previous turn, when this one was sure of
+    /// itself alone: counted into the deployment's transition rates once it is recorded.
+    pub transition: Option<Transition>,
     /// With `no_match` and SQL schemas indexed: the tables that could answer.
     pub schema: Option<SchemaContext>,
     /// What detection and decomposition found (absent when orchestration is off, the

@@ -64,7 +64,9 @@ impl Service {
                 turns: Ok(Some(turns.clone())),
                 topics: None,
             };
-            let (routing, _, belief) = self.route_turn(question, &access, &before, now).await?;
+            // Replayed at every request: counts no transition.
+            let routed = self.route_turn(question, &access, &before, now).await?;
+            let (routing, belief) = (routed.routing, routed.belief);
             let (outcome, parameters) = unexecuted_result(&self.router, &routing, &turns);
             let mut turn = turn_of(&routing, &belief, outcome, parameters, sessions, now);
             // Never stored: the next turn's joint text needs it whatever `store_text` says.
@@ -115,6 +117,9 @@ impl Service {
             metrics::counter!(metric::SESSION_STORE_ERRORS).increment(1);
             tracing::warn!(session_id = %id, error = %e, "turn not saved");
         }
+        // Counted once the turn is kept: a turn the session lost taught nothing.
+        let transition = routed.transition.filter(|_| saved.is_ok());
+        self.transitions.record(transition, sessions, now).await;
         if let (TurnOutcome::Execute, Some(topics)) = (outcome, context.topics) {
             self.remember_topics(question, topics, now).await;
         }

@@ -19,11 +19,12 @@ use serde::Serialize;
 
 use crate::error::Result;
 use switchyard_core::conversation::{
-    contextualize, turn_of, unexecuted_outcome, AssistantTurn, ContextTexts,
+    contextualize, turn_of, unexecuted_outcome, AssistantTurn, ContextTexts, Said,
 };
 use switchyard_routing::config::SessionsConfig;
 use switchyard_routing::router::{Router, Routing};
 use switchyard_routing::session::{push_bounded, Turn};
+use switchyard_routing::transitions::{TransitionCounts, TransitionRates};
 
 use crate::{ratio, Embedded, LabeledQuery};
 pub use ceiling::ErrorSplit;
@@ -177,8 +178,23 @@ fn in_session(
     let mut tally = Tally::default();
     let mut ceiling = Ceiling::default();
     let mut records = Vec::new();
+    // The deployment's transition rates, learned as the service learns them: from the
+    // turns replayed so far (every conversation's earlier waves).
+    let sizes: Vec<usize> = router
+        .index()
+        .catalog
+        .datasources
+        .iter()
+        .map(|d| d.templates.len())
+        .collect();
+    let mut observed = TransitionCounts::default();
     for wave in 0..longest {
         let now = SECONDS_PER_TURN * wave as i64;
+        let rates = TransitionRates::new(&config.context, &config.transitions, &sizes, observed);
+        let learned = SessionsConfig {
+            context: rates.apply(&config.context),
+            ..config.clone()
+        };
         let active: Vec<usize> = (0..conversations.len())
             .filter(|&c| wave < conversations[c].len())
             .collect();
@@ -186,7 +202,12 @@ fn in_session(
             .iter()
             .map(|&c| {
                 let query = conversations[c][wave].query;
-                let said = query.assistant.as_deref().filter(|_| assistant);
+                // A data set's assistant turns are another agent's: all of each is evidence.
+                let said = query
+                    .assistant
+                    .as_deref()
+                    .filter(|_| assistant)
+                    .map(Said::Whole);
                 ContextTexts::of(&turns[c], &query.text, said, config)
             })
             .collect();
@@ -206,7 +227,10 @@ fn in_session(
             // What the oracle picks a new template from: the turn read as the session reads it.
             let evidence = said.map_or(routings.own(c, wave), |s| s.with_turn);
             let contextualized =
-                contextualize(router, config, own, joint, said, &turns[c], None, now);
+                contextualize(router, &learned, own, joint, said, &turns[c], None, now);
+            if let Some(transition) = contextualized.transition {
+                observed.add(transition);
+            }
             let routing = &contextualized.routing;
             let seen = Seen {
                 own: routings.own(c, wave),

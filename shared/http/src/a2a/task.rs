@@ -90,7 +90,9 @@ pub(crate) async fn send(
         fusion: None,
         filters: Default::default(),
         owner: authorized.owner.clone(),
+        // The context's last answer, ours, plays the assistant's turn.
         assistant: None,
+        assistant_is_ours: false,
     };
     let answer = service
         .query(&question, &authorized.access)

@@ -16,7 +16,8 @@ mod split;
 
 pub use route::{
     AdapterStats, IndexStats, MatchReport, RouteConfiguration, RouteReport, RoutingDecision,
-    ScoringWeights, Stats, StatsConfiguration, TemplateRef,
+    ScoringWeights, Stats, StatsConfiguration, TemplateRef, TransitionCounts, TransitionShares,
+    TransitionStats,
 };
 pub(crate) use score::{millis, millis_option, score};
 pub use split::{
@@ -249,6 +250,9 @@ pub struct SessionContext {
     pub turn: Option<Hypothesis>,
     /// The conversation's likeliest template and its probability.
     pub context: Option<Hypothesis>,
+    /// Whether the question was sure enough alone to stand against the conversation
+    /// (`sessions.context.self_contained_probability`); the conversation starts afresh from it.
+    pub self_contained: bool,
     /// The caller's topic words known (kept across its sessions; 0 without).
     pub topic_words: usize,
     /// The topics' prior factor on the conversation's template (1 = none); absent

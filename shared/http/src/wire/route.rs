@@ -122,6 +122,40 @@ pub struct Stats {
     /// The stages' settings as configured.
     pub multistage_selection: Map<String, Value>,
     pub index: IndexStats,
+    /// How this deployment's conversations move (`sessions.transitions`).
+    pub transitions: TransitionStats,
+}
+
+/// The transitions between consecutive turns counted from sessions (turns sure of
+/// themselves alone), the shares the configured weights imply for this catalog, and the
+/// shares in force: the counts smoothed toward the configured ones by `prior_turns`.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct TransitionStats {
+    /// Off: counted and shown, the configured weights in force.
+    pub learn: bool,
+    pub prior_turns: usize,
+    pub observed: TransitionCounts,
+    pub configured: TransitionShares,
+    pub learned: TransitionShares,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct TransitionCounts {
+    pub stay: u64,
+    pub same_datasource: u64,
+    pub other_datasource: u64,
+}
+
+/// Shares of the next turns: staying on the template, moving within its datasource, or
+/// to another one.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct TransitionShares {
+    #[serde(serialize_with = "score")]
+    pub stay: f32,
+    #[serde(serialize_with = "score")]
+    pub same_datasource: f32,
+    #[serde(serialize_with = "score")]
+    pub other_datasource: f32,
 }
 
 #[derive(Debug, Clone, Serialize, ToSchema)]
