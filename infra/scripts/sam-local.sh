@@ -20,8 +20,8 @@
 #   4. `sam local invoke` of the router with events/*.json (API Gateway HTTP API v2), and
 #      of the tools, hr, ev and policies adapters with events/adapter-*.json.
 #   5. `sam local start-api` on 127.0.0.1 (warm containers) answers /v1/health,
-#      /v1/route, /v1/query and /v1/openapi.json, checked against openapi.json
-#      (sam_api_check.py).
+#      /v1/route, /v1/query and /v1/openapi.json, checked against openapi.json, and the
+#      A2A agent: its card and `POST /a2a` answering a completed task (sam_api_check.py).
 # Environment: SAM_LOCAL_PORT (default 3300) for start-api; SWITCHYARD_BIN, the CLI
 # (default target/debug/switchyard); SWITCHYARD_CACHE_DIR as for every script. Needs
 # docker, the AWS tools (aws-tools.sh) and the CLI built (cargo build --workspace --bins).

@@ -381,6 +381,7 @@ fn a_self_contained_question_after_a_long_answer_switches_in_a_chat() {
 #[test]
 fn a_self_contained_question_after_a_long_answer_switches_in_an_a2a_context() {
     let (_cache, server) = demo();
+    let client = reqwest::blocking::Client::new();
     for (n, turns) in SWITCHES_AFTER_LONG_ANSWERS.iter().enumerate() {
         let context_id = format!("a2a-switches-{n}");
         let got: Vec<Option<String>> = turns
@@ -393,12 +394,16 @@ fn a_self_contained_question_after_a_long_answer_switches_in_an_a2a_context() {
                     "role": "ROLE_USER",
                     "parts": [{"text": text}],
                 });
-                let (status, body) = server.post(
-                    "/a2a",
-                    json!({"jsonrpc": "2.0", "id": t, "method": "SendMessage",
-                           "params": {"message": message}}),
-                );
-                assert_eq!(status, 200, "{body}");
+                let response = client
+                    .post(format!("{}/a2a", server.base))
+                    .header("A2A-Version", "1.0")
+                    .json(&json!({"jsonrpc": "2.0", "id": t, "method": "SendMessage",
+                                  "params": {"message": message}}))
+                    .send()
+                    .unwrap();
+                assert_eq!(response.status().as_u16(), 200, "{text}");
+                let body: Value = response.json().unwrap();
+                assert!(body.get("error").is_none(), "{text}: {body}");
                 template_in(&body["result"])
             })
             .collect();

@@ -31,8 +31,9 @@ use switchyard_catalog::BoxFuture;
 use crate::adapter::{Adapter, Answer};
 use crate::duckdb_data::{data_of, reader, Data, TABLE_PREFIX};
 use crate::error::{AdapterError, Result};
+use crate::guard::{check_read_only, Engine};
 use crate::placeholders::{rewrite, Style};
-use crate::sql::{self, check_read_only, Engine, SqlRows};
+use crate::sql::{self, SqlRows};
 use crate::values::{bound, Bound};
 
 /// A template's SQL as DuckDB runs it: `$n` placeholders and the parameter names in order.
@@ -117,8 +118,8 @@ impl DuckdbDatasource {
             let Some(sql) = &template.sql_template else {
                 continue;
             };
-            check_read_only(&template.id, sql, Engine::Duckdb)?;
-            let (sql, names) = rewrite(&DuckDbDialect {}, Style::Numbered, &template.id, sql)?;
+            let sql = check_read_only(&template.id, sql, Engine::Duckdb)?;
+            let (sql, names) = rewrite(&DuckDbDialect {}, Style::Numbered, &template.id, &sql)?;
             connection.prepare(&sql).map_err(|e| AdapterError::Sql {
                 template: template.id.clone(),
                 message: format!("does not prepare on the datasource's data: {e}"),
@@ -157,8 +158,8 @@ impl DuckdbDatasource {
             None => {
                 let sql = (template.sql_template.as_deref())
                     .ok_or_else(|| sql_error("has no sql_template".into()))?;
-                check_read_only(&template.id, sql, Engine::Duckdb)?;
-                let (sql, names) = rewrite(&DuckDbDialect {}, Style::Numbered, &template.id, sql)?;
+                let sql = check_read_only(&template.id, sql, Engine::Duckdb)?;
+                let (sql, names) = rewrite(&DuckDbDialect {}, Style::Numbered, &template.id, &sql)?;
                 written = Prepared { sql, names };
                 &written
             }

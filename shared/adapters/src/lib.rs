@@ -9,6 +9,7 @@ pub mod documents;
 pub mod duckdb;
 pub mod duckdb_data;
 pub mod error;
+pub mod guard;
 pub mod http;
 pub mod llm;
 pub mod local;

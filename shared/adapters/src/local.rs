@@ -269,7 +269,7 @@ impl LocalAdapters {
         };
         let (Some(adapter), Ok(engine)) = (
             self.adapters.get(datasource.name()),
-            crate::sql::Engine::of(datasource),
+            crate::guard::Engine::of(datasource),
         ) else {
             return Ok(refuse(
                 format!(
@@ -280,10 +280,10 @@ impl LocalAdapters {
             ));
         };
         let dialect = match engine {
-            crate::sql::Engine::Sqlite => "SQLite",
-            crate::sql::Engine::Postgres => "PostgreSQL",
-            crate::sql::Engine::Duckdb => "DuckDB",
-            crate::sql::Engine::Mysql => "MySQL",
+            crate::guard::Engine::Sqlite => "SQLite",
+            crate::guard::Engine::Postgres => "PostgreSQL",
+            crate::guard::Engine::Duckdb => "DuckDB",
+            crate::guard::Engine::Mysql => "MySQL",
         };
         let sql = match llm
             .assistant
@@ -293,7 +293,7 @@ impl LocalAdapters {
             Ok(sql) => sql,
             Err(e) => return Ok(refuse(format!("the model wrote no query: {e}"), None)),
         };
-        if let Err(e) = crate::sql::check_read_only(GENERATED_SQL, &sql, engine) {
+        if let Err(e) = crate::guard::check_read_only(GENERATED_SQL, &sql, engine) {
             return Ok(refuse(format!("generated SQL refused: {e}"), Some(&sql)));
         }
         let template: Template = serde_json::from_value(serde_json::json!({

@@ -24,8 +24,9 @@ use switchyard_catalog::BoxFuture;
 
 use crate::adapter::{Adapter, Answer};
 use crate::error::{AdapterError, Result};
+use crate::guard::{check_read_only, check_templates, Engine};
 use crate::placeholders::{rewrite, Style};
-use crate::sql::{self, check_templates, connection_url, Engine, SqlRows};
+use crate::sql::{self, connection_url, SqlRows};
 use crate::values::{bound, Bound};
 
 /// The session's SQL mode: strict, no ANSI quotes and no NO_BACKSLASH_ESCAPES (the check
@@ -130,9 +131,9 @@ impl MysqlDatasource {
         };
         let sql = (template.sql_template.as_deref())
             .ok_or_else(|| sql_error("has no sql_template".into()))?;
-        // Catalog templates were checked at connect, generated queries by the dispatcher
-        // (as on PostgreSQL).
-        let (sql, names) = rewrite(&MySqlDialect {}, Style::QuestionMark, &template.id, sql)?;
+        // What runs is the statement the check read, without its comments.
+        let sql = check_read_only(&template.id, sql, Engine::Mysql)?;
+        let (sql, names) = rewrite(&MySqlDialect {}, Style::QuestionMark, &template.id, &sql)?;
         let values = (names.iter())
             .map(|name| typed(template, name, parameters.get(name)))
             .collect::<Result<Vec<MyValue>>>()?;

@@ -1,8 +1,8 @@
 //! A template's `:name` placeholders rewritten to what a server binds: `$1, $2, …`
 //! (PostgreSQL, DuckDB) or `?` (MySQL, MariaDB).
 //!
-//! Only the placeholders' own text changes: everything else reaches the server exactly as
-//! written, so the server reads the statement the read-only check read. (Printing the
+//! Only the placeholders' own text changes: everything else of the text the read-only check
+//! returned (`crate::guard`) reaches the server as it is. (Printing the
 //! syntax tree back is not faithful: sqlparser prints a quote that follows a backslash in a
 //! string without doubling it, and a server for which `\` is an ordinary character ends the
 //! string there: the one string `'\'' OR 1=1 --'` went out as `'\' OR 1=1 --'`.)

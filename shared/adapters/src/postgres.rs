@@ -19,8 +19,9 @@ use tokio_postgres::{Client, NoTls, Row};
 
 use crate::adapter::{Adapter, Answer};
 use crate::error::{AdapterError, Result};
+use crate::guard::{check_read_only, check_templates, Engine};
 use crate::placeholders::{self, Style};
-use crate::sql::{self, check_templates, connection_url, Engine, SqlRows};
+use crate::sql::{self, connection_url, SqlRows};
 
 /// Rewrite `:name` placeholders to `$1, $2, …`; returns the SQL and the names in order.
 /// Only the placeholders' own text changes (see [`crate::placeholders`]).
@@ -86,7 +87,9 @@ impl PostgresDatasource {
             .sql_template
             .as_deref()
             .ok_or_else(|| sql_error("has no sql_template".into()))?;
-        let (sql, names) = to_positional(&template.id, sql)?;
+        // What runs is the statement the check read, without its comments.
+        let sql = check_read_only(&template.id, sql, Engine::Postgres)?;
+        let (sql, names) = to_positional(&template.id, &sql)?;
         let mut client = self.client.lock().await;
         // Second guard behind the parser check: the transaction cannot write.
         let transaction = client
@@ -104,10 +107,18 @@ impl PostgresDatasource {
             ))
             .await
             .map_err(|e| sql_error(e.to_string()))?;
-        let statement = transaction
-            .prepare(&sql)
-            .await
-            .map_err(|e| sql_error(e.to_string()))?;
+        // From here the server's timeout runs: a cancel at any step is the deadline's.
+        let failed = |e: tokio_postgres::Error| {
+            if e.code() == Some(&tokio_postgres::error::SqlState::QUERY_CANCELED) {
+                sql_error(format!(
+                    "cancelled at the deadline of {} ms",
+                    deadline.as_millis()
+                ))
+            } else {
+                sql_error(e.to_string())
+            }
+        };
+        let statement = transaction.prepare(&sql).await.map_err(failed)?;
         let mut values: Vec<Box<dyn ToSql + Sync + Send>> = Vec::with_capacity(names.len());
         for (name, ty) in names.iter().zip(statement.params()) {
             values.push(bind(
@@ -123,20 +134,11 @@ impl PostgresDatasource {
         let portal = transaction
             .bind(&statement, &references)
             .await
-            .map_err(|e| sql_error(e.to_string()))?;
+            .map_err(failed)?;
         let fetched = transaction
             .query_portal(&portal, self.max_rows as i32 + 1)
             .await
-            .map_err(|e| {
-                if e.code() == Some(&tokio_postgres::error::SqlState::QUERY_CANCELED) {
-                    sql_error(format!(
-                        "cancelled at the deadline of {} ms",
-                        deadline.as_millis()
-                    ))
-                } else {
-                    sql_error(e.to_string())
-                }
-            })?;
+            .map_err(failed)?;
         transaction
             .rollback()
             .await

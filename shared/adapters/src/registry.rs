@@ -15,10 +15,11 @@ use switchyard_contract::adapter::AdapterRequest;
 
 use crate::adapter::{Adapter, AdapterFactory, Answer};
 use crate::error::Result;
+use crate::guard::Engine;
 use crate::http::HttpDatasource;
 use crate::mysql::MysqlDatasource;
 use crate::postgres::PostgresDatasource;
-use crate::sql::{self, Engine, SqliteDatasource};
+use crate::sql::{self, SqliteDatasource};
 use crate::tools::ToolsAdapter;
 use crate::web::WebDatasource;
 

@@ -5,7 +5,6 @@
 //! read-only) or a seed script (`connection.seed_sql`, loaded into memory, then the
 //! connection is made `query_only`).
 
-use std::ops::ControlFlow;
 use std::path::Path;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -13,44 +12,13 @@ use std::time::{Duration, Instant};
 use rusqlite::types::{Value as SqlValue, ValueRef};
 use rusqlite::{Connection, OpenFlags};
 use serde_json::{json, Map, Value};
-use sqlparser::ast::{Expr, ObjectName, Query, SetExpr, Statement, TableFactor, Visit, Visitor};
-use sqlparser::dialect::{Dialect, DuckDbDialect, MySqlDialect, PostgreSqlDialect, SQLiteDialect};
-use sqlparser::parser::{Parser, ParserError};
-use sqlparser::tokenizer::{Token, Tokenizer, Whitespace};
 use switchyard_catalog::template::{Datasource, Template};
 use switchyard_catalog::BoxFuture;
 
 use crate::adapter::{Adapter, Answer};
 use crate::error::{AdapterError, Result};
+use crate::guard::{check_read_only, check_templates, Engine};
 use crate::render::render;
-
-/// Which SQL dialect a datasource speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Engine {
-    Sqlite,
-    Postgres,
-    Duckdb,
-    /// MySQL or MariaDB.
-    Mysql,
-}
-
-impl Engine {
-    pub fn of(datasource: &Datasource) -> Result<Engine> {
-        match datasource.spec.connection.get("engine").map(String::as_str) {
-            Some("sqlite") => Ok(Engine::Sqlite),
-            Some("postgres" | "postgresql") => Ok(Engine::Postgres),
-            Some("duckdb") => Ok(Engine::Duckdb),
-            Some("mysql" | "mariadb") => Ok(Engine::Mysql),
-            other => Err(AdapterError::Datasource {
-                datasource: datasource.spec.name.clone(),
-                message: format!(
-                    "connection.engine must be `sqlite`, `postgres`, `duckdb` or `mysql`, found {}",
-                    other.map_or_else(|| "nothing".to_owned(), |e| format!("`{e}`"))
-                ),
-            }),
-        }
-    }
-}
 
 /// The URL of a server-backed datasource, from the variable `connection.url_env` names
 /// (never from the template files): the variable's name and its value. `server` names the
@@ -71,287 +39,6 @@ pub fn connection_url(datasource: &Datasource, server: &str) -> Result<(String, 
         ))
     })?;
     Ok((variable.clone(), url))
-}
-
-/// How deeply the checked SQL may nest (sqlparser's recursion limit). sqlparser 0.55
-/// backtracks on some nested constructs (function arguments, `CAST`, parenthesised
-/// subqueries, arrays), doubling its work per level: at its default limit of 50, a few
-/// hundred bytes of SQL take hours to parse. 20 still allows about 17 levels of
-/// parentheses and calls (8 of nested subqueries) and keeps every parse under a second.
-const MAX_NESTING: usize = 20;
-
-/// The most tokens (words, literals, operators) the checked SQL may have. A flat chain
-/// (`1 + 1 + …`, `… UNION SELECT …`) parses into a tree as deep as it is long, and walking
-/// or dropping a tree some thousands deep overflows a thread's stack, which aborts the
-/// process; templates and generated queries are far shorter.
-const MAX_TOKENS: usize = 4096;
-
-/// Functions a read-only query must not call: they sleep, change settings or sequences,
-/// read or write server files and large objects, take advisory locks, signal other
-/// sessions, or run SQL of their own (on this connection or another, where the read-only
-/// transaction does not reach). Matched on the last part of the name, in any case; a
-/// trailing `*` matches a prefix.
-const SIDE_EFFECT_FUNCTIONS: &[&str] = &[
-    // PostgreSQL
-    "pg_sleep*",
-    "set_config",
-    "nextval",
-    "setval",
-    "lo_*",
-    "lowrite",
-    "loread",
-    "pg_read_file",
-    "pg_read_binary_file",
-    "pg_ls_*",
-    "pg_stat_file",
-    "pg_file_*",
-    "pg_advisory_*",
-    "pg_try_advisory_*",
-    "pg_notify",
-    "pg_terminate_backend",
-    "pg_cancel_backend",
-    "pg_reload_conf",
-    "pg_rotate_logfile",
-    "pg_stat_reset*",
-    "pg_logical_*",
-    "pg_replication_*",
-    "pg_create_*",
-    "pg_drop_replication_slot",
-    "pg_switch_wal",
-    "pg_promote",
-    "pg_backup_*",
-    "pg_start_backup",
-    "pg_stop_backup",
-    "dblink*",
-    "query_to_xml*",
-    "cursor_to_xml*",
-    "ts_stat",
-    "ts_rewrite",
-    // SQLite
-    "load_extension",
-    "readfile",
-    "writefile",
-    "edit",
-    "fts3_tokenizer",
-    // DuckDB: files, the network and SQL of their own (external access is off as well)
-    "read_csv*",
-    "read_parquet",
-    "parquet_*",
-    "read_json*",
-    "read_ndjson*",
-    "read_text",
-    "read_blob",
-    "read_xlsx",
-    "sniff_csv",
-    "glob",
-    "query",
-    "query_table",
-    "getenv",
-    "duckdb_secrets",
-    "iceberg_*",
-    "delta_scan",
-    "sqlite_scan",
-    "sqlite_attach",
-    "postgres_*",
-    "mysql_*",
-    // MySQL and MariaDB
-    "sleep",
-    "benchmark",
-    "get_lock",
-    "release_lock",
-    "release_all_locks",
-    "load_file",
-    "master_pos_wait",
-    "source_pos_wait",
-    "master_gtid_wait",
-    "lastval",
-    "sys_exec",
-    "sys_eval",
-];
-
-/// The name of a function with side effects, as called.
-fn side_effect(name: &ObjectName) -> Option<String> {
-    let last = name.0.last()?.as_ident()?.value.to_ascii_lowercase();
-    SIDE_EFFECT_FUNCTIONS
-        .iter()
-        .any(|entry| match entry.strip_suffix('*') {
-            Some(prefix) => last.starts_with(prefix),
-            None => last == *entry,
-        })
-        .then(|| name.to_string())
-}
-
-/// Refuse anything but exactly one read-only query: no writes anywhere in the syntax tree
-/// (data-modifying CTEs included), no `SELECT … INTO`, no row locks, no calls of
-/// [`SIDE_EFFECT_FUNCTIONS`].
-pub fn check_read_only(template_id: &str, sql: &str, engine: Engine) -> Result<()> {
-    let refuse = |message: String| AdapterError::Sql {
-        template: template_id.to_owned(),
-        message,
-    };
-    let statements = match engine {
-        Engine::Sqlite => parse(&SQLiteDialect {}, sql),
-        Engine::Postgres => parse(&PostgreSqlDialect {}, sql),
-        Engine::Duckdb => parse(&DuckDbDialect {}, sql),
-        Engine::Mysql => parse(&MySqlDialect {}, sql),
-    }
-    .map_err(|e| match e {
-        ParserError::RecursionLimitExceeded => refuse(format!(
-            "sql_template nests deeper than the {MAX_NESTING} levels the read-only check reads"
-        )),
-        e => refuse(format!("sql_template does not parse: {e}")),
-    })?;
-    if statements.len() != 1 {
-        return Err(refuse(format!(
-            "sql_template must be exactly one statement, found {}",
-            statements.len()
-        )));
-    }
-    let Statement::Query(query) = &statements[0] else {
-        return Err(refuse(
-            "sql_template must be a read-only query (SELECT or WITH … SELECT)".into(),
-        ));
-    };
-    if !query.locks.is_empty() {
-        return Err(refuse(
-            "sql_template must not lock rows (FOR UPDATE/SHARE)".into(),
-        ));
-    }
-    let mut check = ReadOnly(None);
-    let _ = statements.visit(&mut check);
-    match check.0 {
-        Some(problem) => Err(refuse(format!("sql_template must be read-only: {problem}"))),
-        None => Ok(()),
-    }
-}
-
-fn parse(dialect: &dyn Dialect, sql: &str) -> std::result::Result<Vec<Statement>, ParserError> {
-    let tokens = Tokenizer::new(dialect, sql).tokenize_with_location()?;
-    let words = tokens
-        .iter()
-        .filter(|t| !matches!(t.token, Token::Whitespace(_)))
-        .count();
-    if words > MAX_TOKENS {
-        return Err(ParserError::ParserError(format!(
-            "longer than the {MAX_TOKENS} tokens the read-only check reads ({words})"
-        )));
-    }
-    if dialect.is::<MySqlDialect>() {
-        mysql_tokens(&tokens)?;
-    }
-    Parser::new(dialect)
-        .with_recursion_limit(MAX_NESTING)
-        .with_tokens_with_locations(tokens)
-        .parse_statements()
-}
-
-/// What MySQL and MariaDB read in SQL that the parser does not: the text of `/*! … */` and
-/// `/*M! … */` comments is executed by the server, not skipped, and `@v := …` assigns a
-/// session variable inside a query.
-fn mysql_tokens(
-    tokens: &[sqlparser::tokenizer::TokenWithSpan],
-) -> std::result::Result<(), ParserError> {
-    for token in tokens {
-        match &token.token {
-            Token::Whitespace(Whitespace::MultiLineComment(text))
-                if text.starts_with('!') || text.starts_with("M!") =>
-            {
-                return Err(ParserError::ParserError(
-                    "a /*! … */ comment, which MySQL runs as SQL".into(),
-                ));
-            }
-            Token::Assignment => {
-                return Err(ParserError::ParserError(
-                    "`:=` assigns a session variable".into(),
-                ));
-            }
-            _ => {}
-        }
-    }
-    Ok(())
-}
-
-/// Every template of `datasource` checked with [`check_read_only`] for `engine`.
-pub fn check_templates(datasource: &Datasource, engine: Engine) -> Result<()> {
-    (datasource.templates.iter())
-        .filter_map(|t| Some((t, t.sql_template.as_deref()?)))
-        .try_for_each(|(template, sql)| check_read_only(&template.id, sql, engine))
-}
-
-/// Finds the first write in a syntax tree: a statement other than a query anywhere in it,
-/// and in every query (subqueries, CTEs and set operations included) a row lock or a
-/// `SELECT … INTO` (PostgreSQL creates the table even from `SELECT … INTO t UNION …`).
-struct ReadOnly(Option<String>);
-
-impl Visitor for ReadOnly {
-    type Break = ();
-
-    fn pre_visit_query(&mut self, query: &Query) -> ControlFlow<()> {
-        if !query.locks.is_empty() {
-            self.0 = Some("FOR UPDATE/SHARE inside the query locks rows".to_owned());
-        } else if selects_into(&query.body) {
-            self.0 = Some("SELECT … INTO writes a table".to_owned());
-        }
-        self.verdict()
-    }
-
-    fn pre_visit_statement(&mut self, statement: &Statement) -> ControlFlow<()> {
-        if !matches!(statement, Statement::Query(_)) {
-            let text = statement.to_string();
-            let verb = text.split_whitespace().next().unwrap_or("a statement");
-            self.0 = Some(format!("{verb} inside the query writes or changes state"));
-        }
-        self.verdict()
-    }
-
-    fn pre_visit_expr(&mut self, expr: &Expr) -> ControlFlow<()> {
-        if let Expr::Function(function) = expr {
-            self.refuse_call(&function.name);
-        }
-        self.verdict()
-    }
-
-    /// Table functions: `FROM pg_sleep(1)`, `FROM dblink(…) AS t(…)`.
-    fn pre_visit_table_factor(&mut self, factor: &TableFactor) -> ControlFlow<()> {
-        match factor {
-            TableFactor::Table {
-                name,
-                args: Some(_),
-                ..
-            }
-            | TableFactor::Function { name, .. } => self.refuse_call(name),
-            _ => {}
-        }
-        self.verdict()
-    }
-}
-
-impl ReadOnly {
-    fn refuse_call(&mut self, name: &ObjectName) {
-        if let Some(name) = side_effect(name) {
-            self.0 = Some(format!(
-                "{name}() has side effects (sleeps, settings, files, locks or SQL of its own)"
-            ));
-        }
-    }
-
-    fn verdict(&self) -> ControlFlow<()> {
-        if self.0.is_some() {
-            ControlFlow::Break(())
-        } else {
-            ControlFlow::Continue(())
-        }
-    }
-}
-
-/// Whether a query body (through its set operations) has a `SELECT … INTO`; a
-/// parenthesised query is a query of its own, which the visitor checks.
-fn selects_into(body: &SetExpr) -> bool {
-    match body {
-        SetExpr::Select(select) => select.into.is_some(),
-        SetExpr::SetOperation { left, right, .. } => selects_into(left) || selects_into(right),
-        _ => false,
-    }
 }
 
 /// Rows as returned to callers: column names, row objects, and whether the cap cut them.
@@ -440,10 +127,12 @@ impl SqliteDatasource {
                 template: template.id.clone(),
                 message: "has no sql_template".into(),
             })?;
+        // What runs is the statement the check read (SQLite binds `:name` itself).
+        let sql = check_read_only(&template.id, sql, Engine::Sqlite)?;
         let connection = self.connection.lock().unwrap_or_else(|p| p.into_inner());
         let stop_at = Instant::now() + deadline;
         connection.progress_handler(1000, Some(move || Instant::now() > stop_at));
-        let mut statement = connection.prepare(sql).map_err(sql_error)?;
+        let mut statement = connection.prepare(&sql).map_err(sql_error)?;
         for index in 1..=statement.parameter_count() {
             let Some(placeholder) = statement.parameter_name(index) else {
                 continue;

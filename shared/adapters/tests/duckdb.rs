@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Map, Value};
 use switchyard_adapters::duckdb::DuckdbDatasource;
-use switchyard_adapters::sql::{check_read_only, Engine, SqliteDatasource};
+use switchyard_adapters::guard::{check_read_only, Engine};
+use switchyard_adapters::sql::SqliteDatasource;
 use switchyard_catalog::template::{Catalog, Datasource, Template};
 
 const SECOND: Duration = Duration::from_secs(1);

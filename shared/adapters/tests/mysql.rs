@@ -8,10 +8,10 @@ use std::time::Duration;
 use mysql_async::prelude::Queryable;
 use serde_json::{json, Map, Value};
 use sqlparser::dialect::MySqlDialect;
+use switchyard_adapters::guard::{check_read_only, Engine};
 use switchyard_adapters::mysql::{Flavor, MysqlDatasource};
 use switchyard_adapters::placeholders::{rewrite, Style};
 use switchyard_adapters::schema::{introspect, introspect_mysql};
-use switchyard_adapters::sql::{check_read_only, Engine};
 use switchyard_catalog::template::{Catalog, Datasource, Template};
 
 const URL_VARIABLE: &str = "SWITCHYARD_TEST_MYSQL_URL";

@@ -135,8 +135,9 @@ async fn writes_are_refused_and_the_deadline_cancels() {
     let rows = db.query(&all, &Map::new(), SECOND).await.unwrap();
     assert_eq!(rows.rows.len(), 5);
     assert!(rows.truncated);
+    // Slow without a side effect (the check refuses `pg_sleep` before it runs).
     let mut slow = all.clone();
-    slow.sql_template = Some("SELECT pg_sleep(5)".into());
+    slow.sql_template = Some("SELECT count(*) FROM generate_series(1, 1000000000)".into());
     let message = db
         .query(&slow, &Map::new(), Duration::from_millis(100))
         .await

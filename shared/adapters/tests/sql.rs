@@ -5,7 +5,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::{json, Map, Value};
-use switchyard_adapters::sql::{check_read_only, Engine, SqliteDatasource};
+use switchyard_adapters::guard::{check_read_only, Engine};
+use switchyard_adapters::sql::SqliteDatasource;
 use switchyard_catalog::template::{Catalog, Datasource, Template};
 
 fn demo() -> (Catalog, PathBuf) {

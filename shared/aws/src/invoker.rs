@@ -8,10 +8,11 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
+use aws_sdk_lambda::config::retry::RetryConfig;
 use aws_sdk_lambda::primitives::Blob;
 use serde_json::Value;
 use switchyard_adapters::respond::{find, respond_intent};
-use switchyard_catalog::template::{Catalog, DatasourceKind};
+use switchyard_catalog::template::{Catalog, DatasourceKind, Template};
 use switchyard_catalog::BoxFuture;
 use switchyard_contract::adapter::{AdapterInvoker, AdapterRequest, AdapterResponse};
 use switchyard_contract::error::Result;
@@ -73,7 +74,15 @@ impl LambdaInvoker {
         self.functions.get(datasource).map(String::as_str)
     }
 
-    async fn call(&self, function: &str, request: &AdapterRequest) -> Result<AdapterResponse> {
+    /// One invoke. The SDK retries a failed invoke (throttling, a 5xx, a lost connection)
+    /// only for a template that may run twice ([`Template::repeatable`]): a connection lost
+    /// after the adapter ran would otherwise send a non-idempotent POST again.
+    async fn call(
+        &self,
+        function: &str,
+        template: &Template,
+        request: &AdapterRequest,
+    ) -> Result<AdapterResponse> {
         let datasource = request.datasource.clone();
         let failed = |message: String| ContractError::AdapterFailed {
             datasource: datasource.clone(),
@@ -82,12 +91,20 @@ impl LambdaInvoker {
         };
         let payload = serde_json::to_vec(request).expect("a request always serialises");
         let deadline = Duration::from_millis(request.deadline_ms) + INVOKE_GRACE;
-        let sent = self
+        let invoke = self
             .client
             .invoke()
             .function_name(function)
-            .payload(Blob::new(payload))
-            .send();
+            .payload(Blob::new(payload));
+        let sent = async {
+            if template.repeatable() {
+                invoke.send().await
+            } else {
+                let once =
+                    aws_sdk_lambda::config::Config::builder().retry_config(RetryConfig::disabled());
+                invoke.customize().config_override(once).send().await
+            }
+        };
         let output = match tokio::time::timeout(deadline, sent).await {
             Err(_) => {
                 return Err(ContractError::AdapterTimeout {
@@ -151,7 +168,7 @@ impl AdapterInvoker for LambdaInvoker {
                     kind: datasource.spec.kind.as_str().to_owned(),
                 });
             };
-            self.call(function, &request).await
+            self.call(function, template, &request).await
         })
     }
 }

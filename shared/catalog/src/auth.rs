@@ -101,6 +101,15 @@ pub fn authorize(config: &AuthConfig, identity: &Identity) -> Result<Access> {
     }
     if let Some(claims) = &identity.claims {
         if let Some(listed) = claims.get(&config.datasources_claim) {
+            // Sessions, tasks and feedback belong to whoever the token names: a token that
+            // names no one would share them with every other such token.
+            let names = |claim: &str| claims.get(claim).and_then(Value::as_str).is_some();
+            if !names("sub") && !names(&config.principal_claim) {
+                return Err(Error::Forbidden(format!(
+                    "the token has a `{}` claim but no `sub` or `{}` claim naming its caller",
+                    config.datasources_claim, config.principal_claim
+                )));
+            }
             return access(claim_names(listed), "the token's datasources claim");
         }
         if let Some(principal) = claims.get(&config.principal_claim).and_then(Value::as_str) {
@@ -262,9 +271,9 @@ mod tests {
             claims: None,
         };
         assert_eq!(authorize(&config, &key).unwrap(), only(&["hr", "tools"]));
-        let listed = claims(json!({"switchyard_datasources": "[ev tools]"}));
+        let listed = claims(json!({"sub": "ann", "switchyard_datasources": "[ev tools]"}));
         assert_eq!(authorize(&config, &listed).unwrap(), only(&["ev", "tools"]));
-        let listed = claims(json!({"switchyard_datasources": ["ev"]}));
+        let listed = claims(json!({"sub": "ann", "switchyard_datasources": ["ev"]}));
         assert_eq!(authorize(&config, &listed).unwrap(), only(&["ev"]));
         let admin = claims(json!({"sub": "admin"}));
         assert_eq!(authorize(&config, &admin).unwrap(), Access::All);
@@ -285,7 +294,13 @@ mod tests {
         }));
         assert!(forbidden(&claims(json!({"sub": "stranger"}))));
         assert!(forbidden(&claims(json!({"sub": "nobody"}))));
-        assert!(forbidden(&claims(json!({"switchyard_datasources": ""}))));
+        assert!(forbidden(&claims(
+            json!({"sub": "ann", "switchyard_datasources": ""})
+        )));
+        // Datasources for no one: its sessions would be every such token's.
+        let anonymous = claims(json!({"switchyard_datasources": ["ev"]}));
+        let refused = authorize(&config, &anonymous).unwrap_err().to_string();
+        assert!(refused.contains("`sub`"), "{refused}");
         assert!(forbidden(&claims(json!({"email": "a@b"}))));
     }
 

@@ -22,11 +22,12 @@ use std::time::Instant;
 use axum::extract::rejection::PathRejection;
 use axum::extract::Path;
 use axum::extract::{FromRequestParts, Request, State};
+use axum::handler::Handler;
 use axum::http::request::Parts;
-use axum::http::StatusCode;
+use axum::http::{Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{delete, get, post};
+use axum::routing::{on, MethodFilter, MethodRouter};
 use axum::Json;
 use switchyard_catalog::auth::{authorize, owner, Access};
 use switchyard_catalog::metric;
@@ -51,23 +52,17 @@ pub fn app(service: Shared) -> axum::Router {
     let admission = admission::Admission::new(&service.config().server);
     // MCP at /mcp: the caller is authorized before the protocol runs.
     let mcp = axum::Router::new()
-        .nest_service("/mcp", mcp::service(service.clone()))
+        .nest_service(MCP_PATH, mcp::service(service.clone()))
         .layer(axum::middleware::from_fn_with_state(
             service.clone(),
             mcp::authorize,
         ));
-    axum::Router::new()
-        .route("/v1/health", get(health))
-        .route("/v1/stats", get(stats))
-        .route("/v1/route", post(route))
-        .route("/v1/query", post(query))
-        .route("/v1/feedback", post(feedback))
-        .route("/v1/sessions/{session_id}", delete(forget_session))
-        .route("/v1/chat/completions", post(chat::completions))
-        .route("/v1/models", get(chat::models))
-        .route("/v1/openapi.json", get(openapi::serve))
+    let mut router = axum::Router::new();
+    for Endpoint { path, handler, .. } in endpoints() {
+        router = router.route(path, handler);
+    }
+    router
         .merge(mcp)
-        .merge(a2a::routes())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(axum::middleware::from_fn(record_latency))
@@ -78,6 +73,62 @@ pub fn app(service: Shared) -> axum::Router {
         // Outermost: a panic anywhere in a request answers that request 500.
         .layer(axum::middleware::from_fn(panics::catch))
         .with_state(service)
+}
+
+/// Where the MCP server answers (every method: POST for calls, GET and DELETE for its
+/// sessions).
+pub const MCP_PATH: &str = "/mcp";
+
+/// One route of the app: its path, its method and what answers it.
+pub(crate) struct Endpoint {
+    pub path: &'static str,
+    pub method: Method,
+    pub handler: MethodRouter<Shared>,
+}
+
+impl Endpoint {
+    pub(crate) fn new<H, T>(path: &'static str, method: Method, handler: H) -> Endpoint
+    where
+        H: Handler<T, Shared>,
+        T: 'static,
+    {
+        let filter = MethodFilter::try_from(method.clone()).expect("a method axum can route");
+        Endpoint {
+            path,
+            method,
+            handler: on(filter, handler),
+        }
+    }
+}
+
+/// Every route `app` serves, each once: the one list the app is built from, so what the
+/// deployed stack must reach ([`served`]) cannot drift from what the app answers.
+fn endpoints() -> Vec<Endpoint> {
+    let mut endpoints = vec![
+        Endpoint::new("/v1/health", Method::GET, health),
+        Endpoint::new("/v1/stats", Method::GET, stats),
+        Endpoint::new("/v1/route", Method::POST, route),
+        Endpoint::new("/v1/query", Method::POST, query),
+        Endpoint::new("/v1/feedback", Method::POST, feedback),
+        Endpoint::new("/v1/sessions/{session_id}", Method::DELETE, forget_session),
+        Endpoint::new("/v1/chat/completions", Method::POST, chat::completions),
+        Endpoint::new("/v1/models", Method::GET, chat::models),
+        Endpoint::new("/v1/openapi.json", Method::GET, openapi::serve),
+    ];
+    endpoints.extend(a2a::endpoints());
+    endpoints
+}
+
+/// What the app answers, as (path, method); `None` for a path that takes every method
+/// ([`MCP_PATH`]). The router function's API events must reach each of them
+/// (`functions/router/tests/template.rs`).
+pub fn served() -> Vec<(&'static str, Option<Method>)> {
+    let mut served: Vec<_> = endpoints()
+        .into_iter()
+        .map(|e| (e.path, Some(e.method)))
+        .collect();
+    served.push((MCP_PATH, None));
+    served
 }
 
 /// What the caller may use, from its identity and the `auth` configuration: 401 for an

@@ -1,6 +1,8 @@
 //! Adapter functions invoked through Lambda, and their failures named: a small Lambda
 //! endpoint of this test fails or stalls on demand.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::http::StatusCode;
@@ -142,6 +144,63 @@ async fn adapter_failures_are_named() {
         matches!(error, ContractError::AdapterUnavailable { .. }),
         "{error}"
     );
+}
+
+/// A Lambda endpoint that counts its invokes and answers each with a 502, as a gateway does
+/// when the connection is lost after the function ran.
+async fn counting_lambda() -> (String, Arc<AtomicUsize>) {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counted = calls.clone();
+    let app = axum::Router::new().route(
+        "/2015-03-31/functions/{name}/invocations",
+        post(move || {
+            counted.fetch_add(1, Ordering::SeqCst);
+            async { (StatusCode::BAD_GATEWAY, "{}").into_response() }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (format!("http://{address}"), calls)
+}
+
+/// The SDK retries a failed invoke only where running the template twice is harmless: a
+/// calculation is asked again, a POST that may have booked something is not.
+#[tokio::test]
+async fn only_a_repeatable_template_is_invoked_again_after_a_failure() {
+    let (url, calls) = counting_lambda().await;
+    invoker_at(&url)
+        .await
+        .invoke(tools_request(1000))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        calls.swap(0, Ordering::SeqCst),
+        2,
+        "a calculation is retried once"
+    );
+
+    // The same template as a POST without `idempotent: true`.
+    let mut catalog = Catalog::load(&root().join("templates/demo")).unwrap();
+    let tools = (catalog.datasources.iter_mut())
+        .find(|d| d.name() == "tools")
+        .unwrap();
+    let template = (tools.templates.iter_mut())
+        .find(|t| t.id == "calculator_percentage")
+        .unwrap();
+    template.endpoint_template = Some("https://booking.example/book".into());
+    template.http_method = Some("POST".into());
+    assert!(!template.repeatable());
+    let config = aws_sdk_lambda::config::Builder::from(&sdk(&url).await)
+        .retry_config(aws_sdk_lambda::config::retry::RetryConfig::standard().with_max_attempts(2))
+        .build();
+    let invoker = LambdaInvoker::new(
+        aws_sdk_lambda::Client::from_conf(config),
+        catalog,
+        adapter_functions,
+    );
+    invoker.invoke(tools_request(1000)).await.unwrap_err();
+    assert_eq!(calls.load(Ordering::SeqCst), 1, "a POST is invoked once");
 }
 
 /// A server-backed SQL datasource through the Lambda path: the router's invoker calls the

@@ -241,8 +241,11 @@ impl HttpDatasource {
     }
 
     fn build(&self, request: &Prepared) -> reqwest::RequestBuilder {
-        let mut builder = self
-            .client
+        let client = match request.secret_headers {
+            true => &self.client_with_secrets,
+            false => &self.client,
+        };
+        let mut builder = client
             .request(request.method.clone(), request.url.clone())
             .headers(request.headers.clone());
         if !request.query.is_empty() {
@@ -294,7 +297,9 @@ impl HttpDatasource {
         };
 
         let query = query_pairs(template, parameters).map_err(|m| self.fail(template, m))?;
+        let known = secrets.len();
         let mut headers = headers(template, secrets).map_err(|m| self.fail(template, m))?;
+        let secret_headers = secrets.len() > known;
         let by_method = idempotent_method(&method);
         // One key per call, prepared once, so every attempt sends the same; a key the
         // template sets itself is the caller's and is kept.
@@ -323,7 +328,8 @@ impl HttpDatasource {
             headers,
             body,
             graphql,
-            repeatable: by_method || template.idempotent,
+            repeatable: template.repeatable(),
+            secret_headers,
         })
     }
 
@@ -374,6 +380,8 @@ struct Prepared {
     graphql: bool,
     /// The server may receive it more than once: retries are allowed.
     repeatable: bool,
+    /// Its headers hold secrets: it follows no redirect to another origin.
+    secret_headers: bool,
 }
 
 /// Idempotent by HTTP semantics (RFC 9110 §9.2.2): sending it twice does what once does.

@@ -71,11 +71,28 @@ pub(super) fn allowed(rules: &[HostRule], url: &Url) -> bool {
     rules.iter().any(|rule| rule.matches(&host, port))
 }
 
-/// A client that follows at most a few redirects, each to an allowed host.
-pub(super) fn client(hosts: Arc<Vec<HostRule>>) -> reqwest::Result<Client> {
+/// A client that follows at most a few redirects, each to an allowed host; with
+/// `same_origin`, none that leaves the first request's scheme, host and port: that client
+/// sends the requests carrying secret headers (`x-api-key: ${KEY}`), which reqwest would
+/// carry to any host the redirect names (it drops only `Authorization` and cookies), in
+/// clear after a redirect from https to http.
+pub(super) fn client(hosts: Arc<Vec<HostRule>>, same_origin: bool) -> reqwest::Result<Client> {
     let policy = redirect::Policy::custom(move |attempt| {
+        let origin = |url: &Url| {
+            (
+                url.scheme().to_owned(),
+                url.host_str().map(str::to_ascii_lowercase),
+                url.port_or_known_default(),
+            )
+        };
+        let first = attempt.previous().first().map(origin);
         if attempt.previous().len() > MAX_REDIRECTS {
             attempt.error(format!("more than {MAX_REDIRECTS} redirects"))
+        } else if same_origin && first.is_some_and(|first| first != origin(attempt.url())) {
+            let to = attempt.url().origin().ascii_serialization();
+            attempt.error(format!(
+                "redirect to {to}, another origin: the request carries secret headers, which go nowhere else"
+            ))
         } else if allowed(&hosts, attempt.url()) {
             attempt.follow()
         } else {

@@ -57,6 +57,8 @@ pub struct HttpDatasource {
     base_deferred: bool,
     hosts: Arc<Vec<HostRule>>,
     client: Client,
+    /// For requests with secret headers: redirects within their origin only.
+    client_with_secrets: Client,
     max_response_bytes: usize,
     max_rows: usize,
     timeout: Duration,
@@ -120,7 +122,9 @@ impl HttpDatasource {
             name: name.clone(),
             base_url,
             base_deferred,
-            client: client(Arc::clone(&hosts)).map_err(|e| fail(describe(&e)))?,
+            client: client(Arc::clone(&hosts), false).map_err(|e| fail(describe(&e)))?,
+            client_with_secrets: client(Arc::clone(&hosts), true)
+                .map_err(|e| fail(describe(&e)))?,
             hosts,
             max_response_bytes,
             max_rows: datasource.spec.limits.max_rows as usize,

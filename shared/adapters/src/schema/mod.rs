@@ -19,9 +19,10 @@ use tokio_postgres::types::{FromSql as PgFromSql, ToSql};
 use tokio_postgres::Client;
 
 use crate::error::{AdapterError, Result};
+use crate::guard::Engine;
 use crate::mysql::MysqlDatasource;
 use crate::postgres::PostgresDatasource;
-use crate::sql::{Engine, SqliteDatasource};
+use crate::sql::SqliteDatasource;
 use switchyard_catalog::error::describe;
 
 /// Rows read per table for its summaries.

@@ -1,6 +1,6 @@
 //! Bounded property-based fuzzing of the adapters' two guards against hostile input:
 //!
-//! - the SQL read-only check (`sql::check_read_only`): generated writes in many disguises
+//! - the SQL read-only check (`guard::check_read_only`): generated writes in many disguises
 //!   (case, whitespace, comments, CTEs, stacked statements, `SELECT … INTO`, row locks) are
 //!   always refused; arbitrary edits of them are accepted only when SQLite itself says
 //!   every statement it sees is read-only; random and deeply nested text never panics it;

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use proptest::prelude::*;
 use rusqlite::Connection;
-use switchyard_adapters::sql::{check_read_only, Engine};
+use switchyard_adapters::guard::{check_read_only, Engine};
 use switchyard_adapters::AdapterError;
 
 use crate::setup::config;
@@ -18,7 +18,7 @@ fn engines() -> [Engine; 2] {
 /// The checker's verdict; a refusal is always a `Sql` error naming the template.
 fn accepted(sql: &str, engine: Engine) -> bool {
     match check_read_only("fuzz", sql, engine) {
-        Ok(()) => true,
+        Ok(_) => true,
         Err(AdapterError::Sql { template, .. }) if template == "fuzz" => false,
         Err(other) => panic!("not a Sql error: {other}"),
     }

@@ -174,3 +174,77 @@ async fn header_secrets_come_from_the_environment_and_stay_out_of_answers() {
         "nothing sent without the secret"
     );
 }
+
+/// A request with a secret header follows a redirect within its origin only: to another
+/// allowed host (or port) it would carry the secret there, reqwest dropping only
+/// `Authorization` and cookies; a request without secrets still follows.
+#[tokio::test]
+async fn secret_headers_follow_no_redirect_to_another_origin() {
+    let seen: Arc<Mutex<Vec<Option<String>>>> = Arc::default();
+    let other = Router::new()
+        .route(
+            "/landing",
+            get(
+                |State(seen): State<Arc<Mutex<Vec<Option<String>>>>>, headers: HeaderMap| async move {
+                    let key = headers.get("x-api-key").map(|v| v.to_str().unwrap().to_owned());
+                    seen.lock().unwrap().push(key);
+                    Json(json!({"landed": true}))
+                },
+            ),
+        )
+        .with_state(Arc::clone(&seen));
+    let other_base = serve(other).await;
+    let target = format!("{other_base}/landing");
+    let app = Router::new()
+        .route(
+            "/away",
+            get(move || {
+                let target = target.clone();
+                async move { (StatusCode::FOUND, [(header::LOCATION, target)]) }
+            }),
+        )
+        .route(
+            "/here",
+            get(|| async { (StatusCode::FOUND, [(header::LOCATION, "/there")]) }),
+        )
+        .route("/there", get(|| async { Json(json!({"stayed": true})) }));
+    let base = serve(app).await;
+    std::env::set_var("SWITCHYARD_HTTP_TEST_KEY", "k3y-value");
+    let other_host = other_base.trim_start_matches("http://").to_owned();
+    let datasource = crate::setup::datasource(
+        json!({"connection": {"base_url": base}, "allowed_hosts": [other_host]}),
+        vec![
+            json!({"id": "keyed", "endpoint_template": "/away",
+                   "headers": {"x-api-key": "${SWITCHYARD_HTTP_TEST_KEY}"}}),
+            json!({"id": "keyed_here", "endpoint_template": "/here",
+                   "headers": {"x-api-key": "${SWITCHYARD_HTTP_TEST_KEY}"}}),
+            json!({"id": "plain", "endpoint_template": "/away"}),
+        ],
+    );
+    let source = switchyard_adapters::http::HttpDatasource::open(&datasource).unwrap();
+
+    let error = source
+        .call(find(&datasource, "keyed"), &Map::new(), SECOND)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("another origin"), "{error}");
+    assert!(!error.contains("k3y-value"), "{error}");
+    assert!(
+        seen.lock().unwrap().is_empty(),
+        "the secret reached another origin"
+    );
+
+    let stayed = source
+        .call(find(&datasource, "keyed_here"), &Map::new(), SECOND)
+        .await
+        .unwrap();
+    assert_eq!(stayed.data, json!({"stayed": true}));
+
+    let landed = source
+        .call(find(&datasource, "plain"), &Map::new(), SECOND)
+        .await
+        .unwrap();
+    assert_eq!(landed.data, json!({"landed": true}));
+    assert_eq!(*seen.lock().unwrap(), vec![None], "followed, without a key");
+}

@@ -24,6 +24,7 @@
 
 mod catalog;
 mod databases;
+mod differential;
 mod layers;
 mod mariadb;
 mod payloads;
@@ -236,6 +237,39 @@ async fn payloads_through_every_sql_parameter_on_mariadb() {
     assert!(tally.0.get("request/refused").copied().unwrap_or(0) > 0);
 }
 
+/// Each engine runs the statement its check read: `differential` asserts it per statement;
+/// here, that the forms reached the server at all (some accepted, some refused).
+fn ran_and_refused(counts: &std::collections::BTreeMap<String, usize>) {
+    assert!(counts.get("ran").copied().unwrap_or(0) > 10, "{counts:?}");
+    assert!(
+        counts.get("refused").copied().unwrap_or(0) > 0,
+        "{counts:?}"
+    );
+}
+
+#[tokio::test]
+async fn the_sqlite_server_runs_what_the_check_read() {
+    ran_and_refused(&differential::differential(Engine::Sqlite).await);
+}
+
+#[cfg(feature = "duckdb")]
+#[tokio::test]
+async fn the_duckdb_engine_runs_what_the_check_read() {
+    ran_and_refused(&differential::differential(Engine::Duckdb).await);
+}
+
+#[tokio::test]
+async fn the_postgres_server_runs_what_the_check_read() {
+    ran_and_refused(&differential::differential(Engine::Postgres).await);
+}
+
+/// The form of the issue: MySQL reads `--` before a tab as a comment, where the check read
+/// two minus signs and a string hiding `SLEEP(2)`.
+#[tokio::test]
+async fn the_mariadb_server_runs_what_the_check_read() {
+    ran_and_refused(&differential::differential(Engine::Mariadb).await);
+}
+
 /// Regression: the PostgreSQL adapter sent the SQL printed back from its syntax tree, and
 /// sqlparser prints a string holding `\'` without doubling the quote. The read-only check
 /// read one string literal; the server, for which `\` is an ordinary character, read the
@@ -263,10 +297,10 @@ async fn regression_string_literals_reach_the_server_as_written() {
 
     // The check reads one string literal, so the server must too: nothing sleeps.
     let literal = "SELECT '\\'' AS v, pg_sleep(2) --' AS v";
-    switchyard_adapters::sql::check_read_only(
+    switchyard_adapters::guard::check_read_only(
         "t",
         literal,
-        switchyard_adapters::sql::Engine::Postgres,
+        switchyard_adapters::guard::Engine::Postgres,
     )
     .unwrap();
     let mut select = count.clone();

@@ -219,6 +219,31 @@ pub enum BodyKind {
 }
 
 impl Template {
+    /// Whether running it twice does what running it once does, so that a lost answer may
+    /// be asked for again (a Lambda invoke retried, an HTTP request sent again): SQL (only
+    /// read-only queries run), documents, pages and built-in tools always; an HTTP request
+    /// (a tool's `http_call` included) by its method, a POST or PATCH and every GraphQL
+    /// request only with `idempotent: true`.
+    pub fn repeatable(&self) -> bool {
+        if self.idempotent {
+            return true;
+        }
+        if self.graphql_template.is_some() {
+            return false;
+        }
+        let calls = self
+            .execution
+            .as_ref()
+            .filter(|e| e.get("type").and_then(Value::as_str) == Some("http_call"));
+        let method = match calls {
+            Some(execution) => execution.get("http_method").and_then(Value::as_str),
+            None if self.endpoint_template.is_some() => self.http_method.as_deref(),
+            None => return true,
+        };
+        let method = method.unwrap_or("GET").trim().to_ascii_uppercase();
+        !matches!(method.as_str(), "POST" | "PATCH")
+    }
+
     /// The bodies present, by the field that marks each.
     fn bodies(&self) -> Vec<(BodyKind, &'static str)> {
         let mut bodies = Vec::new();

@@ -209,7 +209,10 @@ pub fn contextualize(
             if let Some(asked) = &previous.query {
                 own.query = format!("{asked} {}", own.query);
             }
-            return contextualized(own, report);
+            return Contextualized {
+                belief: pinned(&choice),
+                ..contextualized(own, report)
+            };
         }
     }
     // After a request for a missing parameter, the turn answers it ("Engineering"), unless
@@ -230,7 +233,11 @@ pub fn contextualize(
                 .is_some_and(|m| m.template_ref() == template)
             {
                 report.used = ContextUsed::PendingParameter;
-                return contextualized(routing, report);
+                // The conversation is on the template the turn completed.
+                return Contextualized {
+                    belief: pinned(&template),
+                    ..contextualized(routing, report)
+                };
             }
         }
     }
@@ -316,6 +323,15 @@ fn self_contained(own: &Routing, config: &ContextConfig) -> bool {
         && own
             .selected_match()
             .is_some_and(|m| probability_of(m) >= config.self_contained_probability)
+}
+
+/// A belief all on one template: the one a turn was resolved to by answering our request.
+fn pinned(template: &TemplateRef) -> Vec<Weighted> {
+    vec![Weighted {
+        datasource: template.datasource.clone(),
+        template_id: template.template_id.clone(),
+        probability: 1.0,
+    }]
 }
 
 /// Whether `query` gives a value for every required parameter of `template` that the turn

@@ -68,6 +68,9 @@ pub struct ConversationReport {
     pub oracle: Option<TurnAccuracy>,
     /// The `with_session` replay's wrong turns by cause, as shares of all turns.
     pub errors: Option<ErrorSplit>,
+    /// The transition rates the `with_session` replay had learned by its end, as a
+    /// deployment learns them from its sessions.
+    pub transitions: Option<TransitionRates>,
     /// What each turn of the `with_session` replay saw and chose (`eval --turns-out`).
     #[serde(skip)]
     pub records: Vec<TurnRecord>,
@@ -154,6 +157,7 @@ pub fn replay(
         turns: alone.counts(),
         oracle: with_session.as_ref().map(|s| s.ceiling.oracle.accuracy()),
         errors: with_session.as_ref().map(|s| s.ceiling.split()),
+        transitions: with_session.as_ref().map(|s| s.transitions),
         with_session: with_session.as_ref().map(|s| s.tally.accuracy()),
         records: with_session.map(|s| s.records).unwrap_or_default(),
         without_assistant: without_assistant.map(|s| s.tally.accuracy()),
@@ -261,6 +265,7 @@ fn in_session(
         tally,
         ceiling,
         records,
+        transitions: TransitionRates::new(&config.context, &config.transitions, &sizes, observed),
     })
 }
 
@@ -269,6 +274,7 @@ struct Decoded {
     tally: Tally,
     ceiling: Ceiling,
     records: Vec<TurnRecord>,
+    transitions: TransitionRates,
 }
 
 /// The conversations in order of first appearance, each in line order.

@@ -20,15 +20,14 @@ mod task;
 pub mod wire;
 
 use axum::extract::{FromRequestParts, Request, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
 use axum::Json;
 use serde_json::{json, Value};
 
 use crate::error::ApiError;
 use crate::extract::MAX_BODY_BYTES;
-use crate::{Authorized, Shared};
+use crate::{Authorized, Endpoint, Shared};
 
 /// The JSON-RPC endpoint's path (the card names it).
 pub const ENDPOINT: &str = "/a2a";
@@ -36,12 +35,12 @@ pub const ENDPOINT: &str = "/a2a";
 /// The card's paths: the specification's, and the one clients before 0.3 fetch.
 const CARD_PATHS: [&str; 2] = ["/.well-known/agent-card.json", "/.well-known/agent.json"];
 
-pub(crate) fn routes() -> axum::Router<Shared> {
-    let mut router = axum::Router::new().route(ENDPOINT, post(rpc));
+pub(crate) fn endpoints() -> Vec<Endpoint> {
+    let mut endpoints = vec![Endpoint::new(ENDPOINT, Method::POST, rpc)];
     for path in CARD_PATHS {
-        router = router.route(path, get(card::serve));
+        endpoints.push(Endpoint::new(path, Method::GET, card::serve));
     }
-    router
+    endpoints
 }
 
 /// A JSON-RPC error: the protocol's code, a message for people, and (A2A's form) an

@@ -5,9 +5,11 @@
 use axum::http::StatusCode;
 use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
 use switchyard_catalog::clock::unix_now;
 use switchyard_core::orchestration::MAX_CHECKPOINT_BYTES;
 use switchyard_core::service::{new_request_id, Question};
+use switchyard_core::ServiceError;
 
 use super::wire::{
     Artifact, GetTaskRequest, Message, Part, Role, SendMessageRequest, Task, TaskState, TaskStatus,
@@ -70,7 +72,7 @@ pub(crate) async fn send(
             (task.id, task.context_id, task.history, asked)
         }
         None => (
-            new_request_id(),
+            task_id_of(&authorized.owner, &message.message_id),
             message.context_id.clone().unwrap_or_else(new_request_id),
             Vec::new(),
             text.clone(),
@@ -94,15 +96,50 @@ pub(crate) async fn send(
         assistant: None,
         assistant_is_ours: false,
     };
-    let answer = service
-        .query(&question, &authorized.access)
-        .await
-        .map_err(|e| contextual(ApiError::from(e)))?;
+    let answer = match service.query(&question, &authorized.access).await {
+        Ok(answer) => answer,
+        // The task's workflow is held: this message (a client's retry of it, or another
+        // message of the task) is being answered by another request. Nothing runs twice.
+        Err(ServiceError::WorkflowRunning { .. }) => {
+            return Ok(json!({ "task": working(id, context_id, history, now) }))
+        }
+        Err(e) => return Err(contextual(ApiError::from(e))),
+    };
     let (_, answer) = Render(service.router()).answer(question.session_id, answer);
     let task = task_of(id, context_id, history, &answer, now);
-    save(service, authorized, &task.id, &task, now).await?;
+    // The message's record first: a retry after a failed save of the task finds it there.
     save(service, authorized, &message_key(&message_id), &task, now).await?;
+    save(service, authorized, &task.id, &task, now).await?;
     Ok(json!({ "task": task }))
+}
+
+/// A new task's id, from its caller and its first message's id: a retry of the message
+/// (on any instance) names the same task, so its workflow's lease keeps the question from
+/// running twice while the first attempt runs. Unguessable to other callers without the
+/// caller's owner id, and scoped by it in the store anyway.
+fn task_id_of(owner: &str, message_id: &str) -> String {
+    let digest = Sha256::new()
+        .chain_update(owner.as_bytes())
+        .chain_update([0])
+        .chain_update(message_id.as_bytes())
+        .finalize();
+    hex::encode(&digest[..16])
+}
+
+/// The task as a retry sees it while the first attempt is running.
+fn working(id: String, context_id: String, history: Vec<Message>, now: i64) -> Task {
+    Task {
+        id,
+        context_id,
+        status: TaskStatus {
+            state: TaskState::Working,
+            message: None,
+            timestamp: rfc3339(now),
+        },
+        artifacts: Vec::new(),
+        history,
+        metadata: None,
+    }
 }
 
 pub(crate) async fn get(
@@ -288,8 +325,10 @@ async fn replayed(
 }
 
 /// The task as stored: whole while its JSON is under [`MAX_CHECKPOINT_BYTES`] (a DynamoDB
-/// item holds 400 KB); beyond, its artifacts keep their text and drop their data (the
-/// caller had it in the answer), said in the task's metadata.
+/// item holds 400 KB). Beyond, in order until it fits: its artifacts and messages drop their
+/// data (the caller had it in the answer); its history drops its oldest messages but
+/// the first (the question a workflow resumes with); every text is cut, with a marker. What
+/// was given up is said in the task's metadata (`dataDropped`, `historyDropped`, `textCut`).
 fn for_storage(task: &Task) -> Result<String, RpcError> {
     let json = |t: &Task| serde_json::to_string(t).map_err(|e| RpcError::internal(e.to_string()));
     let whole = json(task)?;
@@ -297,16 +336,75 @@ fn for_storage(task: &Task) -> Result<String, RpcError> {
         return Ok(whole);
     }
     let mut stored = task.clone();
+    let mut metadata = stored.metadata.take().unwrap_or_else(|| json!({}));
     for artifact in &mut stored.artifacts {
         artifact.parts.retain(|p| p.data.is_none());
     }
-    let mut metadata = stored.metadata.take().unwrap_or_else(|| json!({}));
+    for message in stored
+        .history
+        .iter_mut()
+        .chain(stored.status.message.as_mut())
+    {
+        message.parts.retain(|p| p.data.is_none());
+    }
     metadata["dataDropped"] = json!(format!(
         "the answer's data made the task {} bytes, over the {MAX_CHECKPOINT_BYTES} kept",
         whole.len()
     ));
     stored.metadata = Some(metadata);
-    json(&stored)
+    // Long texts are cut first (an answer kept whole to 16 KiB); then the oldest history
+    // goes; then what is left is cut shorter.
+    let over = |t: &Task| json(t).map(|j| j.len() > MAX_CHECKPOINT_BYTES);
+    let cut_all = |stored: &mut Task, keep: usize| {
+        stored.metadata.get_or_insert_with(|| json!({}))["textCut"] = json!(keep);
+        let messages = stored
+            .history
+            .iter_mut()
+            .chain(stored.status.message.as_mut());
+        let parts = messages
+            .flat_map(|m| m.parts.iter_mut())
+            .chain(stored.artifacts.iter_mut().flat_map(|a| a.parts.iter_mut()));
+        for text in parts.filter_map(|p| p.text.as_mut()) {
+            cut(text, keep);
+        }
+    };
+    if over(&stored)? {
+        cut_all(&mut stored, 16_384);
+    }
+    let mut dropped = 0;
+    while over(&stored)? && stored.history.len() > 2 {
+        stored.history.remove(1);
+        dropped += 1;
+    }
+    if dropped > 0 {
+        stored.metadata.get_or_insert_with(|| json!({}))["historyDropped"] = json!(dropped);
+    }
+    for keep in [1_024, 128] {
+        if over(&stored)? {
+            cut_all(&mut stored, keep);
+        }
+    }
+    let kept = json(&stored)?;
+    if kept.len() > MAX_CHECKPOINT_BYTES {
+        return Err(RpcError::internal(format!(
+            "the task is {} bytes even cut down, over the {MAX_CHECKPOINT_BYTES} a task may keep",
+            kept.len()
+        )));
+    }
+    Ok(kept)
+}
+
+/// `text` cut to at most `bytes` (on a character's boundary) and a marker, when longer.
+fn cut(text: &mut String, bytes: usize) {
+    if text.len() <= bytes {
+        return;
+    }
+    let mut end = bytes;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text.truncate(end);
+    text.push_str(" [cut]");
 }
 
 async fn save(
@@ -435,6 +533,65 @@ mod tests {
             .as_str()
             .unwrap()
             .contains("bytes"));
+    }
+
+    /// A task past twice the limit in every part that grows (the answer's text and data,
+    /// the waiting message, a long history), in multibyte text: kept under the limit, its
+    /// first question and its latest message kept, and what was given up said.
+    #[test]
+    fn every_growing_part_of_a_task_is_bounded() {
+        let long = "ß→日本語".repeat(MAX_CHECKPOINT_BYTES / 4);
+        assert!(long.len() > 2 * MAX_CHECKPOINT_BYTES);
+        let message = |n: usize, text: &str| Message {
+            message_id: format!("m{n}"),
+            context_id: None,
+            task_id: None,
+            role: if n.is_multiple_of(2) {
+                Role::User
+            } else {
+                Role::Agent
+            },
+            parts: vec![Part::text(text), Part::data(json!({"rows": [text]}))],
+        };
+        let task = Task {
+            id: "t".into(),
+            context_id: "c".into(),
+            status: TaskStatus {
+                state: TaskState::InputRequired,
+                message: Some(message(99, &long)),
+                timestamp: rfc3339(0),
+            },
+            artifacts: vec![Artifact {
+                artifact_id: "a".into(),
+                name: None,
+                parts: vec![Part::text(long.clone())],
+            }],
+            history: (0..40)
+                .map(|n| message(n, &"ß→日本語".repeat(700)))
+                .collect(),
+            metadata: Some(json!({"waitingFor": "input"})),
+        };
+        assert!(serde_json::to_string(&task).unwrap().len() > 2 * MAX_CHECKPOINT_BYTES);
+        let stored = for_storage(&task).unwrap();
+        assert!(
+            stored.len() <= MAX_CHECKPOINT_BYTES,
+            "{} bytes",
+            stored.len()
+        );
+        let kept: Task = serde_json::from_str(&stored).unwrap();
+        assert_eq!(kept.history.first().unwrap().message_id, "m0");
+        assert_eq!(kept.history.last().unwrap().message_id, "m39");
+        let metadata = kept.metadata.unwrap();
+        assert_eq!(
+            metadata["waitingFor"], "input",
+            "what the task waits for is kept"
+        );
+        assert!(metadata["textCut"].is_number(), "{metadata}");
+        let text = kept.status.message.unwrap().parts[0].text.clone().unwrap();
+        assert!(
+            text.ends_with(" [cut]") && text.starts_with("ß→日本語"),
+            "{text:.40}"
+        );
     }
 
     #[test]

@@ -137,6 +137,9 @@ pub struct TaskStatus {
 /// (or a partial answer, which the next message resumes) waits for the caller.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum TaskState {
+    /// Another request with the same message is still running it (a client's retry).
+    #[serde(rename = "TASK_STATE_WORKING")]
+    Working,
     #[serde(rename = "TASK_STATE_COMPLETED")]
     Completed,
     #[serde(rename = "TASK_STATE_INPUT_REQUIRED")]
@@ -149,7 +152,7 @@ pub enum TaskState {
 
 impl TaskState {
     pub fn is_terminal(self) -> bool {
-        self != TaskState::InputRequired
+        !matches!(self, TaskState::InputRequired | TaskState::Working)
     }
 }
 

@@ -4,11 +4,20 @@
 //! under `serve` in `infra/scripts/chat-clients.sh`.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-use crate::setup::{api, call_as, config_with, with_key, TestApi};
+use switchyard_adapters::respond::IntentInvoker;
+use switchyard_catalog::BoxFuture;
+use switchyard_contract::adapter::{AdapterInvoker, AdapterRequest, AdapterResponse};
+use switchyard_core::orchestration::MemoryWorkflowStore;
+use switchyard_core::service::Service;
+use switchyard_routing::session::MemorySessionStore;
+
+use crate::setup::{api, call_as, config_with, small_router, with_key, TestApi};
 
 /// Auth on: "k-all" may use every datasource, "k-helper" only `assistant`.
 fn two_callers() -> TestApi {
@@ -252,4 +261,74 @@ fn protocol_errors_are_answered_as_json_rpc() {
         "k-all",
     );
     assert_eq!(streaming["error"]["code"], -32004, "{streaming}");
+}
+
+/// An invoker that takes its time and counts its calls: the first attempt of a message is
+/// still running when its retry arrives.
+struct SlowInvoker {
+    inner: IntentInvoker,
+    calls: Arc<AtomicUsize>,
+}
+
+impl AdapterInvoker for SlowInvoker {
+    fn invoke<'a>(
+        &'a self,
+        request: AdapterRequest,
+    ) -> BoxFuture<'a, switchyard_contract::error::Result<AdapterResponse>> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        Box::pin(async move {
+            tokio::time::sleep(Duration::from_millis(1500)).await;
+            self.inner.invoke(request).await
+        })
+    }
+}
+
+/// Two router instances sharing the task store (as on AWS, one DynamoDB table): a message
+/// and its retry, sent while the first attempt runs (what a client does after its own
+/// timeout), run the question once; the retry is told the same task is working, and a
+/// retry after the answer gets the finished task.
+#[test]
+fn a_message_retried_during_its_run_on_another_instance_runs_once() {
+    let store = Arc::new(MemoryWorkflowStore::default());
+    let calls = Arc::new(AtomicUsize::new(0));
+    let instance = || {
+        let config = config_with(&[]);
+        let sessions = MemorySessionStore::new(config.sessions.clone());
+        let router = small_router(config.clone());
+        let invoker = SlowInvoker {
+            inner: IntentInvoker::new(router.index().catalog.clone()),
+            calls: calls.clone(),
+        };
+        Arc::new(
+            Service::new(config, router, Arc::new(invoker), Arc::new(sessions))
+                .with_workflows(store.clone()),
+        )
+    };
+    let (first_instance, second_instance) = (instance(), instance());
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message":
+        {"messageId": "slow-1", "contextId": "slow", "role": "ROLE_USER",
+         "parts": [{"text": "What's the weather like in Paris?"}]}}})
+    .to_string();
+    let sent = body.clone();
+    let first =
+        std::thread::spawn(move || crate::setup::call(&first_instance, "POST", "/a2a", &sent).body);
+    std::thread::sleep(Duration::from_millis(500));
+    let retried = crate::setup::call(&second_instance, "POST", "/a2a", &body).body;
+    let first = first.join().unwrap();
+    let task = &first["result"]["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{first}");
+    assert_eq!(
+        retried["result"]["task"]["status"]["state"], "TASK_STATE_WORKING",
+        "{retried}"
+    );
+    assert_eq!(retried["result"]["task"]["id"], task["id"], "{retried}");
+    assert_eq!(calls.load(Ordering::SeqCst), 1, "the question ran once");
+
+    let after = crate::setup::call(&second_instance, "POST", "/a2a", &body).body;
+    assert_eq!(after["result"]["task"], first["result"]["task"], "{after}");
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        1,
+        "and not again after its answer"
+    );
 }

@@ -102,8 +102,28 @@ fn unknown_callers_get_401_and_callers_without_datasources_403() {
         },
     );
     assert_eq!(response.status, 403, "{}", response.body);
-    // A token's own datasources claim.
-    let claims = json!({"switchyard_datasources": "hr"}).as_object().cloned();
+    // A token's own datasources claim, for no one: refused, naming the claim it lacks.
+    let anonymous = json!({"switchyard_datasources": "hr"}).as_object().cloned();
+    let response = call_as(
+        &api,
+        "POST",
+        "/v1/route",
+        query,
+        Identity {
+            api_key: None,
+            claims: anonymous,
+        },
+    );
+    assert_eq!(response.status, 403, "{}", response.body);
+    assert!(
+        response.body.to_string().contains("`sub`"),
+        "{}",
+        response.body
+    );
+    // The same claim with the caller named.
+    let claims = json!({"sub": "ann", "switchyard_datasources": "hr"})
+        .as_object()
+        .cloned();
     let response = call_as(
         &api,
         "POST",
