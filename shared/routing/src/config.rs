@@ -118,6 +118,9 @@ pub struct ContextConfig {
     /// accepts it: it opens with one of these.
     pub offer_cues: Vec<String>,
     pub acceptance_cues: Vec<String>,
+    /// A turn opening with one of these (lower case, whole words) continues the
+    /// conversation: it is never self-contained (`self_contained_probability`).
+    pub continuation_cues: Vec<String>,
     /// The previous turn's pull halves every this many seconds.
     #[validate(range(min = 1, message = "must be at least 1"))]
     pub half_life_seconds: u64,

@@ -42,9 +42,12 @@ use switchyard_text::params::extract;
 mod texts;
 
 pub use texts::{
-    accepts, asked_text, assistant_question, assistant_text, holds_cue, joint_question, offer_text,
-    AssistantTurn, ContextTexts, Said, MAX_ASSISTANT_CHARS,
+    asked_text, assistant_question, assistant_text, continues, holds_cue, joint_question,
+    offer_text, opens_with, AssistantTurn, ContextTexts, Said, MAX_ASSISTANT_CHARS,
 };
+
+/// At most this many words after a continuation cue make a fragment ("and in Sales?").
+const FRAGMENT_WORDS: usize = 3;
 
 /// One template's evidence in this turn.
 struct Evidence {
@@ -95,7 +98,7 @@ pub fn contextualize(
         .chain(assistant.map(|a| a.alone))
         .collect();
     let offers = assistant.is_some_and(|a| holds_cue(&a.alone.query, &config.offer_cues));
-    let accepts = accepts(&own.query, &config.acceptance_cues);
+    let accepts = opens_with(&own.query, &config.acceptance_cues);
     let offer_weight = if offers && accepts {
         config.offer_weight
     } else {
@@ -167,7 +170,17 @@ pub fn contextualize(
         }),
     };
     let kept: Vec<Weighted> = belief.iter().take(config.belief_size).cloned().collect();
-    let sure = self_contained(&own, config);
+    // A fragment that continues ("And what about Berlin?") stands alone only when the
+    // previous question with it goes where it goes alone: a fragment's few words can route
+    // confidently anywhere. A whole question after its "and" is judged as any other.
+    let continues = continues(&own.query, &config.continuation_cues, FRAGMENT_WORDS);
+    let agrees_with_joint = || {
+        joint.is_none_or(|j| {
+            let template = |r: &Routing| r.selected_match().map(Match::template_ref);
+            template(j).is_some() && template(j) == template(&own)
+        })
+    };
+    let sure = self_contained(&own, config) && (!continues || agrees_with_joint());
     // What the turn meant, by its text alone: its own routing when sure, else the joint
     // one's ("and in Sales?" with the question before it) when that is sure. Never the
     // filter's decision, which would learn the stay prior back from itself.
@@ -233,6 +246,12 @@ pub fn contextualize(
                 .is_some_and(|m| m.template_ref() == template)
             {
                 report.used = ContextUsed::PendingParameter;
+                // The turn completes the question that asked for it ("Engineering" after
+                // "who earns the most in a department"): read as that question with it, by
+                // the adapter and as the next turn's previous question ("and in Sales?").
+                if let Some(question) = &asked.query {
+                    routing.query = format!("{question} {}", routing.query);
+                }
                 // The conversation is on the template the turn completed.
                 return Contextualized {
                     belief: pinned(&template),

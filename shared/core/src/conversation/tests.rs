@@ -438,3 +438,30 @@ fn a_turn_sure_of_itself_is_self_contained() {
     own.outcome = Outcome::Clarify;
     assert!(!self_contained(&own, &c), "only a turn that executes alone");
 }
+
+#[test]
+fn a_fragment_after_a_continuation_cue_continues_and_a_whole_question_does_not() {
+    let cues = config().continuation_cues;
+    for fragment in [
+        "And what about Berlin?",
+        "and in Sales?",
+        "same for kia",
+        "What about 2021",
+    ] {
+        assert!(
+            super::continues(fragment, &cues, super::FRAGMENT_WORDS),
+            "{fragment}"
+        );
+    }
+    for whole in [
+        "and which teams are in chicago",
+        "Andrew's salary",
+        "what is 15% of 200?",
+        "orders in Paris",
+    ] {
+        assert!(
+            !super::continues(whole, &cues, super::FRAGMENT_WORDS),
+            "{whole}"
+        );
+    }
+}

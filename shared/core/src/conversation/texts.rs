@@ -120,9 +120,32 @@ pub fn holds_cue(assistant: &str, cues: &[String]) -> bool {
     cues.iter().any(|cue| lower.contains(cue.as_str()))
 }
 
-/// Whether the turn opens with an acceptance ("Yes, please", "Sure, for 2 people").
-pub fn accepts(query: &str, cues: &[String]) -> bool {
-    let lower = query.trim_start().to_lowercase();
+/// Whether the turn is a fragment continuing the conversation: one of `cues` opens it and
+/// at most `max_words` words follow ("And in Sales?", "what about Berlin", "same for kia";
+/// not "and which teams are in Chicago", a whole question after its "and").
+pub fn continues(query: &str, cues: &[String], max_words: usize) -> bool {
+    let mut rest = query
+        .trim_start_matches(|c: char| !c.is_alphanumeric())
+        .to_lowercase();
+    let mut opened = false;
+    while let Some(cue) = cues
+        .iter()
+        .find(|cue| opens_with(&rest, std::slice::from_ref(cue)))
+    {
+        rest = rest[cue.len()..]
+            .trim_start_matches(|c: char| !c.is_alphanumeric())
+            .to_owned();
+        opened = true;
+    }
+    opened && rest.split_whitespace().count() <= max_words
+}
+
+/// Whether the turn opens with one of `cues` as whole words: an acceptance ("Yes, please",
+/// "Sure, for 2 people"), a continuation ("And in Sales?", "What about Marketing").
+pub fn opens_with(query: &str, cues: &[String]) -> bool {
+    let lower = query
+        .trim_start_matches(|c: char| !c.is_alphanumeric())
+        .to_lowercase();
     cues.iter().any(|cue| {
         lower
             .strip_prefix(cue.as_str())
