@@ -98,6 +98,22 @@ impl PostgresDatasource {
             .start()
             .await
             .map_err(|e| sql_error(e.to_string()))?;
+        // Once the server's timeout is set (even within the batch setting it, on a loaded
+        // machine), a cancel at any step is the deadline's.
+        let failed = |e: tokio_postgres::Error| {
+            if e.code() == Some(&tokio_postgres::error::SqlState::QUERY_CANCELED) {
+                sql_error(format!(
+                    "cancelled at the deadline of {} ms",
+                    deadline.as_millis()
+                ))
+            } else {
+                // The server's own words: "db error" alone names no cause.
+                sql_error(
+                    e.as_db_error()
+                        .map_or_else(|| e.to_string(), |db| db.to_string()),
+                )
+            }
+        };
         // The read-only check reads a backslash in a '…' string as an ordinary character,
         // as the server does with standard_conforming_strings on (its default).
         transaction
@@ -106,18 +122,7 @@ impl PostgresDatasource {
                 deadline.as_millis().max(1)
             ))
             .await
-            .map_err(|e| sql_error(e.to_string()))?;
-        // From here the server's timeout runs: a cancel at any step is the deadline's.
-        let failed = |e: tokio_postgres::Error| {
-            if e.code() == Some(&tokio_postgres::error::SqlState::QUERY_CANCELED) {
-                sql_error(format!(
-                    "cancelled at the deadline of {} ms",
-                    deadline.as_millis()
-                ))
-            } else {
-                sql_error(e.to_string())
-            }
-        };
+            .map_err(failed)?;
         let statement = transaction.prepare(&sql).await.map_err(failed)?;
         let mut values: Vec<Box<dyn ToSql + Sync + Send>> = Vec::with_capacity(names.len());
         for (name, ty) in names.iter().zip(statement.params()) {

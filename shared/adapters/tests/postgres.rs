@@ -135,9 +135,11 @@ async fn writes_are_refused_and_the_deadline_cancels() {
     let rows = db.query(&all, &Map::new(), SECOND).await.unwrap();
     assert_eq!(rows.rows.len(), 5);
     assert!(rows.truncated);
-    // Slow without a side effect (the check refuses `pg_sleep` before it runs).
+    // Slow without a side effect (the check refuses `pg_sleep` before it runs): rows of
+    // vehicles to the fourth power to count, in memory, far past 100 ms.
     let mut slow = all.clone();
-    slow.sql_template = Some("SELECT count(*) FROM generate_series(1, 1000000000)".into());
+    slow.sql_template =
+        Some("SELECT count(*) AS n FROM vehicles a, vehicles b, vehicles c, vehicles d".into());
     let message = db
         .query(&slow, &Map::new(), Duration::from_millis(100))
         .await

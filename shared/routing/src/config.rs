@@ -133,6 +133,10 @@ pub struct ContextConfig {
     /// the conversation: a self-contained question switches whatever the stay prior says.
     #[validate(custom(function = "unit"))]
     pub self_contained_probability: f32,
+    /// After a request of ours for a missing parameter, a turn routing elsewhere at least
+    /// this likely is a new question; below, it answers the request.
+    #[validate(custom(function = "unit"))]
+    pub pending_switch_probability: f32,
     /// The context's winner is executed only with at least this probability.
     #[validate(custom(function = "unit"))]
     pub min_probability: f32,

@@ -234,10 +234,13 @@ pub fn contextualize(
         .filter(|p| p.outcome == TurnOutcome::NeedsClarification)
         .and_then(|p| Some((p, template_of(p)?)));
     if let Some((asked, template)) = pending {
+        // An answer to our request ("water the plants") can route anywhere: only a turn
+        // surer of itself than a self-contained one leaves the request unanswered.
         let elsewhere = sure
-            && own
-                .selected_match()
-                .is_some_and(|m| m.template_ref() != template);
+            && own.selected_match().is_some_and(|m| {
+                m.template_ref() != template
+                    && probability_of(m) >= config.pending_switch_probability
+            });
         if !elsewhere || fills_request(router, asked, &template, &own.query) {
             let mut routing = own.clone();
             select(&mut routing, &others, &template);
