@@ -15,7 +15,7 @@
 # serves the catalog tests/data/catalogs/servers, whose `ev` is on the MariaDB server of
 # infra/scripts/mariadb.sh (SWITCHYARD_TEST_MYSQL_URL, passed on when set) and whose
 # `rust_docs` fetches pages from the web server a test starts on
-# $SWITCHYARD_TEST_WEB_PORT (default 55504; SWITCHYARD_TEST_WEB_URL). It compiles a
+# $SWITCHYARD_TEST_WEB_PORT (default 25504; SWITCHYARD_TEST_WEB_URL). It compiles a
 # binary on its first invoke (a debug build), and does not rebuild on source changes
 # unless SWITCHYARD_LAMBDA_RELOAD=1.
 # State and logs: /tmp/switchyard-aws-local/ (moto.log, lambda.log, *.pid).
@@ -29,7 +29,10 @@ MOTO_PORT="${SWITCHYARD_MOTO_PORT:-55500}"
 LAMBDA_PORT="${SWITCHYARD_LAMBDA_PORT:-55501}"
 MOTO_IAM_PORT="${SWITCHYARD_MOTO_IAM_PORT:-55502}"
 LAMBDA_SQL_PORT="${SWITCHYARD_LAMBDA_SQL_PORT:-55503}"
-WEB_PORT="${SWITCHYARD_TEST_WEB_PORT:-55504}"
+# Below Linux's ephemeral range (32768-60999): the test binds it while other tests hold
+# client connections, any of which may have been given a port of that range (seen: 55504
+# "already in use").
+WEB_PORT="${SWITCHYARD_TEST_WEB_PORT:-25504}"
 STATE="/tmp/switchyard-aws-local"
 TIMEOUT="${SWITCHYARD_AWS_LOCAL_TIMEOUT:-60}"
 for port in "$MOTO_PORT" "$LAMBDA_PORT" "$MOTO_IAM_PORT" "$LAMBDA_SQL_PORT" "$WEB_PORT"; do
