@@ -100,8 +100,14 @@ impl PostgresDatasource {
             .map_err(|e| sql_error(e.to_string()))?;
         // Once the server's timeout is set (even within the batch setting it, on a loaded
         // machine), a cancel at any step is the deadline's.
+        let timed = std::time::Instant::now();
         let failed = |e: tokio_postgres::Error| {
-            if e.code() == Some(&tokio_postgres::error::SqlState::QUERY_CANCELED) {
+            use tokio_postgres::error::SqlState;
+            // The cancel's error can reach the request pipelined after the one it stopped,
+            // which then reads "current transaction is aborted" (seen on a loaded machine).
+            let aborted = e.code() == Some(&SqlState::IN_FAILED_SQL_TRANSACTION)
+                && timed.elapsed() >= deadline;
+            if e.code() == Some(&SqlState::QUERY_CANCELED) || aborted {
                 sql_error(format!(
                     "cancelled at the deadline of {} ms",
                     deadline.as_millis()
