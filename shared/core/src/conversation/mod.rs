@@ -249,12 +249,6 @@ pub fn contextualize(
                 .is_some_and(|m| m.template_ref() == template)
             {
                 report.used = ContextUsed::PendingParameter;
-                // The turn completes the question that asked for it ("Engineering" after
-                // "who earns the most in a department"): read as that question with it, by
-                // the adapter and as the next turn's previous question ("and in Sales?").
-                if let Some(question) = &asked.query {
-                    routing.query = format!("{question} {}", routing.query);
-                }
                 // The conversation is on the template the turn completed.
                 return Contextualized {
                     belief: pinned(&template),
