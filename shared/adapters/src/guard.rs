@@ -251,7 +251,7 @@ fn uncommented(sql: &str, tokens: &[TokenWithSpan]) -> std::result::Result<Strin
 }
 
 /// Byte offsets of the tokenizer's locations (1-based lines, and columns in characters).
-struct Offsets {
+pub(crate) struct Offsets {
     /// The byte offset of each character, and of the end.
     chars: Vec<usize>,
     /// The character index at which each line starts.
@@ -259,7 +259,7 @@ struct Offsets {
 }
 
 impl Offsets {
-    fn of(sql: &str) -> Offsets {
+    pub(crate) fn of(sql: &str) -> Offsets {
         let mut chars = Vec::with_capacity(sql.len() + 1);
         let mut lines = vec![0];
         for (index, (offset, ch)) in sql.char_indices().enumerate() {
@@ -272,7 +272,7 @@ impl Offsets {
         Offsets { chars, lines }
     }
 
-    fn byte(&self, line: u64, column: u64) -> Option<usize> {
+    pub(crate) fn byte(&self, line: u64, column: u64) -> Option<usize> {
         let start = *self
             .lines
             .get(usize::try_from(line).ok()?.checked_sub(1)?)?;

@@ -15,6 +15,7 @@ use sqlparser::parser::Parser;
 use sqlparser::tokenizer::{Location, Token, TokenWithSpan, Tokenizer};
 
 use crate::error::{AdapterError, Result};
+use crate::guard::Offsets;
 
 /// How the server numbers its parameters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,6 +58,7 @@ pub fn rewrite(
         ControlFlow::<()>::Continue(())
     });
     let lost = || fail("a placeholder could not be located in the SQL".into());
+    let offsets = Offsets::of(sql);
     let mut names: Vec<String> = Vec::new();
     let mut rewritten = String::with_capacity(sql.len());
     let mut copied = 0;
@@ -74,11 +76,16 @@ pub fn rewrite(
                 span,
             }),
             Some(from),
-        ) = (word, byte_offset(sql, token.span.start))
+        ) = (
+            word,
+            offsets.byte(token.span.start.line, token.span.start.column),
+        )
         else {
             return Err(lost());
         };
-        let to = byte_offset(sql, span.end).ok_or_else(lost)?;
+        let to = offsets
+            .byte(span.end.line, span.end.column)
+            .ok_or_else(lost)?;
         rewritten.push_str(&sql[copied..from]);
         match style {
             Style::Numbered => {
@@ -104,20 +111,4 @@ pub fn rewrite(
     }
     rewritten.push_str(&sql[copied..]);
     Ok((rewritten, names))
-}
-
-/// The byte offset of a tokenizer location (1-based line and column, in characters).
-fn byte_offset(sql: &str, at: Location) -> Option<usize> {
-    let (mut line, mut column) = (1, 1);
-    for (offset, ch) in sql.char_indices() {
-        if (line, column) == (at.line, at.column) {
-            return Some(offset);
-        }
-        if ch == '\n' {
-            (line, column) = (line + 1, 1);
-        } else {
-            column += 1;
-        }
-    }
-    ((line, column) == (at.line, at.column)).then_some(sql.len())
 }

@@ -1,6 +1,8 @@
+use super::filter::Evidence;
 use super::*;
 use crate::config::Config;
 use switchyard_index::scoring::Weights;
+use switchyard_routing::config::Decoding;
 use switchyard_routing::router::{Ranking, RerankStatus, StageScores, StageTimings};
 
 fn template(datasource: &str, template_id: &str) -> TemplateRef {

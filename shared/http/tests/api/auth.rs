@@ -90,30 +90,17 @@ fn unknown_callers_get_401_and_callers_without_datasources_403() {
             assert_eq!(response.body["error"]["code"], "unauthenticated");
         }
     }
-    let claims = json!({"sub": "idle"}).as_object().cloned();
-    let response = call_as(
-        &api,
-        "POST",
-        "/v1/query",
-        query,
-        Identity {
+    let with_token = |path: &str, claims: serde_json::Value| {
+        let identity = Identity {
             api_key: None,
-            claims,
-        },
-    );
+            claims: claims.as_object().cloned(),
+        };
+        call_as(&api, "POST", path, query, identity)
+    };
+    let response = with_token("/v1/query", json!({"sub": "idle"}));
     assert_eq!(response.status, 403, "{}", response.body);
     // A token's own datasources claim, for no one: refused, naming the claim it lacks.
-    let anonymous = json!({"switchyard_datasources": "hr"}).as_object().cloned();
-    let response = call_as(
-        &api,
-        "POST",
-        "/v1/route",
-        query,
-        Identity {
-            api_key: None,
-            claims: anonymous,
-        },
-    );
+    let response = with_token("/v1/route", json!({"switchyard_datasources": "hr"}));
     assert_eq!(response.status, 403, "{}", response.body);
     assert!(
         response.body.to_string().contains("`sub`"),
@@ -121,18 +108,9 @@ fn unknown_callers_get_401_and_callers_without_datasources_403() {
         response.body
     );
     // The same claim with the caller named.
-    let claims = json!({"sub": "ann", "switchyard_datasources": "hr"})
-        .as_object()
-        .cloned();
-    let response = call_as(
-        &api,
-        "POST",
+    let response = with_token(
         "/v1/route",
-        query,
-        Identity {
-            api_key: None,
-            claims,
-        },
+        json!({"sub": "ann", "switchyard_datasources": "hr"}),
     );
     assert_eq!(response.status, 200, "{}", response.body);
     assert_eq!(response.body["routing_decision"]["would_route_to"], "hr");
