@@ -2,8 +2,9 @@
 //!
 //! A template names a page with its `endpoint_template` (GET; placeholders fill the path,
 //! `query_params` the query). The page is fetched as the HTTP adapter makes any request:
-//! only to the `base_url` host and `allowed_hosts`, checked again on every redirect, with
-//! its retries, size cap (`connection.max_response_bytes`) and deadline. Its main text is
+//! only to the `base_url` origin and `allowed_hosts` (scheme, host and port; a bare entry
+//! is https), checked again on every redirect, with its retries, size cap
+//! (`connection.max_response_bytes`) and deadline. Its main text is
 //! taken by dom_smoothie (a port of Mozilla's Readability: navigation, scripts, footers and
 //! other boilerplate dropped) as Markdown, cut into chunks as a document is (headings, then
 //! windows of words) and ranked by BM25 for the question. The answer gives the best

@@ -16,7 +16,7 @@ use switchyard_llm::{read_capped, redact_json};
 use tokio::time::{sleep, timeout_at, Instant};
 
 use crate::error::Result;
-use crate::http::hosts::{authority, check_scheme};
+use crate::http::hosts::{authority, check_scheme, refusal};
 use crate::http::placeholders::{fill_json, fill_path, query_texts, whole_placeholder};
 use crate::http::response::{graphql_data, graphql_errors, parse_body, Mapping};
 use crate::http::secrets::{expand_env, redact_error};
@@ -281,13 +281,7 @@ impl HttpDatasource {
             })?,
         };
         if !self.allows(&url) {
-            return Err(self.fail(
-                template,
-                format!(
-                    "host `{}` is not allowed",
-                    url.host_str().unwrap_or_default()
-                ),
-            ));
+            return Err(self.fail(template, refusal(&self.hosts, &url)));
         }
 
         let method = if graphql {

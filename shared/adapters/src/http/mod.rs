@@ -1,11 +1,12 @@
 //! The HTTP adapter: JSON APIs (`endpoint_template`) and GraphQL (`graphql_template`).
 //!
-//! Requests only go to the datasource's `connection.base_url` host and its `allowed_hosts`
-//! (checked for every template when the datasource opens, again for every request and for
-//! every redirect). Parameters fill the endpoint path as percent-encoded segments, the
-//! query through URL encoding and the JSON body as typed values: a value can never change
-//! the path, the host or the shape of the request. Header values take secrets from the
-//! environment (`${NAME}`) at call time; secret values are redacted from errors and data.
+//! Requests only go to the datasource's `connection.base_url` origin and its `allowed_hosts`
+//! (scheme, host and port: a bare entry means https; checked for every template when the
+//! datasource opens, again for every request and for every redirect). Parameters fill the
+//! endpoint path as percent-encoded segments, the query through URL encoding and the JSON
+//! body as typed values: a value can never change the path, the host or the shape of the
+//! request. Header values take secrets from the environment (`${NAME}`) at call time;
+//! secret values are redacted from errors and data.
 //!
 //! Connection settings: `base_url` (or `base_url_env`, the variable holding it) and
 //! `max_response_bytes` (default 1 MiB). `limits.timeout_ms` caps the caller's deadline and
@@ -31,7 +32,7 @@ use crate::error::{AdapterError, Result};
 use crate::render::{plain_text, render};
 use call::method;
 pub use call::FetchedPage;
-use hosts::{allowed, authority, check_scheme, client, HostRule};
+use hosts::{allowed, authority, check_scheme, client, refusal, HostRule};
 use placeholders::placeholders;
 use response::Mapping;
 use secrets::expand_env;
@@ -67,7 +68,7 @@ pub struct HttpDatasource {
 impl HttpDatasource {
     /// Open an HTTP or GraphQL datasource: `connection.base_url` (or `connection.base_url_env`,
     /// the name of the variable holding it). Every template is checked here: its endpoint
-    /// must be http(s) on the base_url's host or a host in `allowed_hosts`, placeholders may
+    /// must be on the base_url's origin or one `allowed_hosts` allows, placeholders may
     /// only fill the path, and its method, headers and `response_mapping` must be usable.
     pub fn open(datasource: &Datasource) -> Result<HttpDatasource> {
         Self::open_checked(datasource, false)
@@ -90,17 +91,10 @@ impl HttpDatasource {
         let (base_url, base_deferred) = base_url(connection, at_build).map_err(fail)?;
 
         let mut hosts = Vec::new();
-        if let Some(base) = &base_url {
-            hosts.push(HostRule {
-                host: base.host_str().unwrap_or_default().to_ascii_lowercase(),
-                port: base.port_or_known_default(),
-            });
-        }
+        // The base_url keeps its own scheme and port; a bare `allowed_hosts` entry means https.
+        hosts.extend(base_url.as_ref().map(HostRule::origin));
         for entry in &datasource.spec.allowed_hosts {
-            hosts.push(
-                HostRule::parse(entry)
-                    .ok_or_else(|| fail(format!("allowed_hosts: `{entry}` is not a host")))?,
-            );
+            hosts.push(HostRule::parse(entry).map_err(fail)?);
         }
 
         let max_response_bytes = match connection.get("max_response_bytes") {
@@ -170,10 +164,7 @@ impl HttpDatasource {
                 Some(self.resolve(&probe)?)
             };
             if let Some(url) = url.filter(|url| !self.allows(url)) {
-                return Err(format!(
-                    "endpoint host `{}` is neither the base_url's host nor in allowed_hosts",
-                    url.host_str().unwrap_or_default()
-                ));
+                return Err(format!("endpoint {}", refusal(&self.hosts, &url)));
             }
         } else if self.base_url.is_none() && !self.base_deferred {
             return Err("graphql_template needs connection.base_url (the GraphQL endpoint)".into());

@@ -6,9 +6,11 @@
 //! defaults), `requests` (what is sent: path and query values, JSON bodies, header secrets),
 //! `limits` (retries, the deadline, the response size cap), `retries` (which methods are
 //! tried again, the `Idempotency-Key`), `opening` (what opening a datasource refuses: the
-//! host allow-list, the base URL), `answers` (GraphQL answers and errors, response mapping).
+//! host allow-list, the base URL), `hosts` (`allowed_hosts` matching scheme and port, at
+//! open and on redirects), `answers` (GraphQL answers and errors, response mapping).
 
 mod answers;
+mod hosts;
 mod limits;
 mod opening;
 mod requests;

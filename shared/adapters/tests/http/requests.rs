@@ -210,9 +210,9 @@ async fn secret_headers_follow_no_redirect_to_another_origin() {
         .route("/there", get(|| async { Json(json!({"stayed": true})) }));
     let base = serve(app).await;
     std::env::set_var("SWITCHYARD_HTTP_TEST_KEY", "k3y-value");
-    let other_host = other_base.trim_start_matches("http://").to_owned();
+    // Plain http: a bare `127.0.0.1:port` entry would mean https.
     let datasource = crate::setup::datasource(
-        json!({"connection": {"base_url": base}, "allowed_hosts": [other_host]}),
+        json!({"connection": {"base_url": base}, "allowed_hosts": [other_base]}),
         vec![
             json!({"id": "keyed", "endpoint_template": "/away",
                    "headers": {"x-api-key": "${SWITCHYARD_HTTP_TEST_KEY}"}}),
