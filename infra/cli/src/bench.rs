@@ -1,8 +1,11 @@
 //! `switchyard bench`: cold start and per-query latency on one thread, the way a 1-vCPU
 //! Lambda pays them: model load, index load, the first query, then p50/p95/p99 of the
-//! embedding alone and of the whole route (embedding, search, scoring), each query alone.
+//! embedding alone and of the whole route (embedding, search, scoring), each query alone,
+//! and of the route as a session's second turn (the previous question with it routed too
+//! unless the turn stands alone, then the conversation's decision).
 
 use std::path::{Path, PathBuf};
+use std::hint::black_box;
 use std::time::Instant;
 
 use anyhow::{bail, Result};
@@ -11,7 +14,10 @@ use switchyard_catalog::auth::Access;
 use switchyard_catalog::config::cache_dir;
 use switchyard_catalog::template::Catalog;
 use switchyard_core::config::Config;
-use switchyard_eval::{load_dataset, Percentiles};
+use switchyard_core::conversation::{
+    contextualize, joint_question, stands_alone, turn_of, unexecuted_outcome,
+};
+use switchyard_eval::{load_dataset, percentiles, Percentiles};
 use switchyard_index::index::{load_or_build, Index};
 use switchyard_routing::router::Router;
 
@@ -46,6 +52,8 @@ struct Report {
     first_query_ms: f64,
     embedding_ms: Percentiles,
     route_ms: Percentiles,
+    /// The same queries, each the second turn of a session after the query before it.
+    route_in_session_ms: Percentiles,
     /// The synthetic catalogs asked for, smallest first.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     synthetic: Vec<ScaleRow>,
@@ -109,6 +117,7 @@ pub fn run(
         embedder.embed_one(&router.embedding_text(text)).map(drop)
     })?;
     let route_ms = time_each(measured, |text| router.route(text, &Access::All).map(drop))?;
+    let route_in_session_ms = route_in_session(&router, &config, &texts)?;
 
     let mut sizes = options.synthetic.clone();
     sizes.sort_unstable();
@@ -128,6 +137,7 @@ pub fn run(
         first_query_ms,
         embedding_ms,
         route_ms,
+        route_in_session_ms,
         synthetic,
     };
     if options.json {
@@ -136,6 +146,41 @@ pub fn run(
         print(&report);
     }
     Ok(())
+}
+
+/// Each query after the first as the second turn of a session whose first turn was the
+/// query before it, as the service routes it: the question alone, then, unless it stands
+/// alone (`stands_alone`), the previous question with it; then the conversation's
+/// decision. No assistant text: a session's last answer is ours, and asks nothing here.
+fn route_in_session(router: &Router, config: &Config, texts: &[String]) -> Result<Percentiles> {
+    let sessions = &config.sessions;
+    let mut samples = Vec::with_capacity(texts.len().saturating_sub(1));
+    for pair in texts.windows(2) {
+        let (previous, query) = (&pair[0], &pair[1]);
+        let first = router.route(previous, &Access::All)?;
+        let outcome = unexecuted_outcome(&first);
+        let turns = vec![turn_of(&first, &[], outcome, Default::default(), sessions, 0)];
+        let started = Instant::now();
+        let own = router.route(query, &Access::All)?;
+        let joint = match stands_alone(&own, &turns, false, &sessions.context) {
+            true => None,
+            false => joint_question(&turns, query, sessions)
+                .map(|text| router.route(&text, &Access::All))
+                .transpose()?,
+        };
+        black_box(contextualize(
+            router,
+            sessions,
+            own,
+            joint.as_ref(),
+            None,
+            &turns,
+            None,
+            1,
+        ));
+        samples.push(ms(started));
+    }
+    Ok(percentiles(samples))
 }
 
 fn embedder_model(router: &Router) -> String {
@@ -183,6 +228,7 @@ fn print(r: &Report) {
     };
     row("embedding", &r.embedding_ms);
     row("route (whole)", &r.route_ms);
+    row("route in a session", &r.route_in_session_ms);
     if !r.synthetic.is_empty() {
         scale::print(&r.synthetic);
     }

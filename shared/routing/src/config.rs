@@ -118,9 +118,15 @@ pub struct ContextConfig {
     /// accepts it: it opens with one of these.
     pub offer_cues: Vec<String>,
     pub acceptance_cues: Vec<String>,
-    /// A turn opening with one of these (lower case, whole words) continues the
-    /// conversation: it is never self-contained (`self_contained_probability`).
+    /// A turn opening with one of these (lower case, whole words) and a few words after
+    /// continues the conversation: it stands alone (`self_contained_probability`) only
+    /// where the previous question with it routes where it routes alone.
     pub continuation_cues: Vec<String>,
+    /// A turn holding one of these (lower case, whole words) points back at the previous
+    /// turn ("how many of those are in Pierce County?"): like a fragment, it stands alone
+    /// only where the previous question with it routes where it routes alone, and that
+    /// joint routing weighs in full in its evidence.
+    pub reference_words: Vec<String>,
     /// The previous turn's pull halves every this many seconds.
     #[validate(range(min = 1, message = "must be at least 1"))]
     pub half_life_seconds: u64,

@@ -46,7 +46,8 @@ use filter::{evidence, evidence_power, follow, probability_of, Prior};
 
 pub use texts::{
     asked_text, assistant_question, assistant_text, continues, holds_cue, joint_question,
-    offer_text, opens_with, AssistantTurn, ContextTexts, Said, MAX_ASSISTANT_CHARS,
+    offer_text, opens_with, refers_back, AssistantTurn, ContextTexts, Said,
+    MAX_ASSISTANT_CHARS,
 };
 
 /// At most this many words after a continuation cue make a fragment ("and in Sales?").
@@ -83,7 +84,15 @@ pub fn contextualize(
     now: i64,
 ) -> Contextualized {
     let config = &sessions.context;
-    let evidence = evidence(router, &own, joint, assistant, config);
+    // A fragment that continues ("And what about Berlin?") or a turn that points back
+    // ("how many of those are in Pierce County?") depends on the previous question: read
+    // with it in full, and standing alone only when the two readings agree (below).
+    let refers = refers_back(&own.query, &config.reference_words);
+    let dependent = refers || continues(&own.query, &config.continuation_cues, FRAGMENT_WORDS);
+    // A turn that stands alone is read without the previous question, as the service
+    // reads it (it embeds no joint text for it): the routing is its own either way.
+    let joint = joint.filter(|_| !stands_alone(&own, turns, assistant.is_some(), config));
+    let evidence = evidence(router, &own, joint, assistant, refers, config);
     let others: Vec<&Routing> = joint
         .into_iter()
         .chain(assistant.map(|a| a.with_turn))
@@ -162,17 +171,16 @@ pub fn contextualize(
         }),
     };
     let kept: Vec<Weighted> = belief.iter().take(config.belief_size).cloned().collect();
-    // A fragment that continues ("And what about Berlin?") stands alone only when the
-    // previous question with it goes where it goes alone: a fragment's few words can route
-    // confidently anywhere. A whole question after its "and" is judged as any other.
-    let continues = continues(&own.query, &config.continuation_cues, FRAGMENT_WORDS);
+    // A dependent turn stands alone only when the previous question with it goes where it
+    // goes alone: a fragment's few words can route confidently anywhere, and "those" are
+    // the previous turn's. A whole question after its "and" is judged as any other.
     let agrees_with_joint = || {
         joint.is_none_or(|j| {
             let template = |r: &Routing| r.selected_match().map(Match::template_ref);
             template(j).is_some() && template(j) == template(&own)
         })
     };
-    let sure = self_contained(&own, config) && (!continues || agrees_with_joint());
+    let sure = self_contained(&own, config) && (!dependent || agrees_with_joint());
     // What the turn meant, by its text alone: its own routing when sure, else the joint
     // one's ("and in Sales?" with the question before it) when that is sure. Never the
     // filter's decision, which would learn the stay prior back from itself.
@@ -257,7 +265,13 @@ pub fn contextualize(
         !own.selected_match()
             .is_some_and(|m| m.template_ref() == top.template_ref())
     });
-    if disagrees && !after_clarify && sure {
+    // Nor right after the assistant asked something ("What time would you like?"): the
+    // turn answers it ("7 pm at Sakura", sure of some other template alone), and the
+    // filter, with the question as evidence, decides. Our own answers ask nothing unless
+    // they clarify or request, so this is another agent's question in a chat's history.
+    let answers_question = assistant
+        .is_some_and(|a| asked_text(&a.alone.query, &config.offer_cues).is_some());
+    if disagrees && !after_clarify && !answers_question && sure {
         let fresh = follow(
             config,
             Prior {
@@ -322,6 +336,25 @@ pub fn contextualize(
             .map(|b| b.probability);
     }
     contextualized(own, report)
+}
+
+/// Whether a turn is answered on its own, whatever the texts around it say: sure of
+/// itself alone (`self_contained`), dependent on nothing (no continuing fragment, no word
+/// pointing back), after no clarify or request of ours, and with nothing from the
+/// assistant before it (`assisted`: the request's text, or what our answer asked). The
+/// service then embeds neither the previous question with it nor anything else.
+pub fn stands_alone(own: &Routing, turns: &[Turn], assisted: bool, config: &ContextConfig) -> bool {
+    let asked_by_us = turns.last().is_some_and(|p| {
+        matches!(
+            p.outcome,
+            TurnOutcome::Clarify | TurnOutcome::NeedsClarification
+        )
+    });
+    !assisted
+        && !asked_by_us
+        && self_contained(own, config)
+        && !refers_back(&own.query, &config.reference_words)
+        && !continues(&own.query, &config.continuation_cues, FRAGMENT_WORDS)
 }
 
 /// Whether a turn's own routing is sure enough to stand against the conversation: it

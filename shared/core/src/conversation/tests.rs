@@ -467,3 +467,67 @@ fn a_fragment_after_a_continuation_cue_continues_and_a_whole_question_does_not()
         );
     }
 }
+
+#[test]
+fn a_turn_that_points_back_refers_to_the_previous_one() {
+    let words = config().reference_words;
+    for pointing in [
+        "how many of those are in Pierce County?",
+        "What's the top model THERE",
+        "list them",
+        "and their budget?",
+        "is that one covered",
+    ] {
+        assert!(super::refers_back(pointing, &words), "{pointing}");
+    }
+    for whole in [
+        "how many employees are in Engineering?",
+        "Is there a charge for wifi?",
+        "there are how many flights to Boston",
+        "thermostat settings",
+        "who is the theorist",
+        "one of the weather reports",
+    ] {
+        assert!(!super::refers_back(whole, &words), "{whole}");
+    }
+}
+
+#[test]
+fn only_a_sure_turn_that_depends_on_nothing_stands_alone() {
+    let c = config();
+    let sure = |query: &str| {
+        let mut own = routing(&[("tools", "calculator_percentage"), ("hr", "top_paid")]);
+        own.query = query.into();
+        own.outcome = Outcome::Execute;
+        own.selected = Some(0);
+        own.matches[0].scores.probability = Some(0.97);
+        own
+    };
+    let answered = [turn("hr", "top_paid", TurnOutcome::Execute)];
+    assert!(stands_alone(
+        &sure("What is 15% of 200?"),
+        &answered,
+        false,
+        &c
+    ));
+    for pointing in ["what is 15% of those", "and 15% of 200?"] {
+        assert!(
+            !stands_alone(&sure(pointing), &answered, false, &c),
+            "{pointing}"
+        );
+    }
+    assert!(
+        !stands_alone(&sure("What is 15% of 200?"), &answered, true, &c),
+        "the assistant asked something before it"
+    );
+    for outcome in [TurnOutcome::Clarify, TurnOutcome::NeedsClarification] {
+        let asked = [turn("hr", "top_paid", outcome)];
+        assert!(
+            !stands_alone(&sure("What is 15% of 200?"), &asked, false, &c),
+            "after our {outcome:?}"
+        );
+    }
+    let mut unsure = sure("What is 15% of 200?");
+    unsure.matches[0].scores.probability = Some(0.5);
+    assert!(!stands_alone(&unsure, &answered, false, &c));
+}
