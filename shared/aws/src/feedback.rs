@@ -1,6 +1,9 @@
-//! Decisions and their feedback in DynamoDB: one item per `request_id` holding the decision
-//! (JSON), once judged the feedback (JSON) and the reward, and the `expires_at` TTL
-//! attribute; reads ignore expired items themselves (DynamoDB deletes them late).
+//! Decisions and their feedback in DynamoDB: one item per decision, keyed by the request id
+//! scoped by its caller (`feedback::decision_key`, in the `request_id` attribute), holding
+//! the decision (JSON), once judged the feedback (JSON) and the reward, and the
+//! `expires_at` TTL attribute; reads ignore expired items themselves (DynamoDB deletes them
+//! late). Judging reads the item consistently: feedback sent right after its answer finds
+//! the decision that answer wrote.
 
 use std::collections::HashMap;
 
@@ -29,13 +32,10 @@ impl DynamoFeedbackStore {
         }
     }
 
-    fn item(&self, record: &FeedbackRecord) -> Item {
+    fn item(&self, key: &str, record: &FeedbackRecord) -> Item {
         let expires_at = record.decision.at + self.ttl_seconds as i64;
         let mut item = HashMap::from([
-            (
-                "request_id".to_owned(),
-                AttributeValue::S(record.decision.request_id.clone()),
-            ),
+            ("request_id".to_owned(), AttributeValue::S(key.to_owned())),
             (
                 "decision".to_owned(),
                 AttributeValue::S(serde_json::to_string(&record.decision).expect("serialises")),
@@ -89,27 +89,26 @@ impl DynamoFeedbackStore {
         }))
     }
 
-    async fn put(&self, record: &FeedbackRecord) -> Result<()> {
+    async fn put(&self, key: &str, record: &FeedbackRecord) -> Result<()> {
         self.client
             .put_item()
             .table_name(&self.table)
-            .set_item(Some(self.item(record)))
+            .set_item(Some(self.item(key, record)))
             .send()
             .await
             .map_err(|e| self.sdk("PutItem", e))?;
         Ok(())
     }
 
-    async fn judge_item(
-        &self,
-        request_id: &str,
-        feedback: Feedback,
-    ) -> Result<Option<FeedbackRecord>> {
+    async fn judge_item(&self, key: &str, feedback: Feedback) -> Result<Option<FeedbackRecord>> {
         let item = self
             .client
             .get_item()
             .table_name(&self.table)
-            .key("request_id", AttributeValue::S(request_id.to_owned()))
+            .key("request_id", AttributeValue::S(key.to_owned()))
+            // The answer's PutItem may be milliseconds old: an eventually consistent read
+            // could miss it and answer 404.
+            .consistent_read(true)
             .send()
             .await
             .map_err(|e| self.sdk("GetItem", e))?
@@ -121,7 +120,7 @@ impl DynamoFeedbackStore {
             return Ok(None);
         };
         let record = judged(record.decision, feedback);
-        self.put(&record).await?;
+        self.put(key, &record).await?;
         Ok(Some(record))
     }
 
@@ -158,23 +157,23 @@ impl TableStore for DynamoFeedbackStore {
 }
 
 impl FeedbackStore for DynamoFeedbackStore {
-    fn record<'a>(&'a self, decision: Decision) -> BoxFuture<'a, Result<()>> {
+    fn record<'a>(&'a self, key: &'a str, decision: Decision) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {
             let record = FeedbackRecord {
                 decision,
                 feedback: None,
                 reward: None,
             };
-            self.put(&record).await
+            self.put(key, &record).await
         })
     }
 
     fn judge<'a>(
         &'a self,
-        request_id: &'a str,
+        key: &'a str,
         feedback: Feedback,
     ) -> BoxFuture<'a, Result<Option<FeedbackRecord>>> {
-        Box::pin(self.judge_item(request_id, feedback))
+        Box::pin(self.judge_item(key, feedback))
     }
 
     fn all(&self) -> BoxFuture<'_, Result<Vec<FeedbackRecord>>> {

@@ -5,13 +5,19 @@
 //! them late). A run's lease is an item of its own, keyed by the caller-scoped lease key
 //! (which no `workflow_id` can equal: ids have no `/` or `#`), written on the condition
 //! that no other run holds it.
+//!
+//! An A2A task is an item of its own too (its caller-scoped task key, the task's JSON in
+//! `task`), and its context's item (`orchestration::context_key`) lists the keys of the
+//! context's tasks in the string set `tasks` (one `UpdateItem` ADD per save, so concurrent
+//! saves all count): forgetting the context deletes what it lists, with each task's
+//! workflow checkpoint, then the list.
 
 use std::collections::HashMap;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use switchyard_catalog::BoxFuture;
 use switchyard_contract::error::Result;
-use switchyard_core::orchestration::{Checkpoint, WorkflowStore};
+use switchyard_core::orchestration::{task_checkpoint_key, Checkpoint, WorkflowStore};
 
 use crate::error::TableStore;
 
@@ -192,7 +198,19 @@ impl DynamoWorkflowStore {
 }
 
 impl DynamoWorkflowStore {
-    async fn put_task(&self, key: &str, task: &str, expires_at: i64) -> Result<()> {
+    /// The task's key in its context's list first: a task whose save failed after it is
+    /// only a key too many there, never a task that forgetting misses.
+    async fn put_task(&self, key: &str, context: &str, task: &str, expires_at: i64) -> Result<()> {
+        self.client
+            .update_item()
+            .table_name(&self.table)
+            .key("workflow_id", AttributeValue::S(context.to_owned()))
+            .update_expression("ADD tasks :key SET expires_at = :expires_at")
+            .expression_attribute_values(":key", AttributeValue::Ss(vec![key.to_owned()]))
+            .expression_attribute_values(":expires_at", AttributeValue::N(expires_at.to_string()))
+            .send()
+            .await
+            .map_err(|e| self.sdk("UpdateItem", e))?;
         let item = HashMap::from([
             ("workflow_id".to_owned(), AttributeValue::S(key.to_owned())),
             ("task".to_owned(), AttributeValue::S(task.to_owned())),
@@ -222,6 +240,45 @@ impl DynamoWorkflowStore {
             Some(AttributeValue::S(task)) => Ok(Some(task.clone())),
             _ => Err(self.fail(format!("task `{key}` has no `task`"))),
         }
+    }
+}
+
+impl DynamoWorkflowStore {
+    /// Delete the item under `key`: whether there was one.
+    async fn delete(&self, key: &str) -> Result<bool> {
+        let deleted = self
+            .client
+            .delete_item()
+            .table_name(&self.table)
+            .key("workflow_id", AttributeValue::S(key.to_owned()))
+            .return_values(aws_sdk_dynamodb::types::ReturnValue::AllOld)
+            .send()
+            .await
+            .map_err(|e| self.sdk("DeleteItem", e))?;
+        Ok(deleted.attributes().is_some_and(|a| !a.is_empty()))
+    }
+
+    async fn forget(&self, context: &str) -> Result<usize> {
+        let Some(item) = self.get_item(context).await? else {
+            return Ok(0);
+        };
+        let keys = match item.get("tasks") {
+            Some(AttributeValue::Ss(keys)) => keys.clone(),
+            _ => Vec::new(),
+        };
+        let mut forgotten = 0;
+        for key in &keys {
+            if !key.ends_with("#task") {
+                return Err(self.fail(format!("context `{context}` lists `{key}`, no task")));
+            }
+            forgotten += usize::from(self.delete(key).await?);
+            if let Some(checkpoint) = task_checkpoint_key(key) {
+                self.delete(checkpoint).await?;
+            }
+        }
+        // Last: a failure above leaves the list, so forgetting again finds the rest.
+        self.delete(context).await?;
+        Ok(forgotten)
     }
 }
 
@@ -261,13 +318,18 @@ impl WorkflowStore for DynamoWorkflowStore {
     fn save_task<'a>(
         &'a self,
         key: &'a str,
+        context: &'a str,
         task: &'a str,
         expires_at: i64,
     ) -> BoxFuture<'a, Result<()>> {
-        Box::pin(self.put_task(key, task, expires_at))
+        Box::pin(self.put_task(key, context, task, expires_at))
     }
 
     fn load_task<'a>(&'a self, key: &'a str, now: i64) -> BoxFuture<'a, Result<Option<String>>> {
         Box::pin(self.get_task(key, now))
+    }
+
+    fn forget_context<'a>(&'a self, context: &'a str) -> BoxFuture<'a, Result<usize>> {
+        Box::pin(self.forget(context))
     }
 }

@@ -19,9 +19,10 @@ pub enum ServiceError {
     #[error("{field}: {message}")]
     InvalidRequest { field: String, message: String },
 
-    /// Feedback named a request whose decision is not kept (unknown or expired).
+    /// Feedback named a request whose decision is not kept for this caller (unknown,
+    /// another caller's, or expired): one answer for all three, so an id tells nothing.
     #[error(
-        "no answer with request_id `{0}` is kept (unknown, or older than feedback.ttl_seconds)"
+        "no answer with request_id `{0}` is kept for this caller (unknown, another caller's, or older than feedback.ttl_seconds)"
     )]
     UnknownRequest(String),
 

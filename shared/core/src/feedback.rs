@@ -6,6 +6,12 @@
 //! 0.3·user_satisfaction`, normalised over the parts given, minus
 //! `0.1·(1 − 1/(1 + seconds/10))` for the answer's processing time, clamped to [0, 1].
 //! In memory locally, DynamoDB on AWS (`switchyard-aws`), with a TTL.
+//!
+//! A decision is kept under its request id scoped by the caller that got the answer
+//! ([`decision_key`]: `auth::scoped`, as sessions are), so only that caller can judge it;
+//! another caller's feedback on the same id finds nothing, as for an unknown id (404, so a
+//! request id tells nothing about whether it exists). With `auth.required` off there is one
+//! caller, and the key is the request id.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
@@ -186,19 +192,29 @@ pub struct FeedbackRecord {
     pub reward: Option<f32>,
 }
 
-/// Decisions by request id, and the feedback on them. Boxed futures keep it usable as
+/// Where the decision of `owner`'s answer `request_id` is kept: the request id scoped by
+/// its caller (`auth::scoped`; the id itself with one tenant).
+pub fn decision_key(owner: &str, request_id: &str) -> String {
+    switchyard_catalog::auth::scoped(owner, request_id)
+}
+
+/// Decisions by [`decision_key`], and the feedback on them. Boxed futures keep it usable as
 /// `dyn FeedbackStore`.
 pub trait FeedbackStore: Send + Sync {
+    /// Keep `decision` under `key` ([`decision_key`]).
     fn record<'a>(
         &'a self,
+        key: &'a str,
         decision: Decision,
     ) -> BoxFuture<'a, switchyard_contract::error::Result<()>>;
 
-    /// Attach feedback to the decision of `request_id`; `None` when no such decision is
-    /// kept (unknown, or expired). Later feedback on the same request replaces earlier.
+    /// Attach feedback to the decision kept under `key`, as the latest `record` left it
+    /// (a consistent read: feedback sent right after its answer finds it); `None` when no
+    /// such decision is kept (unknown, another caller's, or expired). Later feedback on the
+    /// same request replaces earlier.
     fn judge<'a>(
         &'a self,
-        request_id: &'a str,
+        key: &'a str,
         feedback: Feedback,
     ) -> BoxFuture<'a, switchyard_contract::error::Result<Option<FeedbackRecord>>>;
 
@@ -240,20 +256,20 @@ impl Default for MemoryFeedbackStore {
 impl FeedbackStore for MemoryFeedbackStore {
     fn record<'a>(
         &'a self,
+        key: &'a str,
         decision: Decision,
     ) -> BoxFuture<'a, switchyard_contract::error::Result<()>> {
         Box::pin(async move {
             let mut guard = self.records.lock().unwrap_or_else(|e| e.into_inner());
             let (records, order) = &mut *guard;
-            order.push_back(decision.request_id.clone());
-            records.insert(
-                decision.request_id.clone(),
-                FeedbackRecord {
-                    decision,
-                    feedback: None,
-                    reward: None,
-                },
-            );
+            let record = FeedbackRecord {
+                decision,
+                feedback: None,
+                reward: None,
+            };
+            if records.insert(key.to_owned(), record).is_none() {
+                order.push_back(key.to_owned());
+            }
             while order.len() > self.capacity {
                 if let Some(oldest) = order.pop_front() {
                     records.remove(&oldest);
@@ -265,12 +281,12 @@ impl FeedbackStore for MemoryFeedbackStore {
 
     fn judge<'a>(
         &'a self,
-        request_id: &'a str,
+        key: &'a str,
         feedback: Feedback,
     ) -> BoxFuture<'a, switchyard_contract::error::Result<Option<FeedbackRecord>>> {
         Box::pin(async move {
             let mut guard = self.records.lock().unwrap_or_else(|e| e.into_inner());
-            Ok(guard.0.get_mut(request_id).map(|record| {
+            Ok(guard.0.get_mut(key).map(|record| {
                 *record = judged(record.decision.clone(), feedback);
                 record.clone()
             }))
@@ -335,6 +351,7 @@ impl JsonLinesFeedbackStore {
 impl FeedbackStore for JsonLinesFeedbackStore {
     fn record<'a>(
         &'a self,
+        key: &'a str,
         decision: Decision,
     ) -> BoxFuture<'a, switchyard_contract::error::Result<()>> {
         Box::pin(async move {
@@ -343,17 +360,17 @@ impl FeedbackStore for JsonLinesFeedbackStore {
                 feedback: None,
                 reward: None,
             })?;
-            self.memory.record(decision).await
+            self.memory.record(key, decision).await
         })
     }
 
     fn judge<'a>(
         &'a self,
-        request_id: &'a str,
+        key: &'a str,
         feedback: Feedback,
     ) -> BoxFuture<'a, switchyard_contract::error::Result<Option<FeedbackRecord>>> {
         Box::pin(async move {
-            let judged = self.memory.judge(request_id, feedback).await?;
+            let judged = self.memory.judge(key, feedback).await?;
             if let Some(record) = &judged {
                 self.append(record)?;
             }
@@ -414,7 +431,7 @@ mod tests {
                 query: None,
                 session_id: None,
             };
-            store.record(decision).await.unwrap();
+            store.record(&format!("r{n}"), decision).await.unwrap();
         }
         let success = Feedback {
             agent_success: Some(true),
@@ -424,6 +441,36 @@ mod tests {
         let judged = store.judge("r2", success).await.unwrap().unwrap();
         assert!(judged.reward.is_some_and(|r| r > 0.999), "{judged:?}");
         assert_eq!(store.all().await.unwrap().len(), 2);
+    }
+
+    #[tokio::test]
+    async fn a_decision_is_judged_only_under_its_callers_key() {
+        let store = MemoryFeedbackStore::default();
+        let decision = Decision {
+            request_id: "r1".into(),
+            datasource: None,
+            template_id: None,
+            outcome: Outcome::NoMatch,
+            confidence: 0.1,
+            margin: None,
+            threshold: 0.4,
+            processing_ms: 1.0,
+            at: 0,
+            query: None,
+            session_id: None,
+        };
+        let ann = decision_key("principal:ann", "r1");
+        store.record(&ann, decision).await.unwrap();
+        let success = Feedback {
+            agent_success: Some(true),
+            ..Feedback::default()
+        };
+        let bob = decision_key("principal:bob", "r1");
+        assert!(store.judge(&bob, success.clone()).await.unwrap().is_none());
+        assert!(store.judge("r1", success.clone()).await.unwrap().is_none());
+        let judged = store.judge(&ann, success).await.unwrap().unwrap();
+        assert_eq!(judged.decision.request_id, "r1", "the answer's own id");
+        assert_eq!(decision_key("", "r1"), "r1", "one tenant: the id itself");
     }
 
     #[test]
@@ -457,7 +504,7 @@ mod tests {
                 query: Some("What is 15% of 200?".into()),
                 session_id: None,
             };
-            store.record(decision).await.unwrap();
+            store.record(&format!("r{n}"), decision).await.unwrap();
         }
         let feedback = Feedback {
             expected_template: Some("none".into()),

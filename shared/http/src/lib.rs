@@ -243,18 +243,22 @@ async fn query(
 
 /// Judge an earlier answer; the reward is stored with its routing decision for
 /// `switchyard tune`.
+///
+/// Only the caller that got the answer may judge it (the caller a session belongs to: the
+/// token's subject or principal, or the API key's principal; with `auth.required` off,
+/// everyone is one caller).
 #[utoipa::path(post, path = "/v1/feedback", request_body = FeedbackRequest, responses(
     (status = 200, body = FeedbackRecorded),
     (status = 400, body = wire::ErrorBody),
     (status = 401, body = wire::ErrorBody),
     (status = 403, body = wire::ErrorBody),
-    (status = 404, description = "No answer with that request_id is kept", body = wire::ErrorBody),
+    (status = 404, description = "No answer with that request_id is kept for this caller: unknown, expired, or another caller's (answered alike, so an id reveals nothing of other callers' answers)", body = wire::ErrorBody),
     (status = 413, body = wire::ErrorBody),
     (status = 503, description = "The feedback store failed, or overloaded (with Retry-After)", body = wire::ErrorBody),
 ))]
 async fn feedback(
     State(service): State<Shared>,
-    Authorized { .. }: Authorized,
+    Authorized { owner, .. }: Authorized,
     CheckedJson(body): CheckedJson<FeedbackRequest>,
 ) -> Result<Json<FeedbackRecorded>, ApiError> {
     let feedback = switchyard_core::feedback::Feedback {
@@ -263,7 +267,7 @@ async fn feedback(
         search_quality: body.search_quality,
         expected_template: body.expected_template,
     };
-    let record = service.feedback(&body.request_id, feedback).await?;
+    let record = service.feedback(&owner, &body.request_id, feedback).await?;
     let decision = record.decision;
     Ok(Json(FeedbackRecorded {
         request_id: decision.request_id,
@@ -276,6 +280,9 @@ async fn feedback(
 }
 
 /// Forget a session: its turns, parameters and question texts.
+///
+/// The A2A tasks whose `contextId` is the session go with it (their messages, answers and
+/// split questions' checkpoints).
 #[utoipa::path(delete, path = "/v1/sessions/{session_id}",
     params(("session_id" = String, Path, description = "The conversation id, 1 to 128 characters", min_length = 1, max_length = 128)),
     responses(
@@ -283,7 +290,7 @@ async fn feedback(
         (status = 400, body = wire::ErrorBody),
         (status = 401, body = wire::ErrorBody),
         (status = 403, body = wire::ErrorBody),
-        (status = 503, description = "The session store failed, or overloaded (with Retry-After)", body = wire::ErrorBody),
+        (status = 503, description = "The session or task store failed, or overloaded (with Retry-After)", body = wire::ErrorBody),
 ))]
 async fn forget_session(
     State(service): State<Shared>,

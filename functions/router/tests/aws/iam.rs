@@ -414,11 +414,17 @@ async fn the_functions_policies_allow_every_call_their_code_makes() {
     )
     .is_some());
 
-    // An A2A task: kept beside the checkpoints, found by the caller's next message.
+    // An A2A task: kept beside the checkpoints, found by the caller's next message, listed
+    // in its context's item and forgotten with it.
     allowed(
-        "workflows: keep an A2A task (PutItem)",
+        "workflows: keep an A2A task (UpdateItem, PutItem)",
         workflow_store
-            .save_task("owner/t-1#task", "{\"id\":\"t-1\"}", now + 3600)
+            .save_task(
+                "owner/t-1#task",
+                "owner/c-1#context",
+                "{\"id\":\"t-1\"}",
+                now + 3600,
+            )
             .await,
     );
     assert_eq!(
@@ -428,6 +434,13 @@ async fn the_functions_policies_allow_every_call_their_code_makes() {
         )
         .as_deref(),
         Some("{\"id\":\"t-1\"}")
+    );
+    assert_eq!(
+        allowed(
+            "workflows: forget a context's tasks (GetItem, DeleteItem)",
+            workflow_store.forget_context("owner/c-1#context").await
+        ),
+        1
     );
 
     let feedback_store = DynamoFeedbackStore::new(feedback.client.clone(), &feedback.name, 3600);
@@ -446,7 +459,7 @@ async fn the_functions_policies_allow_every_call_their_code_makes() {
     };
     allowed(
         "feedback: record (PutItem)",
-        feedback_store.record(decision).await,
+        feedback_store.record("r-1", decision).await,
     );
     let judged = feedback_store
         .judge(

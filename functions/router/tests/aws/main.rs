@@ -8,13 +8,16 @@
 //! requests through the router's handler), `index` (the index in S3 and the cold start that
 //! reads it), `sessions` (the session, topic and feedback tables), `rerank` (the rerank
 //! cache table), `adapters` (adapter functions invoked through Lambda, and their failures),
-//! `workflows` (checkpoints of split questions, and resuming from them), `iam` (the stores
-//! under the template's policies, on the moto_server that enforces IAM).
+//! `workflows` (checkpoints of split questions, and resuming from them), `privacy` (feedback
+//! from the answer's caller alone, read consistently; A2A tasks without texts, forgotten
+//! with their session), `iam` (the stores under the template's policies, on the
+//! moto_server that enforces IAM).
 
 mod adapters;
 mod encoder;
 mod iam;
 mod index;
+mod privacy;
 mod rerank;
 mod sessions;
 mod setup;

@@ -125,7 +125,7 @@ async fn feedback_is_stored_with_its_decision_and_read_back() {
         query: None,
         session_id: None,
     };
-    store.record(decision.clone()).await.unwrap();
+    store.record("req-1", decision.clone()).await.unwrap();
     let feedback = Feedback {
         user_satisfaction: Some(1.0),
         agent_success: Some(true),

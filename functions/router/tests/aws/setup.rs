@@ -130,10 +130,25 @@ pub async fn send(
     path: &str,
     body: Option<Value>,
 ) -> (u16, Value) {
+    send_with(app, method, path, body, json!({})).await
+}
+
+/// [`send`] with these headers too (an API key, `A2A-Version`).
+pub async fn send_with(
+    app: &axum::Router,
+    method: &str,
+    path: &str,
+    body: Option<Value>,
+    headers: Value,
+) -> (u16, Value) {
     let route = format!("{method} {path}");
+    let mut all = json!({"content-type": "application/json"});
+    for (name, value) in headers.as_object().into_iter().flatten() {
+        all[name] = value.clone();
+    }
     let event = json!({
         "version": "2.0", "routeKey": route, "rawPath": path, "rawQueryString": "",
-        "headers": {"content-type": "application/json"},
+        "headers": all,
         "requestContext": {"accountId": "123456789012", "apiId": "api", "domainName": "example.com",
             "domainPrefix": "example", "http": {"method": method, "path": path, "protocol": "HTTP/1.1",
             "sourceIp": "127.0.0.1", "userAgent": "test"}, "requestId": "r1", "routeKey": route,

@@ -231,17 +231,24 @@ pub trait WorkflowStore: Send + Sync {
     fn load<'a>(&'a self, key: &'a str, now: i64) -> BoxFuture<'a, Result<Option<Checkpoint>>>;
 
     /// Keep an A2A task (its JSON) under `key` (a caller-scoped task key, [`task_key`])
-    /// until `expires_at`: a task is the protocol's name for a workflow, and any instance
-    /// must find it for the caller's next message.
+    /// until `expires_at`, as one of `context`'s (a caller-scoped context key,
+    /// [`context_key`]): a task is the protocol's name for a workflow, and any instance
+    /// must find it for the caller's next message; forgetting the context finds it too.
     fn save_task<'a>(
         &'a self,
         key: &'a str,
+        context: &'a str,
         task: &'a str,
         expires_at: i64,
     ) -> BoxFuture<'a, Result<()>>;
 
     /// The A2A task stored under `key`, unless unknown or expired at `now`.
     fn load_task<'a>(&'a self, key: &'a str, now: i64) -> BoxFuture<'a, Result<Option<String>>>;
+
+    /// Delete every A2A task saved as one of `context`'s ([`context_key`]), with the
+    /// checkpoint of each one's workflow ([`task_checkpoint_key`]): how many tasks there
+    /// were. A task saved while this runs may stay.
+    fn forget_context<'a>(&'a self, context: &'a str) -> BoxFuture<'a, Result<usize>>;
 }
 
 /// An A2A task's key in the workflow store: caller-scoped like a workflow's, with a suffix
@@ -250,8 +257,25 @@ pub fn task_key(owner: &str, task_id: &str) -> String {
     format!("{}#task", switchyard_catalog::auth::scoped(owner, task_id))
 }
 
-/// An A2A task as kept in memory: its JSON and when it expires.
-type StoredTask = (String, i64);
+/// An A2A context's key in the workflow store (its `contextId` is a session id): what
+/// lists the context's tasks, so forgetting the session forgets them. Caller-scoped, with
+/// a suffix no other key has (task keys end in `#task`, leases in `#lease`, workflow ids
+/// have no `#`).
+pub fn context_key(owner: &str, context_id: &str) -> String {
+    format!(
+        "{}#context",
+        switchyard_catalog::auth::scoped(owner, context_id)
+    )
+}
+
+/// The key of the checkpoint of a task's workflow (a split question's workflow id is its
+/// task's id), from the task's [`task_key`]; `None` for another key.
+pub fn task_checkpoint_key(task_key: &str) -> Option<&str> {
+    task_key.strip_suffix("#task")
+}
+
+/// An A2A task as kept in memory: its JSON, when it expires, and its context's key.
+type StoredTask = (String, i64, String);
 
 /// Checkpoints in this process (local `serve`, tests): the newest `capacity`.
 pub struct MemoryWorkflowStore {
@@ -311,16 +335,15 @@ impl WorkflowStore for MemoryWorkflowStore {
     fn save_task<'a>(
         &'a self,
         key: &'a str,
+        context: &'a str,
         task: &'a str,
         expires_at: i64,
     ) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {
             let mut guard = self.tasks.lock().unwrap_or_else(|e| e.into_inner());
             let (tasks, order) = &mut *guard;
-            if tasks
-                .insert(key.to_owned(), (task.to_owned(), expires_at))
-                .is_none()
-            {
+            let stored = (task.to_owned(), expires_at, context.to_owned());
+            if tasks.insert(key.to_owned(), stored).is_none() {
                 order.push_back(key.to_owned());
             }
             while order.len() > self.capacity {
@@ -338,8 +361,34 @@ impl WorkflowStore for MemoryWorkflowStore {
             Ok(guard
                 .0
                 .get(key)
-                .filter(|(_, expires_at)| *expires_at > now)
-                .map(|(task, _)| task.clone()))
+                .filter(|(_, expires_at, _)| *expires_at > now)
+                .map(|(task, _, _)| task.clone()))
+        })
+    }
+
+    fn forget_context<'a>(&'a self, context: &'a str) -> BoxFuture<'a, Result<usize>> {
+        Box::pin(async move {
+            let forgotten: Vec<String> = {
+                let mut guard = self.tasks.lock().unwrap_or_else(|e| e.into_inner());
+                let (tasks, order) = &mut *guard;
+                let keys: Vec<String> = tasks
+                    .iter()
+                    .filter(|(_, (_, _, of))| of == context)
+                    .map(|(key, _)| key.clone())
+                    .collect();
+                for key in &keys {
+                    tasks.remove(key);
+                }
+                order.retain(|key| tasks.contains_key(key));
+                keys
+            };
+            let mut guard = self.checkpoints.lock().unwrap_or_else(|e| e.into_inner());
+            let (checkpoints, order) = &mut *guard;
+            for key in forgotten.iter().filter_map(|k| task_checkpoint_key(k)) {
+                checkpoints.remove(key);
+            }
+            order.retain(|key| checkpoints.contains_key(key));
+            Ok(forgotten.len())
         })
     }
 
@@ -378,6 +427,29 @@ impl WorkflowStore for MemoryWorkflowStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn forgetting_a_context_deletes_its_tasks_and_their_workflows_only() {
+        let store = MemoryWorkflowStore::default();
+        let (mine, other) = (context_key("sub:ann", "c1"), context_key("sub:bob", "c1"));
+        let task = task_key("sub:ann", "t1");
+        store.save_task(&task, &mine, "{}", 100).await.unwrap();
+        let message = task_key("sub:ann", "message:m1");
+        store.save_task(&message, &mine, "{}", 100).await.unwrap();
+        let kept = task_key("sub:bob", "t1");
+        store.save_task(&kept, &other, "{}", 100).await.unwrap();
+        let mut checkpoint = Checkpoint::new("t1".into(), "q".into(), vec![], vec![], 0, 100);
+        checkpoint.owner = "sub:ann".into();
+        store.save(&checkpoint).await.unwrap();
+        assert_eq!(task_checkpoint_key(&task), Some(checkpoint.key().as_str()));
+
+        assert_eq!(store.forget_context(&mine).await.unwrap(), 2);
+        assert!(store.load_task(&task, 0).await.unwrap().is_none());
+        assert!(store.load_task(&message, 0).await.unwrap().is_none());
+        assert!(store.load(&checkpoint.key(), 0).await.unwrap().is_none());
+        assert!(store.load_task(&kept, 0).await.unwrap().is_some(), "bob's");
+        assert_eq!(store.forget_context(&mine).await.unwrap(), 0);
+    }
 
     #[tokio::test]
     async fn a_lease_is_held_by_one_run_until_released_or_lapsed() {

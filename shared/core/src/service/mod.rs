@@ -5,8 +5,10 @@
 //! Lambda and `switchyard serve` both run that edge.
 
 mod execution;
+mod feedback;
 mod routed;
 mod sessions;
+mod tasks;
 mod transitions;
 mod workflows;
 
@@ -26,10 +28,10 @@ use crate::conversation::{
 };
 use crate::error::Result;
 use crate::error::ServiceError;
-use crate::feedback::{Decision, Feedback, FeedbackRecord, FeedbackStore, MemoryFeedbackStore};
+use crate::feedback::{FeedbackStore, MemoryFeedbackStore};
 use crate::invoker::RoutedWith;
 use crate::orchestration::{
-    task_key, Decomposer, FusionStrategy, MemoryWorkflowStore, QuestionSplitter, WorkflowStore,
+    Decomposer, FusionStrategy, MemoryWorkflowStore, QuestionSplitter, WorkflowStore,
     MAX_WORKFLOW_ID_CHARS,
 };
 use crate::rerank::RerankStage;
@@ -244,23 +246,6 @@ impl Service {
         )
     }
 
-    /// Keep an A2A task (its JSON) for `owner` as long as a workflow's checkpoint.
-    pub async fn save_task(&self, owner: &str, task_id: &str, task: &str, now: i64) -> Result<()> {
-        let expires_at = now + self.config.orchestration.checkpoint_ttl_seconds as i64;
-        self.workflows
-            .save_task(&task_key(owner, task_id), task, expires_at)
-            .await
-            .map_err(ServiceError::from)
-    }
-
-    /// `owner`'s A2A task `task_id` (JSON), unless unknown, another caller's, or expired.
-    pub async fn load_task(&self, owner: &str, task_id: &str, now: i64) -> Result<Option<String>> {
-        self.workflows
-            .load_task(&task_key(owner, task_id), now)
-            .await
-            .map_err(ServiceError::from)
-    }
-
     /// Checkpoint split questions' workflows in this store (DynamoDB on AWS).
     pub fn with_workflows(mut self, store: Arc<dyn WorkflowStore>) -> Self {
         self.workflows = store;
@@ -400,62 +385,6 @@ impl Service {
             generated,
             session,
         })
-    }
-
-    /// Keep the decision for feedback (`feedback.enabled`): a help, never a precondition
-    /// of the answer.
-    async fn record_decision(
-        &self,
-        question: &Question,
-        routing: &Routing,
-        executed: &Executed,
-        request_id: &str,
-        now: i64,
-    ) {
-        if !self.config.feedback.enabled {
-            return;
-        }
-        let adapter_ms = match (&executed.execution, &executed.orchestration) {
-            (Some(e), _) => e.adapter_ms,
-            (None, Some(o)) => o.run.checkpoint.tasks.iter().map(|t| t.adapter_ms).sum(),
-            (None, None) => 0.0,
-        };
-        let processing_ms = routing.timings.total_ms + adapter_ms;
-        let session = question.session_key();
-        let asked = self
-            .config
-            .sessions
-            .store_text
-            .then_some((question.query.as_str(), session.as_deref()));
-        let decision = Decision::of(routing, request_id, processing_ms, now, asked);
-        if let Err(e) = self.feedback.record(decision).await {
-            metrics::counter!(metric::FEEDBACK_STORE_ERRORS).increment(1);
-            tracing::warn!(request_id = %request_id, error = %e, "decision not kept for feedback");
-        }
-    }
-
-    /// Judge an earlier answer (`POST /v1/feedback`): the record with its reward.
-    pub async fn feedback(
-        &self,
-        request_id: &str,
-        feedback: Feedback,
-    ) -> Result<FeedbackRecord, ServiceError> {
-        if request_id.is_empty() || request_id.chars().count() > MAX_SESSION_ID_CHARS {
-            return Err(ServiceError::invalid_request(
-                "request_id",
-                format!("must be a string of 1 to {MAX_SESSION_ID_CHARS} characters"),
-            ));
-        }
-        feedback.validate()?;
-        let record = self
-            .feedback
-            .judge(request_id, feedback)
-            .await?
-            .ok_or_else(|| ServiceError::UnknownRequest(request_id.to_owned()))?;
-        if let Some(reward) = record.reward {
-            metrics::histogram!(metric::FEEDBACK_REWARD).record(f64::from(reward));
-        }
-        Ok(record)
     }
 
     /// Route in the session's context: the four stages on the question and the

@@ -1,7 +1,7 @@
 //! The service's memory of a caller: the session's turns (read before routing, written
-//! after answering), the caller's topics, and forgetting a session. Keys are scoped by
-//! caller (`auth::owner`). Also the turns of earlier questions a caller sends along
-//! instead of a session, which live in the request alone.
+//! after answering), the caller's topics, and forgetting a session (with its A2A tasks).
+//! Keys are scoped by caller (`auth::owner`). Also the turns of earlier questions a caller
+//! sends along instead of a session, which live in the request alone.
 
 use serde_json::Map;
 
@@ -24,7 +24,9 @@ use switchyard_routing::topics::Topics;
 use switchyard_text::params::extract;
 
 impl Service {
-    /// Forget a session of `owner`'s (`DELETE /v1/sessions/{id}`); true when there was one.
+    /// Forget a session of `owner`'s (`DELETE /v1/sessions/{id}`): its turns, and the A2A
+    /// tasks of the context that is this session (with their workflows' checkpoints);
+    /// true when there was a session or a task.
     pub async fn forget_session(
         &self,
         owner: &str,
@@ -36,7 +38,9 @@ impl Service {
             ..Question::default()
         }
         .validate()?;
-        Ok(self.sessions.delete(&scoped(owner, session_id)).await?)
+        let session = self.sessions.delete(&scoped(owner, session_id)).await?;
+        let tasks = self.forget_tasks(owner, session_id).await?;
+        Ok(session || tasks > 0)
     }
 
     /// What the session gives the question: its turns and the caller's topics.

@@ -8,7 +8,9 @@
 //! clarify question, a missing parameter or a partial answer of a split question, which the
 //! caller's next message in the same task answers or resumes. A split question's workflow
 //! is the task (its id is the workflow id). Tasks are kept in the workflow store (DynamoDB
-//! on AWS), so any Lambda instance answers `GetTask` and the next message.
+//! on AWS), so any Lambda instance answers `GetTask` and the next message; with
+//! `sessions.store_text` off without any question or answer text (`storage`), and
+//! forgetting the session (`DELETE /v1/sessions/{contextId}`) deletes its context's tasks.
 //!
 //! Not served: streaming (`SendStreamingMessage`): the router Lambda answers whole through
 //! API Gateway's buffered integration and an answer is computed whole, so a stream would
@@ -16,6 +18,7 @@
 //! within its request, so there is never a running task to cancel).
 
 mod card;
+mod storage;
 mod task;
 pub mod wire;
 

@@ -7,10 +7,10 @@ use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use switchyard_catalog::clock::unix_now;
-use switchyard_core::orchestration::MAX_CHECKPOINT_BYTES;
 use switchyard_core::service::{new_request_id, Question};
 use switchyard_core::ServiceError;
 
+use super::storage::{for_storage, says, text_of};
 use super::wire::{
     Artifact, GetTaskRequest, Message, Part, Role, SendMessageRequest, Task, TaskState, TaskStatus,
 };
@@ -40,12 +40,7 @@ pub(crate) async fn send(
             "message.role: must be ROLE_USER (a question to this agent)",
         ));
     }
-    let text = message
-        .parts
-        .iter()
-        .filter_map(|p| p.text.as_deref())
-        .collect::<Vec<_>>()
-        .join("\n");
+    let text = text_of(&message);
     if text.trim().is_empty() {
         return Err(RpcError::invalid_params(
             "message.parts: needs a text part (the question); files and data are not taken",
@@ -81,6 +76,7 @@ pub(crate) async fn send(
     history.push(Message {
         context_id: Some(context_id.clone()),
         task_id: Some(id.clone()),
+        metadata: None,
         ..message
     });
     let question = Question {
@@ -106,7 +102,8 @@ pub(crate) async fn send(
         Err(e) => return Err(contextual(ApiError::from(e))),
     };
     let (_, answer) = Render(service.router()).answer(question.session_id, answer);
-    let task = task_of(id, context_id, history, &answer, now);
+    let texts_kept = service.config().sessions.store_text;
+    let task = task_of(id, context_id, history, &answer, texts_kept, now);
     // The message's record first: a retry after a failed save of the task finds it there.
     save(service, authorized, &message_key(&message_id), &task, now).await?;
     save(service, authorized, &task.id, &task, now).await?;
@@ -212,6 +209,7 @@ fn task_of(
     context_id: String,
     mut history: Vec<Message>,
     answer: &QueryAnswer,
+    texts_kept: bool,
     now: i64,
 ) -> Task {
     let data = serde_json::to_value(answer).unwrap_or(Value::Null);
@@ -230,8 +228,15 @@ fn task_of(
         _ => (TaskState::Failed, None),
     };
     let mut text = answer.content().to_owned();
-    if waiting == Some(WAITING_TO_RESUME) {
-        text.push_str("\n\nSome parts failed: send any message in this task to retry them.");
+    match waiting {
+        Some(WAITING_TO_RESUME) if texts_kept => {
+            text.push_str("\n\nSome parts failed: send any message in this task to retry them.")
+        }
+        // The question is not kept (`sessions.store_text` off): the caller gives it back.
+        Some(WAITING_TO_RESUME) => text.push_str(
+            "\n\nSome parts failed: send the same question again in this task to retry them.",
+        ),
+        _ => {}
     }
     let parts = vec![Part::text(text), Part::data(data)];
     let agent_message = Message {
@@ -240,6 +245,7 @@ fn task_of(
         task_id: Some(id.clone()),
         role: Role::Agent,
         parts: parts.clone(),
+        metadata: None,
     };
     let (artifacts, status_message) = match state {
         TaskState::Completed | TaskState::Failed => (
@@ -280,15 +286,11 @@ fn waiting_for(task: &Task) -> Option<&str> {
     task.metadata.as_ref()?.get("waitingFor")?.as_str()
 }
 
-/// The question that started the task (a split question's workflow resumes with it).
+/// The question that started the task (a split question's workflow resumes with it), unless
+/// it was not kept (`sessions.store_text` off).
 fn first_question(task: &Task) -> Option<String> {
     let first = task.history.iter().find(|m| m.role == Role::User)?;
-    let texts: Vec<&str> = first
-        .parts
-        .iter()
-        .filter_map(|p| p.text.as_deref())
-        .collect();
-    Some(texts.join("\n"))
+    Some(text_of(first)).filter(|text| !text.is_empty())
 }
 
 /// The task as the answer to one message left it, kept under the message's id: what a retry
@@ -312,99 +314,13 @@ async fn replayed(
         .history
         .iter()
         .find(|m| m.role == Role::User && m.message_id == message_id);
-    let same = before.is_some_and(|m| {
-        let texts: Vec<&str> = m.parts.iter().filter_map(|p| p.text.as_deref()).collect();
-        texts.join("\n") == text
-    });
+    let same = before.is_some_and(|m| says(m, text));
     if !same {
         return Err(RpcError::invalid_params(format!(
             "message.messageId: `{message_id}` was already sent with another text (a message id names one message)"
         )));
     }
     Ok(Some(task))
-}
-
-/// The task as stored: whole while its JSON is under [`MAX_CHECKPOINT_BYTES`] (a DynamoDB
-/// item holds 400 KB). Beyond, in order until it fits: its artifacts and messages drop their
-/// data (the caller had it in the answer); its history drops its oldest messages but
-/// the first (the question a workflow resumes with); every text is cut, with a marker. What
-/// was given up is said in the task's metadata (`dataDropped`, `historyDropped`, `textCut`).
-fn for_storage(task: &Task) -> Result<String, RpcError> {
-    let json = |t: &Task| serde_json::to_string(t).map_err(|e| RpcError::internal(e.to_string()));
-    let whole = json(task)?;
-    if whole.len() <= MAX_CHECKPOINT_BYTES {
-        return Ok(whole);
-    }
-    let mut stored = task.clone();
-    let mut metadata = stored.metadata.take().unwrap_or_else(|| json!({}));
-    for artifact in &mut stored.artifacts {
-        artifact.parts.retain(|p| p.data.is_none());
-    }
-    for message in stored
-        .history
-        .iter_mut()
-        .chain(stored.status.message.as_mut())
-    {
-        message.parts.retain(|p| p.data.is_none());
-    }
-    metadata["dataDropped"] = json!(format!(
-        "the answer's data made the task {} bytes, over the {MAX_CHECKPOINT_BYTES} kept",
-        whole.len()
-    ));
-    stored.metadata = Some(metadata);
-    // Long texts are cut first (an answer kept whole to 16 KiB); then the oldest history
-    // goes; then what is left is cut shorter.
-    let over = |t: &Task| json(t).map(|j| j.len() > MAX_CHECKPOINT_BYTES);
-    let cut_all = |stored: &mut Task, keep: usize| {
-        stored.metadata.get_or_insert_with(|| json!({}))["textCut"] = json!(keep);
-        let messages = stored
-            .history
-            .iter_mut()
-            .chain(stored.status.message.as_mut());
-        let parts = messages
-            .flat_map(|m| m.parts.iter_mut())
-            .chain(stored.artifacts.iter_mut().flat_map(|a| a.parts.iter_mut()));
-        for text in parts.filter_map(|p| p.text.as_mut()) {
-            cut(text, keep);
-        }
-    };
-    if over(&stored)? {
-        cut_all(&mut stored, 16_384);
-    }
-    let mut dropped = 0;
-    while over(&stored)? && stored.history.len() > 2 {
-        stored.history.remove(1);
-        dropped += 1;
-    }
-    if dropped > 0 {
-        stored.metadata.get_or_insert_with(|| json!({}))["historyDropped"] = json!(dropped);
-    }
-    for keep in [1_024, 128] {
-        if over(&stored)? {
-            cut_all(&mut stored, keep);
-        }
-    }
-    let kept = json(&stored)?;
-    if kept.len() > MAX_CHECKPOINT_BYTES {
-        return Err(RpcError::internal(format!(
-            "the task is {} bytes even cut down, over the {MAX_CHECKPOINT_BYTES} a task may keep",
-            kept.len()
-        )));
-    }
-    Ok(kept)
-}
-
-/// `text` cut to at most `bytes` (on a character's boundary) and a marker, when longer.
-fn cut(text: &mut String, bytes: usize) {
-    if text.len() <= bytes {
-        return;
-    }
-    let mut end = bytes;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    text.truncate(end);
-    text.push_str(" [cut]");
 }
 
 async fn save(
@@ -414,9 +330,9 @@ async fn save(
     task: &Task,
     now: i64,
 ) -> Result<(), RpcError> {
-    let json = for_storage(task)?;
+    let json = for_storage(task, service.config().sessions.store_text)?;
     service
-        .save_task(&authorized.owner, key, &json, now)
+        .save_task(&authorized.owner, key, &task.context_id, &json, now)
         .await
         .map_err(|e| RpcError::from(ApiError::from(e)))
 }
@@ -492,107 +408,6 @@ fn rfc3339(seconds: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_task_too_big_to_keep_keeps_its_text_and_drops_its_data() {
-        let task = |rows: usize| Task {
-            id: "t".into(),
-            context_id: "c".into(),
-            status: TaskStatus {
-                state: TaskState::Completed,
-                message: None,
-                timestamp: rfc3339(0),
-            },
-            artifacts: vec![Artifact {
-                artifact_id: "a".into(),
-                name: None,
-                parts: vec![
-                    Part::text("the answer"),
-                    Part::data(json!({"rows": vec!["0123456789"; rows]})),
-                ],
-            }],
-            history: Vec::new(),
-            metadata: None,
-        };
-        let small: Task = serde_json::from_str(&for_storage(&task(10)).unwrap()).unwrap();
-        assert_eq!(small.artifacts[0].parts.len(), 2, "kept whole");
-        assert!(small.metadata.is_none());
-        let stored = for_storage(&task(40_000)).unwrap();
-        assert!(
-            stored.len() <= MAX_CHECKPOINT_BYTES,
-            "{} bytes",
-            stored.len()
-        );
-        let big: Task = serde_json::from_str(&stored).unwrap();
-        assert_eq!(big.artifacts[0].parts.len(), 1);
-        assert_eq!(
-            big.artifacts[0].parts[0].text.as_deref(),
-            Some("the answer")
-        );
-        assert!(big.metadata.unwrap()["dataDropped"]
-            .as_str()
-            .unwrap()
-            .contains("bytes"));
-    }
-
-    /// A task past twice the limit in every part that grows (the answer's text and data,
-    /// the waiting message, a long history), in multibyte text: kept under the limit, its
-    /// first question and its latest message kept, and what was given up said.
-    #[test]
-    fn every_growing_part_of_a_task_is_bounded() {
-        let long = "ß→日本語".repeat(MAX_CHECKPOINT_BYTES / 4);
-        assert!(long.len() > 2 * MAX_CHECKPOINT_BYTES);
-        let message = |n: usize, text: &str| Message {
-            message_id: format!("m{n}"),
-            context_id: None,
-            task_id: None,
-            role: if n.is_multiple_of(2) {
-                Role::User
-            } else {
-                Role::Agent
-            },
-            parts: vec![Part::text(text), Part::data(json!({"rows": [text]}))],
-        };
-        let task = Task {
-            id: "t".into(),
-            context_id: "c".into(),
-            status: TaskStatus {
-                state: TaskState::InputRequired,
-                message: Some(message(99, &long)),
-                timestamp: rfc3339(0),
-            },
-            artifacts: vec![Artifact {
-                artifact_id: "a".into(),
-                name: None,
-                parts: vec![Part::text(long.clone())],
-            }],
-            history: (0..40)
-                .map(|n| message(n, &"ß→日本語".repeat(700)))
-                .collect(),
-            metadata: Some(json!({"waitingFor": "input"})),
-        };
-        assert!(serde_json::to_string(&task).unwrap().len() > 2 * MAX_CHECKPOINT_BYTES);
-        let stored = for_storage(&task).unwrap();
-        assert!(
-            stored.len() <= MAX_CHECKPOINT_BYTES,
-            "{} bytes",
-            stored.len()
-        );
-        let kept: Task = serde_json::from_str(&stored).unwrap();
-        assert_eq!(kept.history.first().unwrap().message_id, "m0");
-        assert_eq!(kept.history.last().unwrap().message_id, "m39");
-        let metadata = kept.metadata.unwrap();
-        assert_eq!(
-            metadata["waitingFor"], "input",
-            "what the task waits for is kept"
-        );
-        assert!(metadata["textCut"].is_number(), "{metadata}");
-        let text = kept.status.message.unwrap().parts[0].text.clone().unwrap();
-        assert!(
-            text.ends_with(" [cut]") && text.starts_with("ß→日本語"),
-            "{text:.40}"
-        );
-    }
 
     #[test]
     fn timestamps_are_rfc3339_utc() {

@@ -66,6 +66,10 @@ pub struct Message {
     pub task_id: Option<String>,
     pub role: Role,
     pub parts: Vec<Part>,
+    /// Ours only (a caller's is not kept): in a task kept without texts, a question's
+    /// digest (`textDigest`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Value>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

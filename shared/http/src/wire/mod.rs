@@ -352,7 +352,8 @@ pub struct FeedbackRecorded {
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct SessionDeleted {
     pub session_id: String,
-    /// False when there was no such session (or it had expired).
+    /// False when there was no such session (or it had expired) and no A2A task in that
+    /// context.
     pub deleted: bool,
 }
 

@@ -332,3 +332,121 @@ fn a_message_retried_during_its_run_on_another_instance_runs_once() {
         "and not again after its answer"
     );
 }
+
+fn in_context(message_id: &str, context: &str, text: &str) -> String {
+    json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message":
+        {"messageId": message_id, "contextId": context, "role": "ROLE_USER",
+         "parts": [{"text": text}]}}})
+    .to_string()
+}
+
+/// With `sessions.store_text` off a task is kept without its question and answer: its
+/// state, ids and history's messages stay (their parts left empty) and its metadata says
+/// what was left out. The answer itself is given in the `SendMessage` result, and a retried
+/// message is still told from another text with the same id.
+#[test]
+fn without_store_text_a_kept_task_holds_no_question_or_answer() {
+    let api = api(config_with(&[(
+        "SWITCHYARD__SESSIONS__STORE_TEXT",
+        "false",
+    )]));
+    let question = "What's the weather like in Paris?";
+    let sent = rpc(&api, &in_context("notext-1", "ctx-notext", question), "k");
+    let task = &sent["result"]["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{sent}");
+    let answer = task["artifacts"][0]["parts"][0]["text"]
+        .as_str()
+        .expect("the answer, in the result")
+        .to_owned();
+    assert!(!answer.is_empty(), "{sent}");
+    let id = task["id"].as_str().unwrap();
+
+    let kept = rpc(&api, &get_task(id), "k");
+    let stored = &kept["result"];
+    let text = stored.to_string();
+    for said in [question, "Paris", answer.as_str()] {
+        assert!(!text.contains(said), "`{said}` is kept: {text}");
+    }
+    assert_eq!(stored["id"], id);
+    assert_eq!(stored["contextId"], "ctx-notext");
+    assert_eq!(stored["status"]["state"], "TASK_STATE_COMPLETED", "{text}");
+    let ids = |task: &Value| -> Vec<String> {
+        let history = task["history"].as_array().cloned().unwrap_or_default();
+        history.iter().map(|m| m["messageId"].to_string()).collect()
+    };
+    assert_eq!(ids(stored), ids(task), "the history's messages stay");
+    assert_eq!(ids(stored).len(), 2, "{text}");
+    assert!(stored["metadata"]["textsNotKept"].is_string(), "{text}");
+
+    // A retry is answered with the task as kept; the same id with another text is refused.
+    let again = rpc(&api, &in_context("notext-1", "ctx-notext", question), "k");
+    assert_eq!(again["result"]["task"]["id"], id, "{again}");
+    let reused = rpc(
+        &api,
+        &in_context("notext-1", "ctx-notext", "What is 2 plus 2?"),
+        "k",
+    );
+    assert_eq!(reused["error"]["code"], -32602, "{reused}");
+}
+
+/// `DELETE /v1/sessions/{id}` forgets the A2A tasks whose context is that session (and a
+/// split question's checkpoint with its task), the caller's own only: another context's
+/// tasks stay, and another caller forgetting the same id leaves them.
+#[test]
+fn forgetting_a_session_forgets_the_a2a_tasks_of_its_context() {
+    let api = two_callers();
+    let send = |body: String, key: &str| rpc(&api, &body, key)["result"]["task"].clone();
+    let weather = "What's the weather like in Paris?";
+    let split = "How many employees work in Engineering and what's the weather like in Paris?";
+    let asked = send(in_context("forget-1", "ctx-forget", weather), "k-all");
+    let partial = send(in_context("forget-2", "ctx-forget", split), "k-all");
+    assert_eq!(
+        partial["status"]["state"], "TASK_STATE_INPUT_REQUIRED",
+        "{partial}"
+    );
+    let elsewhere = send(in_context("forget-3", "ctx-kept", weather), "k-all");
+    let helpers = send(in_context("forget-4", "ctx-forget", weather), "k-helper");
+    let found = |task: &Value, key: &str| {
+        let id = task["id"].as_str().unwrap();
+        let answer = rpc(&api, &get_task(id), key);
+        match answer["error"]["code"].as_i64() {
+            None => true,
+            Some(-32001) => false,
+            Some(_) => panic!("{answer}"),
+        }
+    };
+    let forget = |key: &str| {
+        let response = call_as(&api, "DELETE", "/v1/sessions/ctx-forget", "", with_key(key));
+        assert_eq!(response.status, 200, "{}", response.body);
+        response.body["deleted"].clone()
+    };
+
+    assert_eq!(forget("k-helper"), true);
+    assert!(
+        !found(&helpers, "k-helper"),
+        "the helper's own task is gone"
+    );
+    assert!(
+        found(&asked, "k-all"),
+        "another caller's are not its to forget"
+    );
+
+    assert_eq!(forget("k-all"), true);
+    assert!(!found(&asked, "k-all"));
+    assert!(!found(&partial, "k-all"));
+    assert!(found(&elsewhere, "k-all"), "another context's task stays");
+    // The split question's checkpoint went with its task: asked again under the task's id,
+    // it is split anew instead of resumed.
+    let body = json!({"query": split, "workflow_id": partial["id"]});
+    let again = call_as(
+        &api,
+        "POST",
+        "/v1/query",
+        &body.to_string(),
+        with_key("k-all"),
+    );
+    let report = &again.body["metadata"]["orchestration"];
+    assert_eq!(report["workflow_id"], partial["id"], "{}", again.body);
+    assert_eq!(report["split_by"], "rules", "not resumed: {report}");
+    assert_eq!(forget("k-all"), false, "nothing left to forget");
+}

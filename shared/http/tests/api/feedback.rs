@@ -1,9 +1,10 @@
-//! Feedback: an answer judged by its request id.
+//! Feedback: an answer judged by its request id, by the caller that got it.
 
 use serde_json::{json, Value};
+use sha2::Digest;
 use switchyard_core::config::Config;
 
-use crate::setup::{api, assert_bad_request, call};
+use crate::setup::{api, assert_bad_request, call, call_as, config_with, with_key, ApiResponse};
 
 #[test]
 fn feedback_judges_an_answer_by_its_request_id() {
@@ -134,4 +135,64 @@ fn the_documented_feedback_constraints_are_enforced() {
             "body",
         );
     }
+}
+
+/// Feedback is taken from the caller that got the answer alone (its owner, as a session's):
+/// another caller naming the answer's request id is answered `404 unknown_request`,
+/// exactly as for an id never given, and its judgement is not kept.
+#[test]
+fn only_the_caller_that_got_an_answer_may_judge_it() {
+    let hash = |key: &[u8]| hex::encode(sha2::Sha256::digest(key));
+    let api = api(config_with(&[
+        ("SWITCHYARD__AUTH__REQUIRED", "true"),
+        ("SWITCHYARD__AUTH__PRINCIPALS", "{ann: ['*'], bob: ['*']}"),
+        (
+            "SWITCHYARD__AUTH__API_KEYS",
+            &format!("{{{}: ann, {}: bob}}", hash(b"k-ann"), hash(b"k-bob")),
+        ),
+    ]));
+    let answer = call_as(
+        &api,
+        "POST",
+        "/v1/query",
+        r#"{"query": "remind me to feed the cat"}"#,
+        with_key("k-ann"),
+    );
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    let request_id = answer.body["metadata"]["request_id"].as_str().unwrap();
+    let judge = |id: &str, success: bool, key: &str| {
+        let body = json!({"request_id": id, "agent_success": success});
+        call_as(
+            &api,
+            "POST",
+            "/v1/feedback",
+            &body.to_string(),
+            with_key(key),
+        )
+    };
+
+    let by_bob = judge(request_id, false, "k-bob");
+    assert_eq!(by_bob.status, 404, "{}", by_bob.body);
+    let never_given = judge("never-given", false, "k-bob");
+    assert_eq!(never_given.status, 404, "{}", never_given.body);
+    let error = |response: &ApiResponse, id: &str| {
+        let message = response.body["error"]["message"].as_str().unwrap();
+        (
+            response.body["error"]["code"].clone(),
+            message.replace(id, "<id>"),
+        )
+    };
+    assert_eq!(
+        error(&by_bob, request_id),
+        error(&never_given, "never-given"),
+        "another caller's answer is answered as an unknown one"
+    );
+    assert_eq!(by_bob.body["error"]["code"], "unknown_request");
+
+    let by_ann = judge(request_id, true, "k-ann");
+    assert_eq!(by_ann.status, 200, "{}", by_ann.body);
+    assert_eq!(by_ann.body["request_id"], request_id);
+    // Only ann's judgement counts: success, less at most 0.1 for the time taken.
+    let reward = by_ann.body["reward"].as_f64().unwrap();
+    assert!(reward > 0.9, "{}", by_ann.body);
 }

@@ -7,10 +7,11 @@
 //! ties, term expansion, negative examples), `answers` (what `/v1/query` answers, the route
 //! report and the stats), `requests` (bad requests named by their field), `auth` (the
 //! caller's access), `sessions` (sessions and topics, per caller, and a store that is down),
-//! `rerank` (the reranking stage and its cache), `feedback` (judging an answer), `mcp` (the
-//! MCP server at `/mcp` through the Lambda's path), `a2a` (the A2A agent at `/a2a` and its
-//! card: access, whose task, a retried message, a partial split answer resumed, protocol
-//! errors), `chat` (a chat's earlier messages:
+//! `rerank` (the reranking stage and its cache), `feedback` (judging an answer, by the
+//! caller that got it alone), `mcp` (the MCP server at `/mcp` through the Lambda's path),
+//! `a2a` (the A2A agent at `/a2a` and its card: access, whose task, a retried message, a
+//! partial split answer resumed, a task kept without texts, a session's tasks forgotten
+//! with it, protocol errors), `chat` (a chat's earlier messages:
 //! routed as turns, never executed, never stored), `panics` (a request that panics:
 //! answered 500, and the same app answers the next one).
 
