@@ -4,8 +4,8 @@
 //! and of the route as a session's second turn (the previous question with it routed too
 //! unless the turn stands alone, then the conversation's decision).
 
-use std::path::{Path, PathBuf};
 use std::hint::black_box;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{bail, Result};
@@ -159,7 +159,14 @@ fn route_in_session(router: &Router, config: &Config, texts: &[String]) -> Resul
         let (previous, query) = (&pair[0], &pair[1]);
         let first = router.route(previous, &Access::All)?;
         let outcome = unexecuted_outcome(&first);
-        let turns = vec![turn_of(&first, &[], outcome, Default::default(), sessions, 0)];
+        let turns = vec![turn_of(
+            &first,
+            &[],
+            outcome,
+            Default::default(),
+            sessions,
+            0,
+        )];
         let started = Instant::now();
         let own = router.route(query, &Access::All)?;
         let joint = match stands_alone(&own, &turns, false, &sessions.context) {

@@ -122,11 +122,6 @@ pub struct ContextConfig {
     /// continues the conversation: it stands alone (`self_contained_probability`) only
     /// where the previous question with it routes where it routes alone.
     pub continuation_cues: Vec<String>,
-    /// A turn holding one of these (lower case, whole words) points back at the previous
-    /// turn ("how many of those are in Pierce County?"): like a fragment, it stands alone
-    /// only where the previous question with it routes where it routes alone, and that
-    /// joint routing weighs in full in its evidence.
-    pub reference_words: Vec<String>,
     /// The previous turn's pull halves every this many seconds.
     #[validate(range(min = 1, message = "must be at least 1"))]
     pub half_life_seconds: u64,
@@ -139,6 +134,10 @@ pub struct ContextConfig {
     /// the conversation: a self-contained question switches whatever the stay prior says.
     #[validate(custom(function = "unit"))]
     pub self_contained_probability: f32,
+    /// ... and at least this likely when its template is another datasource's than the
+    /// previous turn's.
+    #[validate(custom(function = "unit"))]
+    pub self_contained_elsewhere_probability: f32,
     /// After a request of ours for a missing parameter, a turn routing elsewhere at least
     /// this likely is a new question; below, it answers the request.
     #[validate(custom(function = "unit"))]

@@ -128,9 +128,7 @@ pub(super) fn evidence_power(config: &ContextConfig, informativeness: f32) -> f3
 /// joint routing's at up to `previous_question_weight`. The joint text leans toward the
 /// previous template, which the filter's prior already favours: it weighs in full for a
 /// turn that says little alone ("What's their address?") and fades to nothing for one
-/// that is sure of itself ("Could you book a table for two?"), except for a turn that
-/// `refers` back ("How many of those are in Pierce County?"): whatever it says alone, its
-/// "those" are the previous question's, so the joint routing weighs in full.
+/// that is sure of itself ("Could you schedule a visit there on the 4th?").
 /// The routing of "what the assistant said + this turn" is a second, independent piece of
 /// evidence (`Evidence::said`, raised to `assistant_power` in the filter): a sure one moves
 /// the belief past the pull to stay, an unsure one hardly counts. The templates are those
@@ -141,7 +139,6 @@ pub(super) fn evidence(
     own: &Routing,
     joint: Option<&Routing>,
     assistant: Option<AssistantTurn<'_>>,
-    refers: bool,
     config: &ContextConfig,
 ) -> Vec<Evidence> {
     let confidence = own.best().map_or(0.0, |m| m.scores.combined_score);
@@ -149,8 +146,7 @@ pub(super) fn evidence(
         .informativeness(confidence, own.threshold)
         .clamp(0.0, 1.0);
     let w = joint.map_or(0.0, |_| {
-        let fade = if refers { 1.0 } else { 1.0 - informative };
-        config.previous_question_weight * fade
+        config.previous_question_weight * (1.0 - informative)
     });
     let own_open = open_matches(own);
     let joint_open = joint.map(open_matches).unwrap_or_default();

@@ -46,8 +46,7 @@ use filter::{evidence, evidence_power, follow, probability_of, Prior};
 
 pub use texts::{
     asked_text, assistant_question, assistant_text, continues, holds_cue, joint_question,
-    offer_text, opens_with, refers_back, AssistantTurn, ContextTexts, Said,
-    MAX_ASSISTANT_CHARS,
+    offer_text, opens_with, AssistantTurn, ContextTexts, Said, MAX_ASSISTANT_CHARS,
 };
 
 /// At most this many words after a continuation cue make a fragment ("and in Sales?").
@@ -84,15 +83,11 @@ pub fn contextualize(
     now: i64,
 ) -> Contextualized {
     let config = &sessions.context;
-    // A fragment that continues ("And what about Berlin?") or a turn that points back
-    // ("how many of those are in Pierce County?") depends on the previous question: read
-    // with it in full, and standing alone only when the two readings agree (below).
-    let refers = refers_back(&own.query, &config.reference_words);
-    let dependent = refers || continues(&own.query, &config.continuation_cues, FRAGMENT_WORDS);
+    let continues = continues(&own.query, &config.continuation_cues, FRAGMENT_WORDS);
     // A turn that stands alone is read without the previous question, as the service
     // reads it (it embeds no joint text for it): the routing is its own either way.
     let joint = joint.filter(|_| !stands_alone(&own, turns, assistant.is_some(), config));
-    let evidence = evidence(router, &own, joint, assistant, refers, config);
+    let evidence = evidence(router, &own, joint, assistant, config);
     let others: Vec<&Routing> = joint
         .into_iter()
         .chain(assistant.map(|a| a.with_turn))
@@ -171,22 +166,22 @@ pub fn contextualize(
         }),
     };
     let kept: Vec<Weighted> = belief.iter().take(config.belief_size).cloned().collect();
-    // A dependent turn stands alone only when the previous question with it goes where it
-    // goes alone: a fragment's few words can route confidently anywhere, and "those" are
-    // the previous turn's. A whole question after its "and" is judged as any other.
+    // A fragment that continues ("And what about Berlin?") stands alone only when the
+    // previous question with it goes where it goes alone: a fragment's few words can route
+    // confidently anywhere. A whole question after its "and" is judged as any other.
     let agrees_with_joint = || {
         joint.is_none_or(|j| {
             let template = |r: &Routing| r.selected_match().map(Match::template_ref);
             template(j).is_some() && template(j) == template(&own)
         })
     };
-    let sure = self_contained(&own, config) && (!dependent || agrees_with_joint());
+    let sure = self_contained(&own, turns, config) && (!continues || agrees_with_joint());
     // What the turn meant, by its text alone: its own routing when sure, else the joint
     // one's ("and in Sales?" with the question before it) when that is sure. Never the
     // filter's decision, which would learn the stay prior back from itself.
     let labelled = own.selected_match().filter(|_| sure).or_else(|| {
         joint
-            .filter(|j| self_contained(j, config))?
+            .filter(|j| self_contained(j, turns, config))?
             .selected_match()
     });
     let transition = previous
@@ -269,8 +264,8 @@ pub fn contextualize(
     // turn answers it ("7 pm at Sakura", sure of some other template alone), and the
     // filter, with the question as evidence, decides. Our own answers ask nothing unless
     // they clarify or request, so this is another agent's question in a chat's history.
-    let answers_question = assistant
-        .is_some_and(|a| asked_text(&a.alone.query, &config.offer_cues).is_some());
+    let answers_question =
+        assistant.is_some_and(|a| asked_text(&a.alone.query, &config.offer_cues).is_some());
     if disagrees && !after_clarify && !answers_question && sure {
         let fresh = follow(
             config,
@@ -339,8 +334,8 @@ pub fn contextualize(
 }
 
 /// Whether a turn is answered on its own, whatever the texts around it say: sure of
-/// itself alone (`self_contained`), dependent on nothing (no continuing fragment, no word
-/// pointing back), after no clarify or request of ours, and with nothing from the
+/// itself alone (`self_contained`), no fragment that continues ("and in Sales?"), after
+/// no clarify or request of ours, and with nothing from the
 /// assistant before it (`assisted`: the request's text, or what our answer asked). The
 /// service then embeds neither the previous question with it nor anything else.
 pub fn stands_alone(own: &Routing, turns: &[Turn], assisted: bool, config: &ContextConfig) -> bool {
@@ -352,18 +347,36 @@ pub fn stands_alone(own: &Routing, turns: &[Turn], assisted: bool, config: &Cont
     });
     !assisted
         && !asked_by_us
-        && self_contained(own, config)
-        && !refers_back(&own.query, &config.reference_words)
+        && self_contained(own, turns, config)
         && !continues(&own.query, &config.continuation_cues, FRAGMENT_WORDS)
 }
 
-/// Whether a turn's own routing is sure enough to stand against the conversation: it
-/// executes, on a template at least `self_contained_probability` likely.
-fn self_contained(own: &Routing, config: &ContextConfig) -> bool {
-    own.outcome == Outcome::Execute
-        && own
-            .selected_match()
-            .is_some_and(|m| probability_of(m) >= config.self_contained_probability)
+/// Whether a turn's own routing is sure enough to stand against the conversation: its
+/// best template is at least `self_contained_probability` likely and executes; or it is
+/// another datasource's than the previous turn's and at least that likely unexecuted, or
+/// `self_contained_elsewhere_probability` executed. A new subject: the stay prior holds a
+/// clear switch back hardest there, and answering it with the previous template is the
+/// trap (a question it could not place becomes the list it just gave), while siblings of
+/// one datasource hand over (a search, then its booking).
+fn self_contained(own: &Routing, turns: &[Turn], config: &ContextConfig) -> bool {
+    let Some(best) = own.best() else {
+        return false;
+    };
+    let executes = own.outcome == Outcome::Execute;
+    let elsewhere = turns
+        .last()
+        .and_then(|t| t.datasource.as_deref())
+        .is_some_and(|d| d != best.datasource);
+    // Only a whole question: a few words ("Sounds good.", "What genre?") can route
+    // anywhere at 0.6.
+    let says_enough = own.query.split_whitespace().count() > FRAGMENT_WORDS;
+    let needed = match (elsewhere, executes) {
+        (true, true) if says_enough => config.self_contained_elsewhere_probability,
+        (true, true) => config.self_contained_probability,
+        (true, false) | (false, true) => config.self_contained_probability,
+        (false, false) => return false,
+    };
+    probability_of(best) >= needed
 }
 
 /// A belief all on one template: the one a turn was resolved to by answering our request.

@@ -430,15 +430,61 @@ fn a_turn_sure_of_itself_is_self_contained() {
     own.outcome = Outcome::Execute;
     own.selected = Some(0);
     own.matches[0].scores.probability = Some(c.self_contained_probability + 0.05);
-    assert!(self_contained(&own, &c));
+    assert!(self_contained(&own, &[], &c));
     own.matches[0].scores.probability = Some(c.self_contained_probability - 0.05);
     assert!(
-        !self_contained(&own, &c),
+        !self_contained(&own, &[], &c),
         "unsure: the conversation decides"
     );
     own.matches[0].scores.probability = Some(0.99);
     own.outcome = Outcome::Clarify;
-    assert!(!self_contained(&own, &c), "only a turn that executes alone");
+    assert!(
+        !self_contained(&own, &[], &c),
+        "only a turn that executes alone"
+    );
+}
+
+#[test]
+fn a_whole_question_on_another_datasource_needs_less_to_stand_alone() {
+    let c = config();
+    let hr = [turn("hr", "top_paid", TurnOutcome::Execute)];
+    let between = (c.self_contained_elsewhere_probability + c.self_contained_probability) / 2.0;
+    let asked = |query: &str, datasource: &str, probability: f32, outcome: Outcome| {
+        let mut own = routing(&[(datasource, "some_template"), ("hr", "top_paid")]);
+        own.query = query.into();
+        own.outcome = outcome;
+        own.selected = (outcome != Outcome::NoMatch).then_some(0);
+        own.matches[0].scores.probability = Some(probability);
+        own
+    };
+    let whole = "what is 15% of 200?";
+    let execute = Outcome::Execute;
+    assert!(self_contained(
+        &asked(whole, "tools", between, execute),
+        &hr,
+        &c
+    ));
+    assert!(
+        !self_contained(&asked(whole, "hr", between, execute), &hr, &c),
+        "a sibling of the previous template needs self_contained_probability"
+    );
+    assert!(
+        !self_contained(&asked("sounds good", "tools", between, execute), &hr, &c),
+        "a few words can route anywhere"
+    );
+    let no_match = Outcome::NoMatch;
+    assert!(
+        !self_contained(&asked(whole, "tools", between, no_match), &hr, &c),
+        "unexecuted, it needs self_contained_probability"
+    );
+    assert!(
+        self_contained(&asked(whole, "tools", 0.95, no_match), &hr, &c),
+        "not answered with the previous template"
+    );
+    assert!(
+        !self_contained(&asked(whole, "hr", 0.95, no_match), &hr, &c),
+        "unexecuted on the previous datasource: the conversation decides"
+    );
 }
 
 #[test]
@@ -469,30 +515,6 @@ fn a_fragment_after_a_continuation_cue_continues_and_a_whole_question_does_not()
 }
 
 #[test]
-fn a_turn_that_points_back_refers_to_the_previous_one() {
-    let words = config().reference_words;
-    for pointing in [
-        "how many of those are in Pierce County?",
-        "What's the top model THERE",
-        "list them",
-        "and their budget?",
-        "is that one covered",
-    ] {
-        assert!(super::refers_back(pointing, &words), "{pointing}");
-    }
-    for whole in [
-        "how many employees are in Engineering?",
-        "Is there a charge for wifi?",
-        "there are how many flights to Boston",
-        "thermostat settings",
-        "who is the theorist",
-        "one of the weather reports",
-    ] {
-        assert!(!super::refers_back(whole, &words), "{whole}");
-    }
-}
-
-#[test]
 fn only_a_sure_turn_that_depends_on_nothing_stands_alone() {
     let c = config();
     let sure = |query: &str| {
@@ -510,12 +532,12 @@ fn only_a_sure_turn_that_depends_on_nothing_stands_alone() {
         false,
         &c
     ));
-    for pointing in ["what is 15% of those", "and 15% of 200?"] {
-        assert!(
-            !stands_alone(&sure(pointing), &answered, false, &c),
-            "{pointing}"
-        );
-    }
+    assert!(!stands_alone(
+        &sure("and 15% of 200?"),
+        &answered,
+        false,
+        &c
+    ));
     assert!(
         !stands_alone(&sure("What is 15% of 200?"), &answered, true, &c),
         "the assistant asked something before it"
@@ -528,6 +550,6 @@ fn only_a_sure_turn_that_depends_on_nothing_stands_alone() {
         );
     }
     let mut unsure = sure("What is 15% of 200?");
-    unsure.matches[0].scores.probability = Some(0.5);
+    unsure.matches[0].scores.probability = Some(c.self_contained_elsewhere_probability - 0.1);
     assert!(!stands_alone(&unsure, &answered, false, &c));
 }

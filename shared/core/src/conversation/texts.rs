@@ -140,33 +140,6 @@ pub fn continues(query: &str, cues: &[String], max_words: usize) -> bool {
     opened && rest.split_whitespace().count() <= max_words
 }
 
-/// Whether the turn holds one of `words` (lower case) as whole words: it points back at
-/// the previous turn ("how many of those are in Pierce County?").
-pub fn refers_back(query: &str, words: &[String]) -> bool {
-    let lower = query.to_lowercase();
-    let tokens: Vec<&str> = lower
-        .split(|c: char| !(c.is_alphanumeric() || c == '\''))
-        .filter(|t| !t.is_empty())
-        .collect();
-    words.iter().any(|word| {
-        let parts: Vec<&str> = word.split_whitespace().collect();
-        !parts.is_empty()
-            && tokens
-                .windows(parts.len())
-                .enumerate()
-                .any(|(at, w)| w == parts.as_slice() && !existential(&tokens, at))
-    })
-}
-
-/// Whether the token at `at` is the "there" of "is there", "there are": it points nowhere.
-fn existential(tokens: &[&str], at: usize) -> bool {
-    const BE: [&str; 8] = ["is", "are", "was", "were", "be", "isn't", "aren't", "there's"];
-    tokens[at] == "there's"
-        || (tokens[at] == "there"
-            && (at.checked_sub(1).is_some_and(|i| BE.contains(&tokens[i]))
-                || tokens.get(at + 1).is_some_and(|t| BE.contains(t))))
-}
-
 /// Whether the turn opens with one of `cues` as whole words: an acceptance ("Yes, please",
 /// "Sure, for 2 people"), a continuation ("And in Sales?", "What about Marketing").
 pub fn opens_with(query: &str, cues: &[String]) -> bool {

@@ -23,7 +23,7 @@ use serde_json::Map;
 
 use crate::config::Config;
 use crate::conversation::{
-    assistant_text, contextualize, AssistantTurn, ContextTexts, Contextualized, Said,
+    assistant_text, contextualize, stands_alone, AssistantTurn, ContextTexts, Contextualized, Said,
     MAX_ASSISTANT_CHARS,
 };
 use crate::error::Result;
@@ -458,16 +458,28 @@ impl Service {
             said,
             &self.config.sessions,
         );
-        // Embedding and scoring: the CPU-bound part of a request.
-        let (candidates, others) = run_blocking(|| {
-            self.router
-                .candidates_with_context(&question.query, &texts.texts(), access)
-        })?;
+        // Embedding and scoring: the CPU-bound part of a request. The question first: a
+        // turn that stands alone is routed as its own whatever the texts around it say,
+        // so they are embedded only for the others (one batch).
+        let candidates = run_blocking(|| self.router.candidates(&question.query, access))?;
         let reranked = match &self.rerank {
             Some(stage) => stage.rerank(&self.router, &candidates, now).await,
             None => self.router.not_reranked(),
         };
         let own = self.router.decide(candidates, reranked);
+        let alone = texts.assistant.is_none()
+            && stands_alone(
+                &own,
+                turns.unwrap_or_default(),
+                false,
+                &self.config.sessions.context,
+            );
+        let texts = if alone {
+            ContextTexts::default()
+        } else {
+            texts
+        };
+        let others = run_blocking(|| self.router.candidates_of_texts(&texts.texts(), access))?;
         let mut others = others
             .into_iter()
             .map(|c| self.router.decide(c, self.router.not_reranked()));

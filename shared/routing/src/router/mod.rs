@@ -232,36 +232,25 @@ impl Router {
         Ok(candidates)
     }
 
-    /// Stages 1 and 2 for a question and for the conversation's other texts (the previous
-    /// question with it, what the assistant said alone and with it), all embedded in one
-    /// batch; the others' candidates in their order.
-    pub fn candidates_with_context(
+    /// Stages 1 and 2 for the conversation's other texts (the previous question with the
+    /// turn, what the assistant said alone and with it), embedded in one batch; their
+    /// candidates in their order.
+    pub fn candidates_of_texts(
         &self,
-        query: &str,
-        others: &[String],
+        texts: &[String],
         access: &Access,
-    ) -> Result<(Candidates, Vec<Candidates>)> {
-        if others.is_empty() {
-            return Ok((self.candidates(query, access)?, Vec::new()));
+    ) -> Result<Vec<Candidates>> {
+        if texts.is_empty() {
+            return Ok(Vec::new());
         }
-        Router::validate_query(query)?;
-        let start = Instant::now();
-        let texts: Vec<String> = std::iter::once(query)
-            .chain(others.iter().map(String::as_str))
-            .map(|t| self.embedding_text(t))
-            .collect();
-        let batch: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let expanded: Vec<String> = texts.iter().map(|t| self.embedding_text(t)).collect();
+        let batch: Vec<&str> = expanded.iter().map(String::as_str).collect();
         let vectors = self.embedder.embed(&batch)?;
-        let embedding_ms = ms_since(start);
-        let mut own = self.candidates_for_vector(query, &vectors[0], access);
-        own.timings.embedding_ms = embedding_ms;
-        own.timings.total_ms = ms_since(start);
-        let others = others
+        Ok(texts
             .iter()
-            .zip(&vectors[1..])
+            .zip(&vectors)
             .map(|(text, vector)| self.candidates_for_vector(text, vector, access))
-            .collect();
-        Ok((own, others))
+            .collect())
     }
 
     /// Stages 1 and 2 with the query's vector already computed (batch evaluation).
