@@ -13,6 +13,8 @@
 
 use std::time::Duration;
 
+use tokio::time::{timeout_at, Instant};
+
 use mysql_async::consts::ColumnType;
 use mysql_async::prelude::Queryable;
 use mysql_async::{Opts, OptsBuilder, Params, Pool, PoolConstraints, PoolOpts, TxOpts};
@@ -37,6 +39,10 @@ const SQL_MODE: &str = "SET SESSION sql_mode = \
 /// At most this many connections per datasource and process (a Lambda instance serves one
 /// request at a time; `serve` a few).
 const MAX_CONNECTIONS: usize = 4;
+
+/// How long past the deadline the client waits for the server's own statement timeout to
+/// stop a statement (its error says so) before it gives the connection up.
+const SERVER_GRACE: Duration = Duration::from_millis(500);
 
 /// Which server answers: they name the statement timeout differently.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,20 +81,28 @@ impl MysqlDatasource {
             .setup(vec![SQL_MODE])
             .pool_opts(PoolOpts::default().with_constraints(constraints));
         let pool = Pool::new(opts);
-        let mut conn = pool
-            .get_conn()
+        // A server that never answers fails the connect at the datasource's deadline.
+        let timeout = Duration::from_millis(datasource.spec.limits.timeout_ms.max(1));
+        let first = async {
+            let mut conn = pool.get_conn().await?;
+            let version: Option<String> = conn.query_first("SELECT VERSION()").await?;
+            Ok::<_, mysql_async::Error>(version)
+        };
+        let version = tokio::time::timeout(timeout, first)
             .await
-            .map_err(|e| fail(format!("connecting with {variable}: {e}")))?;
-        let version: Option<String> = conn
-            .query_first("SELECT VERSION()")
-            .await
+            .map_err(|_| {
+                fail(format!(
+                    "connecting with {variable}: no answer within the deadline of {} ms \
+                     (limits.timeout_ms)",
+                    timeout.as_millis()
+                ))
+            })?
             .map_err(|e| fail(format!("connecting with {variable}: {e}")))?;
         let flavor = if version.unwrap_or_default().contains("MariaDB") {
             Flavor::Mariadb
         } else {
             Flavor::Mysql
         };
-        drop(conn);
         Ok(MysqlDatasource {
             name,
             pool,
@@ -137,31 +151,45 @@ impl MysqlDatasource {
         let values = (names.iter())
             .map(|name| typed(template, name, parameters.get(name)))
             .collect::<Result<Vec<MyValue>>>()?;
+        // One deadline over the whole call: waiting for a connection (a new one, when the
+        // server is unreachable, never answers), the session's settings, the transaction,
+        // the statement and the rollback. Past it the call fails naming the datasource and
+        // the step; the server's own timeout stops the statement a little before.
+        let end = Instant::now() + deadline;
+        let late = |step: &str| AdapterError::Datasource {
+            datasource: self.name.clone(),
+            message: format!(
+                "template `{}`: no answer within the deadline of {} ms ({step})",
+                template.id,
+                deadline.as_millis()
+            ),
+        };
+        let mut conn = timeout_at(end, self.pool.get_conn())
+            .await
+            .map_err(|_| late("waiting for a connection"))?
+            .map_err(|e| sql_error(e.to_string()))?;
+        let left = end.saturating_duration_since(Instant::now());
         let timeout = match self.flavor {
             // Seconds, fractions allowed.
             Flavor::Mariadb => format!(
                 "SET SESSION max_statement_time = {:.3}",
-                deadline.as_secs_f64().max(0.001)
+                left.as_secs_f64().max(0.001)
             ),
             Flavor::Mysql => format!(
                 "SET SESSION max_execution_time = {}",
-                deadline.as_millis().max(1)
+                left.as_millis().max(1)
             ),
         };
-        let mut conn = self
-            .pool
-            .get_conn()
+        timeout_at(end, conn.query_drop(timeout))
             .await
-            .map_err(|e| sql_error(e.to_string()))?;
-        conn.query_drop(timeout)
-            .await
+            .map_err(|_| late("setting the statement timeout"))?
             .map_err(|e| sql_error(e.to_string()))?;
         // Second guard behind the parser check: the transaction cannot write.
         let mut options = TxOpts::default();
         options.with_readonly(true);
-        let mut transaction = conn
-            .start_transaction(options)
+        let mut transaction = timeout_at(end, conn.start_transaction(options))
             .await
+            .map_err(|_| late("starting the transaction"))?
             .map_err(|e| sql_error(e.to_string()))?;
         let run = async {
             let mut result = transaction
@@ -188,21 +216,15 @@ impl MysqlDatasource {
             })
         };
         // A backstop behind the server's own timeout: a server that does not stop (or a
-        // network that hangs) loses its connection at the deadline plus a second.
-        let outcome = tokio::time::timeout(deadline + Duration::from_secs(1), run).await;
-        let rows = match outcome {
+        // network that hangs) loses its connection a little past the deadline.
+        let rows = match timeout_at(end + SERVER_GRACE, run).await {
             Ok(Ok(rows)) => rows,
             Ok(Err(e)) => return Err(mysql_error(&template.id, e, deadline)),
-            Err(_) => {
-                return Err(sql_error(format!(
-                    "cancelled at the deadline of {} ms",
-                    deadline.as_millis()
-                )))
-            }
+            Err(_) => return Err(late("running the statement")),
         };
-        transaction
-            .rollback()
+        timeout_at(end + SERVER_GRACE, transaction.rollback())
             .await
+            .map_err(|_| late("rolling back"))?
             .map_err(|e| sql_error(e.to_string()))?;
         Ok(rows)
     }

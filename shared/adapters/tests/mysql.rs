@@ -14,6 +14,8 @@ use switchyard_adapters::placeholders::{rewrite, Style};
 use switchyard_adapters::schema::{introspect, introspect_mysql};
 use switchyard_catalog::template::{Catalog, Datasource, Template};
 
+mod silent;
+
 const URL_VARIABLE: &str = "SWITCHYARD_TEST_MYSQL_URL";
 
 fn demo_root() -> std::path::PathBuf {
@@ -435,4 +437,73 @@ async fn mariadb_catalog_keys_and_samples_match_the_sqlite_reading() {
          Foreign Keys: p, c -> parents(n, code)."
     );
     assert_eq!(tables[1].primary_key, ["n", "code"]);
+}
+
+/// The EV datasource at `url` (set in `variable`), with a deadline of `timeout_ms`.
+fn ev_at(variable: &str, url: String, timeout_ms: u64) -> Datasource {
+    std::env::set_var(variable, url);
+    let mut ev = ev_on_mariadb();
+    ev.spec.connection.insert("url_env".into(), variable.into());
+    ev.spec.limits.timeout_ms = timeout_ms;
+    ev
+}
+
+/// How long a test waits for a call that should have failed at its deadline.
+const HANG: Duration = Duration::from_secs(10);
+
+/// What a deadline may be overrun by (the server's own cancel has a second's grace).
+const MARGIN: Duration = Duration::from_millis(1500);
+
+#[tokio::test]
+async fn connecting_to_a_server_that_never_answers_fails_at_the_datasource_timeout() {
+    let port = silent::silent_port().await;
+    let ev = ev_at(
+        "SWITCHYARD_TEST_MYSQL_SILENT_URL",
+        silent::url_at(&url(), port),
+        500,
+    );
+    let started = std::time::Instant::now();
+    let outcome = tokio::time::timeout(HANG, MysqlDatasource::connect(&ev))
+        .await
+        .expect("connect still waiting after 10 s");
+    let message = outcome.err().unwrap().to_string();
+    assert!(
+        message.contains("datasource `ev`") && message.contains("500 ms"),
+        "{message}"
+    );
+    assert!(started.elapsed() < Duration::from_millis(500) + MARGIN);
+}
+
+#[tokio::test]
+async fn a_server_gone_silent_fails_the_call_at_its_deadline() {
+    let proxy = silent::Proxy::start(silent::address_of(&url())).await;
+    let ev = ev_at(
+        "SWITCHYARD_TEST_MYSQL_PROXY_URL",
+        silent::url_at(&url(), proxy.port),
+        5000,
+    );
+    let db = MysqlDatasource::connect(&ev).await.unwrap();
+    let count = template(&ev, "vehicles_count_by_make");
+    let tesla = params(json!({"make": "Tesla"}));
+    db.query(count, &tesla, SECOND).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    proxy.freeze();
+    // The pooled connection hangs, then a new one does (the pool's acquire).
+    for _ in 0..3 {
+        let deadline = Duration::from_millis(500);
+        let started = std::time::Instant::now();
+        let outcome = tokio::time::timeout(HANG, db.query(count, &tesla, deadline))
+            .await
+            .expect("the call still waiting after 10 s");
+        let message = outcome.unwrap_err().to_string();
+        assert!(
+            message.contains("datasource `ev`") && message.contains("deadline of 500 ms"),
+            "{message}"
+        );
+        assert!(
+            started.elapsed() < deadline + MARGIN,
+            "failed after {:?}",
+            started.elapsed()
+        );
+    }
 }
