@@ -210,7 +210,7 @@ pub fn contextualize(
     }
     let previous_clarified = previous.filter(|p| p.outcome == TurnOutcome::Clarify);
     if let Some(previous) = previous_clarified {
-        if let Some(choice) = pick_choice(&own.query, &previous.choices, &own) {
+        if let Some(choice) = pick_choice(&own.query, &previous.choices, &own, sure) {
             report.used = ContextUsed::ClarifyChoice;
             select(&mut own, &others, &choice);
             // "The second one" names no parameters: the ambiguous question did.
@@ -351,32 +351,32 @@ pub fn stands_alone(own: &Routing, turns: &[Turn], assisted: bool, config: &Cont
         && !continues(&own.query, &config.continuation_cues, FRAGMENT_WORDS)
 }
 
-/// Whether a turn's own routing is sure enough to stand against the conversation: its
-/// best template is at least `self_contained_probability` likely and executes; or it is
-/// another datasource's than the previous turn's and at least that likely unexecuted, or
-/// `self_contained_elsewhere_probability` executed. A new subject: the stay prior holds a
-/// clear switch back hardest there, and answering it with the previous template is the
-/// trap (a question it could not place becomes the list it just gave), while siblings of
-/// one datasource hand over (a search, then its booking).
+/// Whether a turn's own routing is sure enough to stand against the conversation: it
+/// executes, on a template at least `self_contained_probability` likely, or a whole
+/// question's template of another datasource than the previous turn's at least
+/// `self_contained_elsewhere_probability` likely. A new subject: the stay prior holds a
+/// clear switch back hardest there, while siblings of one datasource hand over (a search,
+/// then its booking). An unexecuted turn never stands alone: its probability says little
+/// ("What is the total cost?" after a car rental, "Thanks, bye" go anywhere at 0.9).
 fn self_contained(own: &Routing, turns: &[Turn], config: &ContextConfig) -> bool {
-    let Some(best) = own.best() else {
+    let Some(chosen) = own
+        .selected_match()
+        .filter(|_| own.outcome == Outcome::Execute)
+    else {
         return false;
     };
-    let executes = own.outcome == Outcome::Execute;
+    // A few words ("Sounds good.", "What genre?") can route anywhere at 0.6.
+    let whole = own.query.split_whitespace().count() > FRAGMENT_WORDS;
     let elsewhere = turns
         .last()
         .and_then(|t| t.datasource.as_deref())
-        .is_some_and(|d| d != best.datasource);
-    // Only a whole question: a few words ("Sounds good.", "What genre?") can route
-    // anywhere at 0.6.
-    let says_enough = own.query.split_whitespace().count() > FRAGMENT_WORDS;
-    let needed = match (elsewhere, executes) {
-        (true, true) if says_enough => config.self_contained_elsewhere_probability,
-        (true, true) => config.self_contained_probability,
-        (true, false) | (false, true) => config.self_contained_probability,
-        (false, false) => return false,
+        .is_some_and(|d| d != chosen.datasource);
+    let needed = if elsewhere && whole {
+        config.self_contained_elsewhere_probability
+    } else {
+        config.self_contained_probability
     };
-    probability_of(best) >= needed
+    probability_of(chosen) >= needed
 }
 
 /// A belief all on one template: the one a turn was resolved to by answering our request.
@@ -506,9 +506,15 @@ fn preferred_datasource(turns: &[Turn], uses: usize) -> Option<String> {
 }
 
 /// Which of `choices` the turn picks: an ordinal ("the second one", "2"), else the choice
-/// the turn's own routing ranks first when it ranks a choice first overall or the turn is
-/// short ("yes, the balance").
-fn pick_choice(query: &str, choices: &[TemplateRef], own: &Routing) -> Option<TemplateRef> {
+/// the turn's own routing ranks first when it ranks a choice first overall, or the turn is
+/// short ("yes, the balance") and not `sure` of another template ("who is the highest paid
+/// there?" asks anew).
+fn pick_choice(
+    query: &str,
+    choices: &[TemplateRef],
+    own: &Routing,
+    sure: bool,
+) -> Option<TemplateRef> {
     if choices.is_empty() {
         return None;
     }
@@ -536,7 +542,7 @@ fn pick_choice(query: &str, choices: &[TemplateRef], own: &Routing) -> Option<Te
     };
     let first_choice = own.matches.iter().find(|m| is_choice(m))?;
     let leads = own.best().is_some_and(is_choice);
-    (leads || short).then(|| first_choice.template_ref())
+    (leads || (short && !sure)).then(|| first_choice.template_ref())
 }
 
 /// Put `chosen` first and execute it (taken from the other routings, the joint one
