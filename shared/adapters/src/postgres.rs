@@ -13,9 +13,10 @@ use serde_json::{Map, Value};
 use sqlparser::dialect::PostgreSqlDialect;
 use switchyard_catalog::template::{Datasource, Template};
 use switchyard_catalog::BoxFuture;
-use tokio::sync::Mutex;
+use tokio::sync::{MappedMutexGuard, Mutex, MutexGuard};
+use tokio::time::{timeout_at, Instant};
 use tokio_postgres::types::{ToSql, Type};
-use tokio_postgres::{Client, NoTls, Row};
+use tokio_postgres::{Client, Config, NoTls, Row};
 
 use crate::adapter::{Adapter, Answer};
 use crate::error::{AdapterError, Result};
@@ -29,50 +30,123 @@ pub fn to_positional(template_id: &str, sql: &str) -> Result<(String, Vec<String
     placeholders::rewrite(&PostgreSqlDialect {}, Style::Numbered, template_id, sql)
 }
 
+/// How long past the deadline the client waits for the server's own statement timeout to
+/// stop a statement (its error says so) before it gives the connection up.
+const SERVER_GRACE: Duration = Duration::from_millis(500);
+
 pub struct PostgresDatasource {
     name: String,
-    client: Mutex<Client>,
+    /// Where to connect (its `Debug` hides the password), to open the connection again
+    /// after it dropped.
+    config: Config,
+    /// The variable the URL came from, for errors.
+    variable: String,
+    /// The connection's bound at connect (the datasource's `limits.timeout_ms`).
+    connect_timeout: Duration,
+    /// The open connection; `None` once it was given up (a call past its deadline).
+    connection: Mutex<Option<Connected>>,
     max_rows: usize,
+}
+
+/// A client and the task driving its connection, stopped when the client is dropped (a
+/// connection to a server that hangs would otherwise wait forever).
+struct Connected {
+    client: Client,
+    task: tokio::task::AbortHandle,
+}
+
+impl Drop for Connected {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
 }
 
 impl PostgresDatasource {
     /// Connect with the URL in the variable `connection.url_env`; every template's SQL is
-    /// checked first.
+    /// checked first. A server that does not answer fails it at the datasource's
+    /// `limits.timeout_ms`.
     pub async fn connect(datasource: &Datasource) -> Result<PostgresDatasource> {
         let name = datasource.spec.name.clone();
-        let fail = |message: String| AdapterError::Datasource {
-            datasource: name.clone(),
-            message,
-        };
         check_templates(datasource, Engine::Postgres)?;
         let (variable, url) = connection_url(datasource, "PostgreSQL")?;
-        let (client, connection) = tokio_postgres::connect(&url, NoTls)
+        // The URL may hold a password: name the variable, not its value.
+        let config = url
+            .parse::<Config>()
+            .map_err(|e| AdapterError::Datasource {
+                datasource: name.clone(),
+                message: format!("connection.url_env: {variable} is not a PostgreSQL URL: {e}"),
+            })?;
+        let db = PostgresDatasource {
+            name,
+            config,
+            variable,
+            connect_timeout: Duration::from_millis(datasource.spec.limits.timeout_ms.max(1)),
+            connection: Mutex::new(None),
+            max_rows: datasource.spec.limits.max_rows as usize,
+        };
+        let connected = db
+            .open(Instant::now() + db.connect_timeout, || db.late_connecting())
+            .await?;
+        *db.connection.lock().await = Some(connected);
+        Ok(db)
+    }
+
+    /// A new connection, by `end` (past it, the error `late` gives).
+    async fn open(&self, end: Instant, late: impl FnOnce() -> AdapterError) -> Result<Connected> {
+        let (client, connection) = timeout_at(end, self.config.connect(NoTls))
             .await
-            // The URL may hold a password: name the variable, not its value.
-            .map_err(|e| fail(format!("connecting with {variable}: {e}")))?;
-        let datasource_name = name.clone();
-        tokio::spawn(async move {
+            .map_err(|_| late())?
+            .map_err(|e| AdapterError::Datasource {
+                datasource: self.name.clone(),
+                message: format!("connecting with {}: {e}", self.variable),
+            })?;
+        let datasource_name = self.name.clone();
+        let task = tokio::spawn(async move {
             if let Err(e) = connection.await {
                 tracing::warn!(datasource = %datasource_name, error = %e, "PostgreSQL connection closed");
             }
         });
-        Ok(PostgresDatasource {
-            name,
-            client: Mutex::new(client),
-            max_rows: datasource.spec.limits.max_rows as usize,
+        Ok(Connected {
+            client,
+            task: task.abort_handle(),
         })
+    }
+
+    /// A connection not made within the datasource's `limits.timeout_ms`.
+    fn late_connecting(&self) -> AdapterError {
+        AdapterError::Datasource {
+            datasource: self.name.clone(),
+            message: format!(
+                "connecting with {}: no answer within the deadline of {} ms (limits.timeout_ms)",
+                self.variable,
+                self.connect_timeout.as_millis()
+            ),
+        }
     }
 
     pub fn name(&self) -> &str {
         &self.name
     }
 
-    /// The connected client, for schema introspection (`crate::schema`) to reuse the
-    /// adapter's way of connecting.
-    pub(crate) async fn client(&self) -> tokio::sync::MutexGuard<'_, Client> {
-        self.client.lock().await
+    /// The connected client (opened again if it dropped), for schema introspection
+    /// (`crate::schema`) to reuse the adapter's way of connecting.
+    pub(crate) async fn client(&self) -> Result<MappedMutexGuard<'_, Client>> {
+        let mut slot = self.connection.lock().await;
+        if slot.as_ref().is_none_or(|c| c.client.is_closed()) {
+            *slot = None;
+            let end = Instant::now() + self.connect_timeout;
+            *slot = Some(self.open(end, || self.late_connecting()).await?);
+        }
+        Ok(MutexGuard::map(slot, |c| {
+            &mut c.as_mut().expect("connected above").client
+        }))
     }
 
+    /// Run `template` with `parameters` within `deadline`, all of it: waiting for the
+    /// connection, opening it again when it dropped (the server restarted, the backend was
+    /// terminated), the transaction and the statement. Past the deadline the call fails
+    /// naming the datasource and the step, and the connection is given up (the next call
+    /// opens another).
     pub async fn query(
         &self,
         template: &Template,
@@ -90,14 +164,92 @@ impl PostgresDatasource {
         // What runs is the statement the check read, without its comments.
         let sql = check_read_only(&template.id, sql, Engine::Postgres)?;
         let (sql, names) = to_positional(&template.id, &sql)?;
-        let mut client = self.client.lock().await;
+        let end = Instant::now() + deadline;
+        let late = |step: &str| AdapterError::Datasource {
+            datasource: self.name.clone(),
+            message: format!(
+                "template `{}`: no answer within the deadline of {} ms ({step})",
+                template.id,
+                deadline.as_millis()
+            ),
+        };
+        let mut slot = timeout_at(end, self.connection.lock())
+            .await
+            .map_err(|_| late("waiting for the connection"))?;
+        // A connection that dropped is opened again, once per call; a read-only statement
+        // whose connection dropped under it runs again on the new one.
+        let mut reopened = false;
+        loop {
+            if slot.as_ref().is_none_or(|c| c.client.is_closed()) {
+                *slot = None;
+                *slot = Some(self.open(end, || late("connecting")).await?);
+                reopened = true;
+            }
+            let client = &mut slot.as_mut().expect("connected above").client;
+            let left = end.saturating_duration_since(Instant::now());
+            let run = self.run(client, template, &sql, &names, parameters, left, deadline);
+            match timeout_at(end + SERVER_GRACE, run).await {
+                Ok(Ok(rows)) => return Ok(rows),
+                Ok(Err(Failure::Lost(e))) => {
+                    *slot = None;
+                    if reopened {
+                        return Err(e);
+                    }
+                }
+                Ok(Err(Failure::Adapter(e))) => return Err(e),
+                Err(_) => {
+                    // The connection may still be waiting on the server: give it up.
+                    *slot = None;
+                    return Err(late("in the transaction"));
+                }
+            }
+        }
+    }
+
+    /// One try of [`PostgresDatasource::query`] on `client`, the server's statement timeout
+    /// at `left`; `deadline` is the call's, for errors.
+    #[allow(clippy::too_many_arguments)] // one call's inputs, from `query` alone
+    async fn run(
+        &self,
+        client: &mut Client,
+        template: &Template,
+        sql: &str,
+        names: &[String],
+        parameters: &Map<String, Value>,
+        left: Duration,
+        deadline: Duration,
+    ) -> std::result::Result<SqlRows, Failure> {
+        let sql_error = |message: String| AdapterError::Sql {
+            template: template.id.clone(),
+            message,
+        };
+        let lost = |e: &tokio_postgres::Error| {
+            use tokio_postgres::error::SqlState;
+            e.is_closed()
+                || e.code() == Some(&SqlState::ADMIN_SHUTDOWN)
+                || e.code() == Some(&SqlState::CRASH_SHUTDOWN)
+        };
+        // The server's own words: "db error" alone names no cause.
+        let words = |e: &tokio_postgres::Error| {
+            e.as_db_error()
+                .map_or_else(|| e.to_string(), |db| db.to_string())
+        };
+        let closed = |e: tokio_postgres::Error| {
+            let lost = lost(&e);
+            let error = sql_error(words(&e));
+            if lost {
+                Failure::Lost(error)
+            } else {
+                Failure::Adapter(error)
+            }
+        };
         // Second guard behind the parser check: the transaction cannot write.
         let transaction = client
             .build_transaction()
             .read_only(true)
             .start()
             .await
-            .map_err(|e| sql_error(e.to_string()))?;
+            .map_err(closed)?;
         // Once the server's timeout is set (even within the batch setting it, on a loaded
         // machine), a cancel at any step is the deadline's.
         let timed = std::time::Instant::now();
@@ -105,19 +257,20 @@ impl PostgresDatasource {
             use tokio_postgres::error::SqlState;
             // The cancel's error can reach the request pipelined after the one it stopped,
             // which then reads "current transaction is aborted" (seen on a loaded machine).
-            let aborted = e.code() == Some(&SqlState::IN_FAILED_SQL_TRANSACTION)
-                && timed.elapsed() >= deadline;
+            let aborted =
+                e.code() == Some(&SqlState::IN_FAILED_SQL_TRANSACTION) && timed.elapsed() >= left;
             if e.code() == Some(&SqlState::QUERY_CANCELED) || aborted {
-                sql_error(format!(
+                Failure::Adapter(sql_error(format!(
                     "cancelled at the deadline of {} ms",
                     deadline.as_millis()
-                ))
+                )))
             } else {
-                // The server's own words: "db error" alone names no cause.
-                sql_error(
-                    e.as_db_error()
-                        .map_or_else(|| e.to_string(), |db| db.to_string()),
-                )
+                let message = words(&e);
+                if lost(&e) {
+                    Failure::Lost(sql_error(message))
+                } else {
+                    Failure::Adapter(sql_error(message))
+                }
             }
         };
         // The read-only check reads a backslash in a '…' string as an ordinary character,
@@ -125,18 +278,17 @@ impl PostgresDatasource {
         transaction
             .batch_execute(&format!(
                 "SET LOCAL statement_timeout = {}; SET LOCAL standard_conforming_strings = on",
-                deadline.as_millis().max(1)
+                left.as_millis().max(1)
             ))
             .await
             .map_err(failed)?;
-        let statement = transaction.prepare(&sql).await.map_err(failed)?;
+        let statement = transaction.prepare(sql).await.map_err(failed)?;
         let mut values: Vec<Box<dyn ToSql + Sync + Send>> = Vec::with_capacity(names.len());
         for (name, ty) in names.iter().zip(statement.params()) {
-            values.push(bind(
-                name,
-                parameters.get(name).unwrap_or(&Value::Null),
-                ty,
-            )?);
+            values.push(
+                bind(name, parameters.get(name).unwrap_or(&Value::Null), ty)
+                    .map_err(Failure::Adapter)?,
+            );
         }
         let references: Vec<&(dyn ToSql + Sync)> = values
             .iter()
@@ -150,10 +302,7 @@ impl PostgresDatasource {
             .query_portal(&portal, self.max_rows as i32 + 1)
             .await
             .map_err(failed)?;
-        transaction
-            .rollback()
-            .await
-            .map_err(|e| sql_error(e.to_string()))?;
+        transaction.rollback().await.map_err(closed)?;
         let columns: Vec<String> = statement
             .columns()
             .iter()
@@ -165,13 +314,20 @@ impl PostgresDatasource {
             .take(self.max_rows)
             .map(|row| row_json(row, &columns))
             .collect::<std::result::Result<_, _>>()
-            .map_err(|e| sql_error(e.to_string()))?;
+            .map_err(|e| Failure::Adapter(sql_error(e.to_string())))?;
         Ok(SqlRows {
             columns,
             rows,
             truncated,
         })
     }
+}
+
+/// Why one try failed: the connection was lost (the call may open another and run
+/// again: the statement is read-only), or anything else.
+enum Failure {
+    Lost(AdapterError),
+    Adapter(AdapterError),
 }
 
 /// A parameter value as the type the server expects for its placeholder.

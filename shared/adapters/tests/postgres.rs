@@ -11,6 +11,8 @@ use switchyard_adapters::schema::{introspect, introspect_postgres};
 use switchyard_catalog::template::{Catalog, Datasource, Template};
 use tokio_postgres::NoTls;
 
+mod silent;
+
 const URL_VARIABLE: &str = "SWITCHYARD_TEST_PG_URL";
 
 fn demo_root() -> std::path::PathBuf {
@@ -237,4 +239,107 @@ async fn postgres_catalog_keys_and_samples_match_the_sqlite_reading() {
          Foreign Keys: p, c -> schema_test_parents(n, code)."
     );
     assert_eq!(tables[1].primary_key, ["n", "code"]);
+}
+
+/// The EV datasource at `url` (set in `variable`), with a deadline of `timeout_ms`.
+fn ev_at(variable: &str, url: String, timeout_ms: u64) -> Datasource {
+    std::env::set_var(variable, url);
+    let mut ev = ev_on_postgres();
+    ev.spec.connection.insert("url_env".into(), variable.into());
+    ev.spec.limits.timeout_ms = timeout_ms;
+    ev
+}
+
+fn test_url() -> String {
+    std::env::var(URL_VARIABLE).unwrap()
+}
+
+/// How long a test waits for a call that should have failed at its deadline.
+const HANG: Duration = Duration::from_secs(10);
+
+/// What a deadline may be overrun by (the server's own cancel has a grace).
+const MARGIN: Duration = Duration::from_millis(1500);
+
+#[tokio::test]
+async fn connecting_to_a_server_that_never_answers_fails_at_the_datasource_timeout() {
+    let ev = ev_on_postgres();
+    let port = silent::silent_port().await;
+    let ev = ev_at(
+        "SWITCHYARD_TEST_PG_SILENT_URL",
+        silent::url_at(&test_url(), port),
+        ev.spec.limits.timeout_ms.min(500),
+    );
+    let started = std::time::Instant::now();
+    let outcome = tokio::time::timeout(HANG, PostgresDatasource::connect(&ev))
+        .await
+        .expect("connect still waiting after 10 s");
+    let message = outcome.err().unwrap().to_string();
+    assert!(
+        message.contains("datasource `ev`") && message.contains("500 ms"),
+        "{message}"
+    );
+    assert!(started.elapsed() < Duration::from_millis(500) + MARGIN);
+}
+
+#[tokio::test]
+async fn a_server_gone_silent_fails_the_call_at_its_deadline() {
+    let ev = ev_on_postgres();
+    let proxy = silent::Proxy::start(silent::address_of(&test_url())).await;
+    let ev = ev_at(
+        "SWITCHYARD_TEST_PG_PROXY_URL",
+        silent::url_at(&test_url(), proxy.port),
+        ev.spec.limits.timeout_ms,
+    );
+    let db = PostgresDatasource::connect(&ev).await.unwrap();
+    let count = template(&ev, "vehicles_count_by_make");
+    let tesla = params(json!({"make": "Tesla"}));
+    db.query(count, &tesla, SECOND).await.unwrap();
+    proxy.freeze();
+    // The open connection hangs, then a new one does.
+    for _ in 0..2 {
+        let deadline = Duration::from_millis(500);
+        let started = std::time::Instant::now();
+        let outcome = tokio::time::timeout(HANG, db.query(count, &tesla, deadline))
+            .await
+            .expect("the call still waiting after 10 s");
+        let message = outcome.unwrap_err().to_string();
+        assert!(
+            message.contains("datasource `ev`") && message.contains("deadline of 500 ms"),
+            "{message}"
+        );
+        assert!(
+            started.elapsed() < deadline + MARGIN,
+            "failed after {:?}",
+            started.elapsed()
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_dropped_connection_is_opened_again() {
+    let name = format!("switchyard_reconnect_{}", std::process::id());
+    let ev = ev_at(
+        "SWITCHYARD_TEST_PG_RECONNECT_URL",
+        format!("{}?application_name={name}", test_url()),
+        5000,
+    );
+    let db = PostgresDatasource::connect(&ev).await.unwrap();
+    let count = template(&ev, "vehicles_count_by_make");
+    let tesla = params(json!({"make": "Tesla"}));
+    let before = db.query(count, &tesla, SECOND).await.unwrap();
+    let (admin, connection) = tokio_postgres::connect(&test_url(), NoTls).await.unwrap();
+    tokio::spawn(connection);
+    for _ in 0..2 {
+        let terminated = admin
+            .query(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1",
+                &[&name],
+            )
+            .await
+            .unwrap();
+        assert_eq!(terminated.len(), 1);
+        // The next call answers, on a new connection.
+        let after = db.query(count, &tesla, SECOND).await.unwrap();
+        assert_eq!(after, before);
+    }
 }

@@ -149,7 +149,7 @@ pub async fn introspect(
             }
             let tables = if Engine::of(datasource)? == Engine::Postgres {
                 let db = PostgresDatasource::connect(datasource).await?;
-                let client = db.client().await;
+                let client = db.client().await?;
                 introspect_postgres(&client, name).await?
             } else {
                 let db = MysqlDatasource::connect(datasource).await?;
