@@ -19,6 +19,7 @@ use std::sync::Mutex;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, ServiceError};
+use switchyard_catalog::bounded::{cut, json_len, MAX_ITEM_BYTES};
 use switchyard_catalog::BoxFuture;
 use switchyard_contract::error::ContractError;
 use switchyard_routing::router::{Outcome, Routing};
@@ -222,13 +223,55 @@ pub trait FeedbackStore: Send + Sync {
     fn all(&self) -> BoxFuture<'_, switchyard_contract::error::Result<Vec<FeedbackRecord>>>;
 }
 
-/// The reward of `feedback` on `decision`, recorded.
+/// The reward of `feedback` on `decision`, recorded ([`FeedbackRecord::bounded`]).
 pub fn judged(decision: Decision, feedback: Feedback) -> FeedbackRecord {
     let reward = feedback.reward(decision.processing_ms / 1000.0);
     FeedbackRecord {
         decision,
         feedback: Some(feedback),
         reward: Some(reward),
+    }
+    .bounded()
+}
+
+/// `decision` recorded, not judged yet ([`FeedbackRecord::bounded`]).
+pub fn unjudged(decision: Decision) -> FeedbackRecord {
+    FeedbackRecord {
+        decision,
+        feedback: None,
+        reward: None,
+    }
+    .bounded()
+}
+
+impl FeedbackRecord {
+    /// The record as every store keeps it: whole while its JSON is under
+    /// [`MAX_ITEM_BYTES`]; beyond, its texts (the question, the expected template, the
+    /// ids) are cut, to 16 KiB, then 1 KiB, then 128 bytes, with `bounded::CUT_MARKER`.
+    pub fn bounded(mut self) -> FeedbackRecord {
+        if self.reward.is_some() || self.reward.is_none() {
+            return self;
+        }
+        for keep in [16_384, 1_024, 128] {
+            if json_len(&self) <= MAX_ITEM_BYTES {
+                break;
+            }
+            let decision = &mut self.decision;
+            let texts = [
+                Some(&mut decision.request_id),
+                decision.query.as_mut(),
+                decision.session_id.as_mut(),
+                decision.datasource.as_mut(),
+                decision.template_id.as_mut(),
+                self.feedback
+                    .as_mut()
+                    .and_then(|f| f.expected_template.as_mut()),
+            ];
+            for text in texts.into_iter().flatten() {
+                cut(text, keep);
+            }
+        }
+        self
     }
 }
 
@@ -262,11 +305,7 @@ impl FeedbackStore for MemoryFeedbackStore {
         Box::pin(async move {
             let mut guard = self.records.lock().unwrap_or_else(|e| e.into_inner());
             let (records, order) = &mut *guard;
-            let record = FeedbackRecord {
-                decision,
-                feedback: None,
-                reward: None,
-            };
+            let record = unjudged(decision);
             if records.insert(key.to_owned(), record).is_none() {
                 order.push_back(key.to_owned());
             }
@@ -355,12 +394,9 @@ impl FeedbackStore for JsonLinesFeedbackStore {
         decision: Decision,
     ) -> BoxFuture<'a, switchyard_contract::error::Result<()>> {
         Box::pin(async move {
-            self.append(&FeedbackRecord {
-                decision: decision.clone(),
-                feedback: None,
-                reward: None,
-            })?;
-            self.memory.record(key, decision).await
+            let record = unjudged(decision);
+            self.append(&record)?;
+            self.memory.record(key, record.decision).await
         })
     }
 
@@ -414,23 +450,28 @@ mod tests {
         assert_eq!(failure.reward(30.0), 0.0, "clamped at 0");
     }
 
+    /// A decision that matched nothing, at `at`.
+    fn unmatched(request_id: &str, at: i64) -> Decision {
+        Decision {
+            request_id: request_id.into(),
+            datasource: None,
+            template_id: None,
+            outcome: Outcome::NoMatch,
+            confidence: 0.1,
+            margin: None,
+            threshold: 0.4,
+            processing_ms: 1.0,
+            at,
+            query: None,
+            session_id: None,
+        }
+    }
+
     #[tokio::test]
     async fn the_memory_store_keeps_the_newest_decisions() {
         let store = MemoryFeedbackStore::new(2);
         for n in 0..3 {
-            let decision = Decision {
-                request_id: format!("r{n}"),
-                datasource: None,
-                template_id: None,
-                outcome: Outcome::NoMatch,
-                confidence: 0.1,
-                margin: None,
-                threshold: 0.4,
-                processing_ms: 1.0,
-                at: n,
-                query: None,
-                session_id: None,
-            };
+            let decision = unmatched(&format!("r{n}"), n);
             store.record(&format!("r{n}"), decision).await.unwrap();
         }
         let success = Feedback {
@@ -446,19 +487,7 @@ mod tests {
     #[tokio::test]
     async fn a_decision_is_judged_only_under_its_callers_key() {
         let store = MemoryFeedbackStore::default();
-        let decision = Decision {
-            request_id: "r1".into(),
-            datasource: None,
-            template_id: None,
-            outcome: Outcome::NoMatch,
-            confidence: 0.1,
-            margin: None,
-            threshold: 0.4,
-            processing_ms: 1.0,
-            at: 0,
-            query: None,
-            session_id: None,
-        };
+        let decision = unmatched("r1", 0);
         let ann = decision_key("principal:ann", "r1");
         store.record(&ann, decision).await.unwrap();
         let success = Feedback {
@@ -471,6 +500,52 @@ mod tests {
         let judged = store.judge(&ann, success).await.unwrap().unwrap();
         assert_eq!(judged.decision.request_id, "r1", "the answer's own id");
         assert_eq!(decision_key("", "r1"), "r1", "one tenant: the id itself");
+    }
+
+    /// A record past twice the item budget in multibyte text (its question and expected
+    /// template): recorded and judged under the budget by every store, still parsing.
+    #[tokio::test]
+    async fn a_record_twice_the_budget_in_multibyte_text_is_kept_under_it() {
+        let long = "é漢🚀".repeat(2 * MAX_ITEM_BYTES / 9 + 1);
+        let decision = Decision {
+            request_id: "r1".into(),
+            datasource: Some("hr".into()),
+            template_id: Some("t".into()),
+            outcome: Outcome::Execute,
+            confidence: 0.9,
+            margin: None,
+            threshold: 0.4,
+            processing_ms: 1.0,
+            at: 0,
+            query: Some(long.clone()),
+            session_id: None,
+        };
+        let feedback = Feedback {
+            expected_template: Some(format!("hr/{long}")),
+            ..Feedback::default()
+        };
+        let whole = FeedbackRecord {
+            decision: decision.clone(),
+            feedback: Some(feedback.clone()),
+            reward: None,
+        };
+        assert!(json_len(&whole) > 2 * MAX_ITEM_BYTES);
+        let check = |record: &FeedbackRecord| {
+            let json = serde_json::to_string(record).unwrap();
+            assert!(json.len() <= MAX_ITEM_BYTES, "{} bytes", json.len());
+            let back: FeedbackRecord = serde_json::from_str(&json).unwrap();
+            let query = back.decision.query.unwrap();
+            let kept = query
+                .strip_suffix(switchyard_catalog::bounded::CUT_MARKER)
+                .unwrap();
+            assert!(long.starts_with(kept) && !kept.is_empty());
+            assert_eq!(back.decision.request_id, "r1");
+        };
+        check(&judged(decision.clone(), feedback.clone()));
+        let store = MemoryFeedbackStore::default();
+        store.record("r1", decision).await.unwrap();
+        check(&store.all().await.unwrap()[0]);
+        check(&store.judge("r1", feedback).await.unwrap().unwrap());
     }
 
     #[test]
