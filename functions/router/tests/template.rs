@@ -1,8 +1,9 @@
 //! `template.yaml` against the code that runs under it: every variable a function is given
 //! is one its code reads (a renamed variable on either side fails here, not at a cold
 //! start in AWS), every layer path a function is pointed at holds the files the code
-//! loads, every operation of the API has an HTTP API event, and the dashboard plots what
-//! the code emits, for every datasource deployed.
+//! loads, every operation of the API has an HTTP API event, the dashboard plots what the
+//! code emits, for every datasource deployed, and each datasource's deadline fits the
+//! timeouts of the functions that run it (`timeouts`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -17,6 +18,9 @@ use switchyard_catalog::template::Catalog;
 use switchyard_router::Settings;
 use switchyard_s3::IndexLocation;
 use template_yaml::{root, template};
+
+#[path = "template/timeouts.rs"]
+mod timeouts;
 
 fn resource<'a>(template: &'a Value, name: &str) -> &'a Value {
     &template["Resources"][name]
