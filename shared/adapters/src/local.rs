@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::time::{timeout_at, Instant};
+
 use crate::respond::{find, respond};
 use switchyard_catalog::blocking::run_blocking;
 use switchyard_catalog::error::Error;
@@ -192,6 +194,7 @@ impl LocalAdapters {
         &self,
         template: &Template,
         request: &AdapterRequest,
+        end: Instant,
     ) -> AdapterRequest {
         let mut request = request.clone();
         let Some(llm) = self.llm.as_ref().filter(|l| l.fill_missing_parameters) else {
@@ -205,14 +208,16 @@ impl LocalAdapters {
         if missing.is_empty() {
             return request;
         }
-        match llm
+        let asked = llm
             .assistant
-            .fill_missing(template, &request.query, &missing)
-            .await
-        {
-            Ok(values) => request.session_parameters.extend(values),
-            Err(e) => {
+            .fill_missing(template, &request.query, &missing);
+        match timeout_at(end, asked).await {
+            Ok(Ok(values)) => request.session_parameters.extend(values),
+            Ok(Err(e)) => {
                 tracing::warn!(template = %template.id, error = %e, "model could not fill parameters")
+            }
+            Err(_) => {
+                tracing::warn!(template = %template.id, "model filled no parameters within the request's deadline")
             }
         }
         request
@@ -226,6 +231,7 @@ impl LocalAdapters {
         template: &Template,
         query: &str,
         response: &mut AdapterResponse,
+        end: Instant,
     ) {
         let Some(llm) = self.llm.as_ref().filter(|l| l.synthesize_response) else {
             return;
@@ -233,14 +239,16 @@ impl LocalAdapters {
         if response.status() != AdapterStatus::Ok || kind == DatasourceKind::Intent {
             return;
         }
-        match llm
+        let asked = llm
             .assistant
-            .synthesize(query, &response.content, &response.data)
-            .await
-        {
-            Ok(text) => response.content = text,
-            Err(e) => {
+            .synthesize(query, &response.content, &response.data);
+        match timeout_at(end, asked).await {
+            Ok(Ok(text)) => response.content = text,
+            Ok(Err(e)) => {
                 tracing::warn!(template = %template.id, error = %e, "synthesis failed; answering with the rendered template")
+            }
+            Err(_) => {
+                tracing::warn!(template = %template.id, "no synthesis within the request's deadline; answering with the rendered template")
             }
         }
     }
@@ -285,13 +293,22 @@ impl LocalAdapters {
             crate::guard::Engine::Duckdb => "DuckDB",
             crate::guard::Engine::Mysql => "MySQL",
         };
-        let sql = match llm
-            .assistant
-            .generate_sql(&request.query, schema, dialect)
-            .await
-        {
-            Ok(sql) => sql,
-            Err(e) => return Ok(refuse(format!("the model wrote no query: {e}"), None)),
+        let deadline = Duration::from_millis(request.deadline_ms.max(1));
+        let end = Instant::now() + deadline;
+        let written = llm.assistant.generate_sql(&request.query, schema, dialect);
+        let sql = match timeout_at(end, written).await {
+            Ok(Ok(sql)) => sql,
+            Ok(Err(e)) => return Ok(refuse(format!("the model wrote no query: {e}"), None)),
+            Err(_) => {
+                return Ok(refuse(
+                    format!(
+                        "datasource `{}`: the model wrote no query within the deadline of {} ms",
+                        request.datasource,
+                        deadline.as_millis()
+                    ),
+                    None,
+                ))
+            }
         };
         if let Err(e) = crate::guard::check_read_only(GENERATED_SQL, &sql, engine) {
             return Ok(refuse(format!("generated SQL refused: {e}"), Some(&sql)));
@@ -303,9 +320,12 @@ impl LocalAdapters {
             "sql_template": sql,
         }))
         .expect("a valid template");
-        let deadline = Duration::from_millis(request.deadline_ms.max(1));
+        let left = match left_of(end, deadline, datasource.name()) {
+            Ok(left) => left,
+            Err(message) => return Ok(refuse(message, Some(&sql))),
+        };
         match adapter
-            .execute(&template, &Default::default(), request, deadline)
+            .execute(&template, &Default::default(), request, left)
             .await
         {
             Ok((content, mut data)) => {
@@ -339,18 +359,23 @@ impl LocalAdapters {
         if let Some(message) = adapter.refuse_before_extraction(template, &request.query) {
             return Ok(refusal(message, serde_json::Value::Null, 0.0));
         }
+        // One deadline over the whole answer: the model's parameters, the adapter's call
+        // with what is left of it, and the model's phrasing, each cut off at its end.
         let deadline = Duration::from_millis(request.deadline_ms.max(1));
-        let request = self.fill_with_model(template, request).await;
+        let end = Instant::now() + deadline;
+        let request = self.fill_with_model(template, request, end).await;
         let routed = &request;
+        let name = datasource.name();
         let mut response = respond(template, &request, |parameters| async move {
+            let left = left_of(end, deadline, name)?;
             // An in-process adapter may do its work as it is called (SQLite): off the
             // runtime's workers, like the router's embedding.
-            run_blocking(|| adapter.execute(template, &parameters, routed, deadline))
+            run_blocking(|| adapter.execute(template, &parameters, routed, left))
                 .await
                 .map_err(|e| e.to_string())
         })
         .await;
-        self.synthesize(kind, template, &request.query, &mut response)
+        self.synthesize(kind, template, &request.query, &mut response, end)
             .await;
         Ok(response)
     }
@@ -363,6 +388,19 @@ impl AdapterInvoker for LocalAdapters {
     ) -> BoxFuture<'a, Result<AdapterResponse, ContractError>> {
         Box::pin(async move { self.answer(&request).await })
     }
+}
+
+/// What is left of `deadline` until `end`, or the error naming `datasource` when nothing
+/// is (the model's work took it all).
+fn left_of(end: Instant, deadline: Duration, datasource: &str) -> Result<Duration, String> {
+    let left = end.saturating_duration_since(Instant::now());
+    if left.is_zero() {
+        return Err(format!(
+            "datasource `{datasource}`: the deadline of {} ms passed before the query ran",
+            deadline.as_millis()
+        ));
+    }
+    Ok(left)
 }
 
 /// An `error` answer saying `message`: nothing was executed.

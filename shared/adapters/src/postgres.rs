@@ -37,8 +37,8 @@ const SERVER_GRACE: Duration = Duration::from_millis(500);
 pub struct PostgresDatasource {
     name: String,
     /// Where to connect (its `Debug` hides the password), to open the connection again
-    /// after it dropped.
-    config: Config,
+    /// after it dropped. Boxed: it is large, and read only to connect.
+    config: Box<Config>,
     /// The variable the URL came from, for errors.
     variable: String,
     /// The connection's bound at connect (the datasource's `limits.timeout_ms`).
@@ -78,7 +78,7 @@ impl PostgresDatasource {
             })?;
         let db = PostgresDatasource {
             name,
-            config,
+            config: Box::new(config),
             variable,
             connect_timeout: Duration::from_millis(datasource.spec.limits.timeout_ms.max(1)),
             connection: Mutex::new(None),

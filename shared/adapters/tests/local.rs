@@ -126,3 +126,72 @@ async fn synthesis_rewrites_and_falls_back() {
     assert_eq!(answer.status(), AdapterStatus::Ok);
     assert_eq!(answer.content, "14 employees work in Engineering.");
 }
+
+/// A chat-completions server answering every call with `reply` after `delay`.
+async fn slow_model(reply: Value, delay: Duration) -> String {
+    let app = Router::new().route(
+        "/v1/chat/completions",
+        post(move || {
+            let reply = reply.clone();
+            async move {
+                tokio::time::sleep(delay).await;
+                (StatusCode::OK, Json(reply)).into_response()
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    format!("http://{address}/v1")
+}
+
+/// Within `llm.timeout_ms` (2 s here) but past the request's deadline.
+const SLOW: Duration = Duration::from_millis(1500);
+
+/// What a deadline may be overrun by.
+const MARGIN: Duration = Duration::from_millis(700);
+
+fn within(deadline_ms: u64, query: &str) -> AdapterRequest {
+    let mut request = headcount(query);
+    request.deadline_ms = deadline_ms;
+    request
+}
+
+#[tokio::test]
+async fn filling_parameters_stops_at_the_request_deadline() {
+    let endpoint = slow_model(tool_call(json!({"department": "sales"})), SLOW).await;
+    let adapters = adapters(endpoint, true, false).await;
+    let started = std::time::Instant::now();
+    let answer = (adapters.invoke(within(300, "how big is the team of my colleague Ann?")))
+        .await
+        .unwrap();
+    let elapsed = started.elapsed();
+    assert!(
+        elapsed < Duration::from_millis(300) + MARGIN,
+        "answered after {elapsed:?}"
+    );
+    // The model's value came too late: the user is asked.
+    assert_eq!(
+        answer.status(),
+        AdapterStatus::NeedsClarification,
+        "{answer:?}"
+    );
+}
+
+#[tokio::test]
+async fn synthesis_stops_at_the_request_deadline_with_the_rendered_answer() {
+    let reply = json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": "Engineering has 14 people."}}]});
+    let endpoint = slow_model(reply, SLOW).await;
+    let adapters = adapters(endpoint, false, true).await;
+    let started = std::time::Instant::now();
+    let answer = (adapters.invoke(within(300, "How many employees work in Engineering?")))
+        .await
+        .unwrap();
+    let elapsed = started.elapsed();
+    assert!(
+        elapsed < Duration::from_millis(300) + MARGIN,
+        "answered after {elapsed:?}"
+    );
+    assert_eq!(answer.status(), AdapterStatus::Ok, "{answer:?}");
+    assert_eq!(answer.content, "14 employees work in Engineering.");
+}
