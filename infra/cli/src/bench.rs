@@ -54,6 +54,8 @@ struct Report {
     route_ms: Percentiles,
     /// The same queries, each the second turn of a session after the query before it.
     route_in_session_ms: Percentiles,
+    /// The share of those turns that stood alone (their own text embedded only).
+    standing_alone: f64,
     /// The synthetic catalogs asked for, smallest first.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     synthetic: Vec<ScaleRow>,
@@ -117,7 +119,7 @@ pub fn run(
         embedder.embed_one(&router.embedding_text(text)).map(drop)
     })?;
     let route_ms = time_each(measured, |text| router.route(text, &Access::All).map(drop))?;
-    let route_in_session_ms = route_in_session(&router, &config, &texts)?;
+    let (route_in_session_ms, standing_alone) = route_in_session(&router, &config, &texts)?;
 
     let mut sizes = options.synthetic.clone();
     sizes.sort_unstable();
@@ -138,6 +140,7 @@ pub fn run(
         embedding_ms,
         route_ms,
         route_in_session_ms,
+        standing_alone,
         synthetic,
     };
     if options.json {
@@ -152,9 +155,15 @@ pub fn run(
 /// query before it, as the service routes it: the question alone, then, unless it stands
 /// alone (`stands_alone`), the previous question with it; then the conversation's
 /// decision. No assistant text: a session's last answer is ours, and asks nothing here.
-fn route_in_session(router: &Router, config: &Config, texts: &[String]) -> Result<Percentiles> {
+/// Also the share of turns that stood alone.
+fn route_in_session(
+    router: &Router,
+    config: &Config,
+    texts: &[String],
+) -> Result<(Percentiles, f64)> {
     let sessions = &config.sessions;
     let mut samples = Vec::with_capacity(texts.len().saturating_sub(1));
+    let mut alone = 0usize;
     for pair in texts.windows(2) {
         let (previous, query) = (&pair[0], &pair[1]);
         let first = router.route(previous, &Access::All)?;
@@ -170,7 +179,10 @@ fn route_in_session(router: &Router, config: &Config, texts: &[String]) -> Resul
         let started = Instant::now();
         let own = router.route(query, &Access::All)?;
         let joint = match stands_alone(&own, &turns, false, &sessions.context) {
-            true => None,
+            true => {
+                alone += 1;
+                None
+            }
             false => joint_question(&turns, query, sessions)
                 .map(|text| router.route(&text, &Access::All))
                 .transpose()?,
@@ -187,7 +199,8 @@ fn route_in_session(router: &Router, config: &Config, texts: &[String]) -> Resul
         ));
         samples.push(ms(started));
     }
-    Ok(percentiles(samples))
+    let share = alone as f64 / samples.len().max(1) as f64;
+    Ok((percentiles(samples), share))
 }
 
 fn embedder_model(router: &Router) -> String {
@@ -236,6 +249,10 @@ fn print(r: &Report) {
     row("embedding", &r.embedding_ms);
     row("route (whole)", &r.route_ms);
     row("route in a session", &r.route_in_session_ms);
+    println!(
+        "  ({:.0}% of those turns stood alone: their own text embedded only)",
+        100.0 * r.standing_alone
+    );
     if !r.synthetic.is_empty() {
         scale::print(&r.synthetic);
     }
