@@ -11,7 +11,9 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use switchyard_catalog::clock::unix_now;
 use switchyard_catalog::BoxFuture;
 use switchyard_contract::error::Result;
-use switchyard_core::feedback::{judged, Decision, Feedback, FeedbackRecord, FeedbackStore};
+use switchyard_core::feedback::{
+    judged, unjudged, Decision, Feedback, FeedbackRecord, FeedbackStore,
+};
 
 use crate::error::TableStore;
 
@@ -158,14 +160,7 @@ impl TableStore for DynamoFeedbackStore {
 
 impl FeedbackStore for DynamoFeedbackStore {
     fn record<'a>(&'a self, key: &'a str, decision: Decision) -> BoxFuture<'a, Result<()>> {
-        Box::pin(async move {
-            let record = FeedbackRecord {
-                decision,
-                feedback: None,
-                reward: None,
-            };
-            self.put(key, &record).await
-        })
+        Box::pin(async move { self.put(key, &unjudged(decision)).await })
     }
 
     fn judge<'a>(

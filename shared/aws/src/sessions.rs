@@ -7,8 +7,9 @@
 //! is recognised on the re-read instead of being appended twice. Reads
 //! ignore expired items themselves (DynamoDB deletes them up to days late). Throttling is
 //! retried with backoff by the SDK's standard retry policy. DynamoDB refuses items over
-//! 400 KB, and 50 turns of 4,000 characters in a 4-byte script are 800 KB: the oldest turns
-//! give way until the turns' JSON is under [`MAX_TURNS_BYTES`].
+//! 400 KB, and 50 turns of 4,000 characters in a 4-byte script are 800 KB: `push_bounded`
+//! (every store's) cuts a turn's texts and drops the oldest turns until the turns' JSON is
+//! under `bounded::MAX_ITEM_BYTES`.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -27,10 +28,6 @@ const APPEND_ATTEMPTS: usize = 8;
 
 /// Write tokens kept in the item: more than the appends that can race one another.
 const WRITE_TOKENS: usize = 16;
-
-/// The most bytes of turns' JSON one item holds: well under DynamoDB's 400 KB per item,
-/// with room for the key, the write tokens and the numbers.
-pub const MAX_TURNS_BYTES: usize = 256 * 1024;
 
 pub struct DynamoSessionStore {
     client: aws_sdk_dynamodb::Client,
@@ -141,27 +138,6 @@ fn backoff(attempt: usize) -> Duration {
     Duration::from_millis(base + jitter)
 }
 
-/// The JSON of `turns` after dropping the oldest until it is at most `max_bytes` (the
-/// newest turn always stays: one turn is at most a few tens of KB).
-fn json_within(turns: &mut Vec<Turn>, max_bytes: usize) -> String {
-    let sizes: Vec<usize> = turns
-        .iter()
-        .map(|t| serde_json::to_string(t).map_or(0, |j| j.len()))
-        .collect();
-    // `[` + the turns + a comma between each + `]`.
-    let mut total = 2 + sizes.iter().sum::<usize>() + sizes.len().saturating_sub(1);
-    let mut dropped = 0;
-    while total > max_bytes && dropped + 1 < sizes.len() {
-        total -= sizes[dropped] + 1;
-        dropped += 1;
-    }
-    if dropped > 0 {
-        metrics::counter!(metric::SESSION_TURNS_TRIMMED).increment(dropped as u64);
-        turns.drain(..dropped);
-    }
-    serde_json::to_string(&turns).expect("turns serialise")
-}
-
 impl SessionStore for DynamoSessionStore {
     fn recent<'a>(&'a self, session_id: &'a str, now: i64) -> BoxFuture<'a, Result<Vec<Turn>>> {
         Box::pin(async move {
@@ -190,8 +166,11 @@ impl SessionStore for DynamoSessionStore {
                     Vec::new()
                 };
                 let expires_at = turn.at + self.config.ttl_seconds as i64;
-                push_bounded(&mut turns, turn.clone(), self.config.max_turns);
-                let turns_json = json_within(&mut turns, MAX_TURNS_BYTES);
+                let dropped = push_bounded(&mut turns, turn.clone(), self.config.max_turns);
+                if dropped > 0 {
+                    metrics::counter!(metric::SESSION_TURNS_TRIMMED).increment(dropped as u64);
+                }
+                let turns_json = serde_json::to_string(&turns).expect("turns serialise");
                 let next_version = stored.version.map_or(1, |v| v + 1);
                 let mut writes = stored.writes;
                 writes.push(token.clone());

@@ -9,15 +9,20 @@
 //! An A2A task is an item of its own too (its caller-scoped task key, the task's JSON in
 //! `task`), and its context's item (`orchestration::context_key`) lists the keys of the
 //! context's tasks in the string set `tasks` (one `UpdateItem` ADD per save, so concurrent
-//! saves all count): forgetting the context deletes what it lists, with each task's
-//! workflow checkpoint, then the list.
+//! saves all count), each as `<microseconds of the save, 20 digits>|<key>`: forgetting the
+//! context deletes what it lists, with each task's workflow checkpoint, then the list.
+//! The list is bounded (`orchestration::context_tasks_kept`, the memory store's bound):
+//! a save that finds it past the bound deletes the oldest tasks and their checkpoints, and
+//! takes them and the earlier saves' entries of a task saved again out of the list.
 
 use std::collections::HashMap;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use switchyard_catalog::BoxFuture;
 use switchyard_contract::error::Result;
-use switchyard_core::orchestration::{task_checkpoint_key, Checkpoint, WorkflowStore};
+use switchyard_core::orchestration::{
+    context_tasks_kept, task_checkpoint_key, Checkpoint, WorkflowStore,
+};
 
 use crate::error::TableStore;
 
@@ -199,18 +204,45 @@ impl DynamoWorkflowStore {
 
 impl DynamoWorkflowStore {
     /// The task's key in its context's list first: a task whose save failed after it is
-    /// only a key too many there, never a task that forgetting misses.
+    /// only a key too many there, never a task that forgetting misses. Past the context's
+    /// bound (`orchestration::context_tasks_kept`), its oldest tasks are deleted with
+    /// their checkpoints, then their keys leave the list (a failure between leaves keys of
+    /// deleted tasks, which forgetting skips).
     async fn put_task(&self, key: &str, context: &str, task: &str, expires_at: i64) -> Result<()> {
-        self.client
+        let listed = self
+            .client
             .update_item()
             .table_name(&self.table)
             .key("workflow_id", AttributeValue::S(context.to_owned()))
             .update_expression("ADD tasks :key SET expires_at = :expires_at")
-            .expression_attribute_values(":key", AttributeValue::Ss(vec![key.to_owned()]))
+            .expression_attribute_values(":key", AttributeValue::Ss(vec![listed_key(key)]))
             .expression_attribute_values(":expires_at", AttributeValue::N(expires_at.to_string()))
+            .return_values(aws_sdk_dynamodb::types::ReturnValue::UpdatedNew)
             .send()
             .await
             .map_err(|e| self.sdk("UpdateItem", e))?;
+        let entries = match listed.attributes().and_then(|a| a.get("tasks")) {
+            Some(AttributeValue::Ss(entries)) => entries.clone(),
+            _ => Vec::new(),
+        };
+        let (stale, dropped) = beyond_bound(&entries);
+        for key in &dropped {
+            self.delete(key).await?;
+            if let Some(checkpoint) = task_checkpoint_key(key) {
+                self.delete(checkpoint).await?;
+            }
+        }
+        if !stale.is_empty() {
+            self.client
+                .update_item()
+                .table_name(&self.table)
+                .key("workflow_id", AttributeValue::S(context.to_owned()))
+                .update_expression("DELETE tasks :stale")
+                .expression_attribute_values(":stale", AttributeValue::Ss(stale))
+                .send()
+                .await
+                .map_err(|e| self.sdk("UpdateItem", e))?;
+        }
         let item = HashMap::from([
             ("workflow_id".to_owned(), AttributeValue::S(key.to_owned())),
             ("task".to_owned(), AttributeValue::S(task.to_owned())),
@@ -262,12 +294,17 @@ impl DynamoWorkflowStore {
         let Some(item) = self.get_item(context).await? else {
             return Ok(0);
         };
-        let keys = match item.get("tasks") {
-            Some(AttributeValue::Ss(keys)) => keys.clone(),
+        let keys: Vec<&str> = match item.get("tasks") {
+            Some(AttributeValue::Ss(entries)) => {
+                let mut keys: Vec<&str> = entries.iter().map(|e| listed(e).1).collect();
+                keys.sort_unstable();
+                keys.dedup();
+                keys
+            }
             _ => Vec::new(),
         };
         let mut forgotten = 0;
-        for key in &keys {
+        for &key in &keys {
             if !key.ends_with("#task") {
                 return Err(self.fail(format!("context `{context}` lists `{key}`, no task")));
             }
@@ -331,5 +368,84 @@ impl WorkflowStore for DynamoWorkflowStore {
 
     fn forget_context<'a>(&'a self, context: &'a str) -> BoxFuture<'a, Result<usize>> {
         Box::pin(self.forget(context))
+    }
+}
+
+/// How a task's key is listed in its context's item: after the time of its save, so the
+/// list tells the newest.
+fn listed_key(key: &str) -> String {
+    let micros = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros());
+    format!("{micros:020}|{key}")
+}
+
+/// A listed entry's save time and key; an entry listed without a time (before the list was
+/// bounded) is the oldest.
+fn listed(entry: &str) -> (u128, &str) {
+    match entry.split_once('|') {
+        Some((micros, key)) if micros.len() == 20 => match micros.parse() {
+            Ok(micros) => (micros, key),
+            Err(_) => (0, entry),
+        },
+        _ => (0, entry),
+    }
+}
+
+/// Of a context's listed entries, those to take out of the list (the older entries of a
+/// task saved again, and every entry of the tasks past the bound) and the keys of the tasks
+/// past the bound, oldest first.
+fn beyond_bound(entries: &[String]) -> (Vec<String>, Vec<String>) {
+    let mut entries: Vec<(u128, &str, &String)> = entries
+        .iter()
+        .map(|e| {
+            let (micros, key) = listed(e);
+            (micros, key, e)
+        })
+        .collect();
+    entries.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(b.1)));
+    let mut newest_first: Vec<&str> = Vec::new();
+    let mut stale = Vec::new();
+    for (_, key, entry) in &entries {
+        if newest_first.contains(key) {
+            stale.push((*entry).clone());
+        } else {
+            newest_first.push(key);
+        }
+    }
+    let kept = context_tasks_kept(&newest_first);
+    let dropped: Vec<String> = newest_first[kept..]
+        .iter()
+        .rev()
+        .map(|k| (*k).to_owned())
+        .collect();
+    for (_, key, entry) in &entries {
+        if dropped.iter().any(|d| d == key) && !stale.contains(entry) {
+            stale.push((*entry).clone());
+        }
+    }
+    (stale, dropped)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use switchyard_core::orchestration::MAX_CONTEXT_TASKS;
+
+    #[test]
+    fn a_context_list_past_its_bound_drops_its_oldest_and_its_stale_entries() {
+        let entry = |micros: u128, n: usize| format!("{micros:020}|k{n}#task");
+        let mut entries: Vec<String> = (0..MAX_CONTEXT_TASKS + 2)
+            .map(|n| entry(1_000 + n as u128, n))
+            .collect();
+        entries.push(entry(5_000, 0)); // k0 saved again: the newest
+        entries.push("old#task".into()); // listed before times were
+        let (stale, dropped) = beyond_bound(&entries);
+        assert_eq!(dropped, ["old#task", "k1#task", "k2#task"]);
+        assert!(stale.contains(&entry(1_000, 0)) && !stale.contains(&entry(5_000, 0)));
+        assert_eq!(stale.len(), 4, "{stale:?}");
+        assert_eq!(listed(&entry(7, 3)), (7, "k3#task"));
+        let (stale, dropped) = beyond_bound(&entries[..3]);
+        assert!(stale.is_empty() && dropped.is_empty());
     }
 }

@@ -5,6 +5,7 @@
 
 pub mod auth;
 pub mod blocking;
+pub mod bounded;
 pub mod clock;
 pub mod config;
 pub mod error;

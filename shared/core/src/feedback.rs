@@ -249,9 +249,6 @@ impl FeedbackRecord {
     /// [`MAX_ITEM_BYTES`]; beyond, its texts (the question, the expected template, the
     /// ids) are cut, to 16 KiB, then 1 KiB, then 128 bytes, with `bounded::CUT_MARKER`.
     pub fn bounded(mut self) -> FeedbackRecord {
-        if self.reward.is_some() || self.reward.is_none() {
-            return self;
-        }
         for keep in [16_384, 1_024, 128] {
             if json_len(&self) <= MAX_ITEM_BYTES {
                 break;

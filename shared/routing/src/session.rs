@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::config::SessionsConfig;
+use switchyard_catalog::bounded::{cut, json_len, MAX_ITEM_BYTES};
 use switchyard_catalog::expiring::ExpiringMap;
 use switchyard_contract::error::Result;
 
@@ -187,11 +188,40 @@ pub fn carried_parameters(turns: &[Turn]) -> Map<String, Value> {
     carried
 }
 
-/// Add `turn` to `turns`, keeping the newest `max_turns` (shared by every store).
-pub fn push_bounded(turns: &mut Vec<Turn>, turn: Turn, max_turns: usize) {
+/// The most bytes of a turn's question or answer a session keeps (an answer may be a
+/// whole 1 MiB response body); longer, cut with `bounded::CUT_MARKER`.
+pub const MAX_TURN_TEXT_BYTES: usize = 16 * 1024;
+
+/// Add `turn` to `turns`, keeping the newest `max_turns` and at most
+/// [`MAX_ITEM_BYTES`] of the turns' JSON (shared by every store, so a session is
+/// one item a DynamoDB table accepts): the turn's texts are cut to
+/// [`MAX_TURN_TEXT_BYTES`], then the oldest turns give way (the newest always stays, its
+/// parameters dropped in the last resort). How many turns gave way for their bytes.
+pub fn push_bounded(turns: &mut Vec<Turn>, mut turn: Turn, max_turns: usize) -> usize {
+    for text in [turn.query.as_mut(), turn.answer.as_mut()]
+        .into_iter()
+        .flatten()
+    {
+        cut(text, MAX_TURN_TEXT_BYTES);
+    }
     turns.push(turn);
     let excess = turns.len().saturating_sub(max_turns);
     turns.drain(..excess);
+    let sizes: Vec<usize> = turns.iter().map(json_len).collect();
+    // `[` + the turns + a comma between each + `]`.
+    let mut total = 2 + sizes.iter().sum::<usize>() + sizes.len().saturating_sub(1);
+    let mut dropped = 0;
+    while total > MAX_ITEM_BYTES && dropped + 1 < sizes.len() {
+        total -= sizes[dropped] + 1;
+        dropped += 1;
+    }
+    turns.drain(..dropped);
+    if let Some(newest) = turns.last_mut().filter(|_| total > MAX_ITEM_BYTES) {
+        newest.parameters.clear();
+        newest.belief.clear();
+        newest.choices.clear();
+    }
+    dropped
 }
 
 /// Sessions in this process (local `serve`, tests).
@@ -315,6 +345,49 @@ mod tests {
             store.recent("d", 160).await.unwrap().len(),
             2,
             "under capacity"
+        );
+    }
+
+    /// Turns past twice the item budget in multibyte questions and answers: the session
+    /// keeps its newest turns under the budget, each text cut on a character's boundary,
+    /// and its JSON parses; the memory store keeps the same.
+    #[tokio::test]
+    async fn a_session_twice_the_budget_in_multibyte_text_is_kept_under_it() {
+        use switchyard_catalog::bounded::CUT_MARKER;
+        let long = "é漢🚀".repeat(2 * MAX_ITEM_BYTES / 9 + 1);
+        let mut big = turn(1, json!({"department": long.clone()}));
+        big.answer = Some(long.clone());
+        big.query = Some(long.clone());
+        assert!(json_len(&big) > 2 * MAX_ITEM_BYTES);
+        let mut turns = Vec::new();
+        for at in 0..50 {
+            let mut t = turn(at, json!({}));
+            t.answer = Some("é漢🚀".repeat(1_000 + at as usize));
+            push_bounded(&mut turns, t, 50);
+        }
+        let dropped = push_bounded(&mut turns, big.clone(), 50);
+        let json = serde_json::to_string(&turns).unwrap();
+        assert!(json.len() <= MAX_ITEM_BYTES, "{} bytes", json.len());
+        assert!(dropped > 0, "the oldest turns gave way");
+        let back: Vec<Turn> = serde_json::from_str(&json).unwrap();
+        let newest = back.last().unwrap();
+        assert_eq!(newest.at, 1);
+        let answer = newest.answer.as_deref().unwrap();
+        assert!(long.starts_with(answer.strip_suffix(CUT_MARKER).unwrap()));
+
+        let store = MemorySessionStore::new(SessionsConfig {
+            max_turns: 50,
+            ttl_seconds: 100,
+            ..SessionsConfig::default()
+        });
+        for _ in 0..3 {
+            store.append("s", big.clone()).await.unwrap();
+        }
+        let kept = store.recent("s", 2).await.unwrap();
+        assert!(
+            json_len(&kept) <= MAX_ITEM_BYTES,
+            "{} bytes",
+            json_len(&kept)
         );
     }
 

@@ -10,6 +10,7 @@ use std::collections::{BTreeSet, HashMap};
 use serde::{Deserialize, Serialize};
 
 use crate::config::TopicsConfig;
+use switchyard_catalog::bounded::{json_len, MAX_ITEM_BYTES};
 use switchyard_catalog::expiring::ExpiringMap;
 use switchyard_catalog::template::Template;
 use switchyard_catalog::BoxFuture;
@@ -80,6 +81,22 @@ impl Topics {
         words.sort_by(|a, b| b.weight.total_cmp(&a.weight).then(a.word.cmp(&b.word)));
         words.truncate(config.max_words);
         self.words = words;
+        self.bound();
+    }
+
+    /// Drop words longer than [`MAX_TOPIC_WORD_CHARS`], then the lightest, until the JSON is
+    /// at most [`MAX_ITEM_BYTES`] (what every store keeps of an owner's topics).
+    pub fn bound(&mut self) {
+        self.words
+            .retain(|w| w.word.chars().count() <= MAX_TOPIC_WORD_CHARS);
+        // `{"words":[` + the words + a comma between each + `]}`.
+        let mut total = 12 + self.words.iter().map(|w| json_len(w) + 1).sum::<usize>();
+        while total > MAX_ITEM_BYTES {
+            let Some(lightest) = self.words.pop() else {
+                break;
+            };
+            total -= json_len(&lightest) + 1;
+        }
     }
 
     /// The share of the topic weight on `words` (0 to 1).
@@ -107,10 +124,17 @@ fn decayed(weight: f32, seconds: i64, config: &TopicsConfig) -> f32 {
     weight * 0.5f32.powf(seconds.max(0) as f32 / config.half_life_seconds as f32)
 }
 
-/// A text's topic words: lowercase, more than 3 characters, not a stop word.
+/// The longest topic word: a longer run of letters is no word a caller keeps asking about.
+pub const MAX_TOPIC_WORD_CHARS: usize = 64;
+
+/// A text's topic words: lowercase, more than 3 characters and at most
+/// [`MAX_TOPIC_WORD_CHARS`], not a stop word.
 pub fn topic_words(text: &str) -> BTreeSet<String> {
     text.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| w.chars().count() > 3 && !w.chars().all(|c| c.is_ascii_digit()))
+        .filter(|w| {
+            let chars = w.chars().count();
+            chars > 3 && chars <= MAX_TOPIC_WORD_CHARS && !w.chars().all(|c| c.is_ascii_digit())
+        })
         .map(str::to_lowercase)
         .filter(|w| !STOP_WORDS.contains(&w.as_str()))
         .collect()
@@ -232,6 +256,52 @@ mod tests {
         let all: BTreeSet<String> = topics.words.iter().map(|w| w.word.clone()).collect();
         assert!((topics.share(&all) - 1.0).abs() < 1e-6);
         assert_eq!(topics.share(&BTreeSet::from(["salaries".to_owned()])), 0.0);
+    }
+
+    /// Topics past twice the item budget in multibyte words (each of the question's
+    /// words up to 2,000 characters, as many as `max_words` allows): long words are no
+    /// topic words, the lightest give way, and the JSON stays under the budget and parses.
+    #[test]
+    fn topics_twice_the_budget_in_multibyte_words_are_kept_under_it() {
+        let mut config = config();
+        config.max_words = 10_000;
+        let word = |n: usize, chars: usize| format!("{n}{}", "é漢🚀".repeat(chars / 3));
+        let mut topics = Topics {
+            words: (0..100)
+                .map(|n| TopicWord {
+                    word: word(n, 2_000),
+                    weight: 1.0,
+                    at: 0,
+                })
+                .chain((0..4_000).map(|n| TopicWord {
+                    word: word(n, MAX_TOPIC_WORD_CHARS - 6),
+                    weight: 1.0 + n as f32,
+                    at: 0,
+                }))
+                .collect(),
+        };
+        assert!(json_len(&topics) > 2 * MAX_ITEM_BYTES);
+        let question = format!("{} salaries", "é漢🚀".repeat(600));
+        assert!(topic_words(&question).contains("salaries"));
+        assert_eq!(
+            topic_words(&question).len(),
+            1,
+            "a 1,800-character word is none"
+        );
+        topics.add(&question, 0, &config);
+        let json = serde_json::to_string(&topics).unwrap();
+        assert!(json.len() <= MAX_ITEM_BYTES, "{} bytes", json.len());
+        let back: Topics = serde_json::from_str(&json).unwrap();
+        assert!(back
+            .words
+            .iter()
+            .all(|w| w.word.chars().count() <= MAX_TOPIC_WORD_CHARS));
+        assert_eq!(
+            back.words[0].word,
+            word(3_999, MAX_TOPIC_WORD_CHARS - 6),
+            "heaviest"
+        );
+        assert!(back.words.len() > 1_000, "{}", back.words.len());
     }
 
     #[test]

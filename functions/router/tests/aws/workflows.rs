@@ -362,6 +362,109 @@ async fn a_failed_phase_resumes_from_its_checkpoint_without_rerunning_phase_one(
     assert_eq!(kept.owner, "sub:someone-else");
 }
 
+/// An HTTP template without `response_template` answers with the whole body (up to its
+/// 1 MiB cap): the checkpoint of its phase is still saved (DynamoDB refuses items over
+/// 400 KB), its answer cut, and read back; the retry does not run the phase again.
+#[tokio::test]
+async fn a_checkpoint_with_a_one_mib_answer_is_saved_and_read_back() {
+    use switchyard_catalog::bounded::CUT_MARKER;
+    use switchyard_contract::adapter::AdapterOutcome;
+    use switchyard_core::orchestration::Task;
+    let moto = endpoint("SWITCHYARD_TEST_MOTO_URL");
+    let client = aws_sdk_dynamodb::Client::new(&sdk(&moto).await);
+    let table = create_table(&client, "workflow_id").await;
+    let store = DynamoWorkflowStore::new(client.clone(), &table);
+    let now = unix_now();
+    let body = "é漢🚀".repeat((1 << 20) / 9 + 1);
+    assert!(body.len() > 1 << 20);
+    let mut checkpoint = checkpoint("wf-big", now, now + 3600);
+    checkpoint.tasks = vec![TaskState {
+        task: Task {
+            id: "t1".into(),
+            question: "Find the five highest paid people in Sales".into(),
+            datasource: "web".into(),
+            template_id: "raw_body".into(),
+            confidence: 0.9,
+            depends_on: Vec::new(),
+        },
+        status: TaskStatus::Ok,
+        response: Some(AdapterResponse {
+            outcome: AdapterOutcome::Ok,
+            content: body.clone(),
+            data: json!({ "body": body }),
+            parameters: serde_json::Map::new(),
+            missing: Vec::new(),
+            execution_time_ms: 1.0,
+        }),
+        error: None,
+        adapter_ms: 1.0,
+        attempts: 1,
+    }];
+    checkpoint.phases = vec![vec![0]];
+    checkpoint.completed_phases = 1;
+    store
+        .save(&checkpoint.for_storage())
+        .await
+        .expect("PutItem of the checkpoint");
+    let stored = store
+        .load("wf-big", now)
+        .await
+        .unwrap()
+        .expect("the checkpoint item");
+    assert_eq!(stored.completed_phases, 1, "the phase is not run again");
+    let response = stored.tasks[0].response.as_ref().unwrap();
+    let kept = response.content.strip_suffix(CUT_MARKER).unwrap();
+    assert!(body.starts_with(kept) && !kept.is_empty());
+    assert_eq!(response.data, serde_json::Value::Null);
+}
+
+/// A context's list of tasks stays bounded: past `MAX_CONTEXT_TASKS` the oldest tasks are
+/// deleted with their checkpoints, a task saved again is listed once, and forgetting the
+/// context forgets what is left.
+#[tokio::test]
+async fn a_context_lists_its_newest_tasks_and_deletes_the_oldest() {
+    use switchyard_core::orchestration::{context_key, task_key, MAX_CONTEXT_TASKS};
+    let moto = endpoint("SWITCHYARD_TEST_MOTO_URL");
+    let client = aws_sdk_dynamodb::Client::new(&sdk(&moto).await);
+    let table = create_table(&client, "workflow_id").await;
+    let store = DynamoWorkflowStore::new(client.clone(), &table);
+    let now = unix_now();
+    let context = context_key("sub:ann", "c1");
+    let key = |n: usize| task_key("sub:ann", &format!("t{n}"));
+    let mut first = checkpoint("t1", now, now + 3600);
+    first.owner = "sub:ann".into();
+    store.save(&first).await.unwrap();
+    for n in 0..MAX_CONTEXT_TASKS + 3 {
+        store
+            .save_task(&key(n), &context, "{}", now + 3600)
+            .await
+            .unwrap();
+    }
+    store
+        .save_task(&key(0), &context, "{}", now + 3600)
+        .await
+        .unwrap();
+    assert!(
+        store.load_task(&key(0), now).await.unwrap().is_some(),
+        "saved again"
+    );
+    for n in 1..=3 {
+        assert!(
+            store.load_task(&key(n), now).await.unwrap().is_none(),
+            "t{n}"
+        );
+    }
+    assert!(
+        store.load(&first.key(), now).await.unwrap().is_none(),
+        "its checkpoint"
+    );
+    let last = key(MAX_CONTEXT_TASKS + 2);
+    assert!(store.load_task(&last, now).await.unwrap().is_some());
+    let forgotten = store.forget_context(&context).await.unwrap();
+    assert_eq!(forgotten, MAX_CONTEXT_TASKS);
+    assert!(store.load_task(&last, now).await.unwrap().is_none());
+}
+
 fn checkpoint(workflow_id: &str, updated_at: i64, expires_at: i64) -> Checkpoint {
     Checkpoint {
         workflow_id: workflow_id.into(),

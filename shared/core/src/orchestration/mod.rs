@@ -25,8 +25,9 @@ pub use signals::{detect, Signal, Signals, Vocabulary};
 pub use split::{segments, Cues, Link, Segment};
 pub use splitter::{validated_parts, QuestionSplitter};
 pub use workflow::{
-    context_key, task_checkpoint_key, task_key, Checkpoint, MemoryWorkflowStore, TaskState,
-    TaskStatus, WorkflowStore, MAX_CHECKPOINT_BYTES, MAX_WORKFLOW_ID_CHARS,
+    context_key, context_tasks_kept, task_checkpoint_key, task_key, Checkpoint,
+    MemoryWorkflowStore, TaskState, TaskStatus, WorkflowStore, MAX_CHECKPOINT_BYTES,
+    MAX_CONTEXT_LIST_BYTES, MAX_CONTEXT_TASKS, MAX_WORKFLOW_ID_CHARS,
 };
 
 use crate::config::OrchestrationConfig;

@@ -8,15 +8,17 @@ use std::sync::Mutex;
 use serde::{Deserialize, Serialize};
 
 use super::plan::Task;
+use switchyard_catalog::bounded::{cut, json_len};
 use switchyard_catalog::BoxFuture;
-use switchyard_contract::adapter::{AdapterResponse, AdapterStatus};
+use switchyard_contract::adapter::{AdapterOutcome, AdapterResponse, AdapterStatus};
 use switchyard_contract::error::Result;
 
 /// Longest `workflow_id` accepted.
 pub const MAX_WORKFLOW_ID_CHARS: usize = 128;
 
-/// A stored checkpoint stays under this many bytes of JSON (DynamoDB items hold 400 KB).
-pub const MAX_CHECKPOINT_BYTES: usize = 300_000;
+/// A stored checkpoint (and an A2A task) stays under this many bytes of JSON: the budget of
+/// every stored item (DynamoDB items hold 400 KB).
+pub const MAX_CHECKPOINT_BYTES: usize = switchyard_catalog::bounded::MAX_ITEM_BYTES;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -129,9 +131,12 @@ impl Checkpoint {
     /// The checkpoint as stored: without question texts unless `text_kept`; whole while
     /// its JSON is under [`MAX_CHECKPOINT_BYTES`]; beyond, answers keep their text and
     /// parameters (what resuming and fusing need) but drop their `data`, largest first,
-    /// until it fits.
+    /// until it fits; then, still over (an answer's text may be a whole 1 MiB response
+    /// body), answers' texts and errors are cut (to 16 KiB, then 1 KiB, then 128 bytes,
+    /// with `bounded::CUT_MARKER`): a resumed workflow answers with the cut text of a task
+    /// it does not run again.
     pub fn for_storage(&self) -> Checkpoint {
-        let size = |c: &Checkpoint| serde_json::to_vec(c).map_or(usize::MAX, |v| v.len());
+        let size = |c: &Checkpoint| json_len(c);
         let mut stored = self.clone();
         if !stored.text_kept && stored.task_spans.is_empty() {
             stored.task_spans = stored
@@ -150,7 +155,7 @@ impl Checkpoint {
             .tasks
             .iter()
             .enumerate()
-            .filter_map(|(i, t)| t.response.as_ref().map(|r| (r.data.to_string().len(), i)))
+            .filter_map(|(i, t)| t.response.as_ref().map(|r| (json_len(&r.data), i)))
             .collect();
         by_size.sort_unstable_by(|a, b| b.cmp(a));
         for (_, i) in by_size {
@@ -159,6 +164,22 @@ impl Checkpoint {
             }
             if let Some(response) = stored.tasks[i].response.as_mut() {
                 response.data = serde_json::Value::Null;
+            }
+        }
+        for keep in [16_384, 1_024, 128] {
+            if size(&stored) <= MAX_CHECKPOINT_BYTES {
+                break;
+            }
+            for state in &mut stored.tasks {
+                if let Some(error) = state.error.as_mut() {
+                    cut(error, keep);
+                }
+                if let Some(response) = state.response.as_mut() {
+                    cut(&mut response.content, keep);
+                    if let AdapterOutcome::Error(Some(message)) = &mut response.outcome {
+                        cut(message, keep);
+                    }
+                }
             }
         }
         stored
@@ -274,6 +295,31 @@ pub fn task_checkpoint_key(task_key: &str) -> Option<&str> {
     task_key.strip_suffix("#task")
 }
 
+/// Most tasks a context lists (the newest ones): past it, or past
+/// [`MAX_CONTEXT_LIST_BYTES`] of keys, the oldest of its tasks are deleted, with their
+/// workflows' checkpoints, as forgetting the context would (their ids then name no task),
+/// so the list stays one bounded item and forgetting the context still forgets them all.
+pub const MAX_CONTEXT_TASKS: usize = 500;
+
+/// Most bytes of task keys a context lists: half the item budget, so the next key (its
+/// message id may be long) still fits.
+pub const MAX_CONTEXT_LIST_BYTES: usize = switchyard_catalog::bounded::MAX_ITEM_BYTES / 2;
+
+/// Of a context's task keys, newest first, how many it keeps: at most
+/// [`MAX_CONTEXT_TASKS`] and [`MAX_CONTEXT_LIST_BYTES`] (counting 24 bytes beside each
+/// key for its time and the set's overhead), always the newest.
+pub fn context_tasks_kept(newest_first: &[&str]) -> usize {
+    let mut bytes = 0;
+    let within = newest_first
+        .iter()
+        .take(MAX_CONTEXT_TASKS)
+        .take_while(|key| {
+            bytes += key.len() + 24;
+            bytes <= MAX_CONTEXT_LIST_BYTES
+        });
+    within.count().max(1).min(newest_first.len())
+}
+
 /// An A2A task as kept in memory: its JSON, when it expires, and its context's key.
 type StoredTask = (String, i64, String);
 
@@ -343,14 +389,41 @@ impl WorkflowStore for MemoryWorkflowStore {
             let mut guard = self.tasks.lock().unwrap_or_else(|e| e.into_inner());
             let (tasks, order) = &mut *guard;
             let stored = (task.to_owned(), expires_at, context.to_owned());
-            if tasks.insert(key.to_owned(), stored).is_none() {
-                order.push_back(key.to_owned());
+            // Newest saved last: a task saved again moves to the back.
+            if tasks.insert(key.to_owned(), stored).is_some() {
+                order.retain(|k| k != key);
             }
+            order.push_back(key.to_owned());
             while order.len() > self.capacity {
                 if let Some(oldest) = order.pop_front() {
                     tasks.remove(&oldest);
                 }
             }
+            // The context keeps its newest tasks; older ones go with their checkpoints.
+            let newest_first: Vec<&str> = order
+                .iter()
+                .rev()
+                .filter(|k| tasks.get(*k).is_some_and(|(_, _, of)| of == context))
+                .map(String::as_str)
+                .collect();
+            let dropped: Vec<String> = newest_first[context_tasks_kept(&newest_first)..]
+                .iter()
+                .map(|k| (*k).to_owned())
+                .collect();
+            if dropped.is_empty() {
+                return Ok(());
+            }
+            for key in &dropped {
+                tasks.remove(key);
+            }
+            order.retain(|key| tasks.contains_key(key));
+            drop(guard);
+            let mut guard = self.checkpoints.lock().unwrap_or_else(|e| e.into_inner());
+            let (checkpoints, order) = &mut *guard;
+            for key in dropped.iter().filter_map(|k| task_checkpoint_key(k)) {
+                checkpoints.remove(key);
+            }
+            order.retain(|key| checkpoints.contains_key(key));
             Ok(())
         })
     }
@@ -449,6 +522,54 @@ mod tests {
         assert!(store.load(&checkpoint.key(), 0).await.unwrap().is_none());
         assert!(store.load_task(&kept, 0).await.unwrap().is_some(), "bob's");
         assert_eq!(store.forget_context(&mine).await.unwrap(), 0);
+    }
+
+    /// A context past [`MAX_CONTEXT_TASKS`] (in long multibyte ids, past the bytes too)
+    /// keeps its newest tasks; the oldest are deleted with their checkpoints, and another
+    /// context's are left alone.
+    #[tokio::test]
+    async fn a_context_keeps_its_newest_tasks_and_deletes_the_oldest() {
+        let store = MemoryWorkflowStore::default();
+        let context = context_key("sub:ann", "c1");
+        let other = context_key("sub:bob", "c1");
+        let bobs = task_key("sub:bob", "t0");
+        store.save_task(&bobs, &other, "{}", 100).await.unwrap();
+        let mut checkpoint = Checkpoint::new("t1".into(), "q".into(), vec![], vec![], 0, 100);
+        checkpoint.owner = "sub:ann".into();
+        store.save(&checkpoint).await.unwrap();
+        let key = |n: usize| task_key("sub:ann", &format!("t{n}"));
+        for n in 0..2 * MAX_CONTEXT_TASKS {
+            store.save_task(&key(n), &context, "{}", 100).await.unwrap();
+        }
+        // The first task saved again is the newest.
+        store.save_task(&key(0), &context, "{}", 100).await.unwrap();
+        assert!(store.load_task(&key(0), 0).await.unwrap().is_some());
+        assert!(store.load_task(&key(1), 0).await.unwrap().is_none());
+        assert!(
+            store.load(&checkpoint.key(), 0).await.unwrap().is_none(),
+            "t1's"
+        );
+        let newest = 2 * MAX_CONTEXT_TASKS - 1;
+        assert!(store.load_task(&key(newest), 0).await.unwrap().is_some());
+        assert!(store.load_task(&bobs, 0).await.unwrap().is_some(), "bob's");
+        assert_eq!(
+            store.forget_context(&context).await.unwrap(),
+            MAX_CONTEXT_TASKS
+        );
+        // Long ids in multibyte text: bounded by bytes.
+        let long = |n: usize| task_key("sub:ann", &format!("{n}-{}", "é漢🚀".repeat(300)));
+        for n in 0..2 * MAX_CONTEXT_TASKS {
+            store
+                .save_task(&long(n), &context, "{}", 100)
+                .await
+                .unwrap();
+        }
+        let kept = store.forget_context(&context).await.unwrap();
+        assert!(
+            kept * (long(0).len() + 24) <= MAX_CONTEXT_LIST_BYTES,
+            "{kept}"
+        );
+        assert!(kept > 10, "{kept}");
     }
 
     #[tokio::test]

@@ -66,3 +66,38 @@ fn a_checkpoint_without_texts_holds_none_and_resumes_from_the_question() {
     checkpoint.text_kept = true;
     assert_eq!(checkpoint.for_storage(), checkpoint);
 }
+
+/// A checkpoint past twice the item budget in its answers' texts and data (an HTTP
+/// template without `response_template` answers with the whole body), in multibyte text:
+/// stored under the budget, data dropped, texts cut with the marker on a character's
+/// boundary, and still parsing.
+#[test]
+fn a_checkpoint_twice_the_budget_in_multibyte_answers_is_stored_under_it() {
+    use switchyard_catalog::bounded::{CUT_MARKER, MAX_ITEM_BYTES};
+    let long = "é漢🚀".repeat(2 * MAX_ITEM_BYTES / 9 + 1);
+    assert!(long.len() > 2 * MAX_ITEM_BYTES);
+    let mut checkpoint = checkpoint(vec![task("t1", "a", 0.8, &[]), task("t2", "b", 0.8, &[])]);
+    for i in 0..2 {
+        checkpoint.tasks[i] = done(
+            checkpoint.tasks[i].task.clone(),
+            response(&long, json!({"k": i}), json!({ "rows": [long.clone()] })),
+        );
+    }
+    checkpoint.tasks[1].error = Some(long.clone());
+    let stored = checkpoint.for_storage();
+    let json = serde_json::to_string(&stored).unwrap();
+    assert!(json.len() <= MAX_CHECKPOINT_BYTES, "{} bytes", json.len());
+    let back: Checkpoint = serde_json::from_str(&json).unwrap();
+    for state in &back.tasks {
+        let response = state.response.as_ref().unwrap();
+        assert_eq!(response.data, Value::Null, "data dropped first");
+        let kept = response.content.strip_suffix(CUT_MARKER).unwrap();
+        assert!(
+            long.starts_with(kept) && kept.len() >= 1_000,
+            "{}",
+            kept.len()
+        );
+    }
+    assert_eq!(back.tasks[1].response.as_ref().unwrap().parameters["k"], 1);
+    assert!(back.tasks[1].error.as_ref().unwrap().ends_with(CUT_MARKER));
+}
