@@ -2,7 +2,8 @@
 //! (`:name` parameters, rewritten to `?` where the parser reads them and bound in order),
 //! each value bound as its declared type, run in a READ ONLY transaction that is rolled
 //! back, with the server's statement timeout (MariaDB's `max_statement_time`, MySQL's
-//! `max_execution_time`) at the deadline and a row cap.
+//! `max_execution_time`) at the deadline and a row cap. The deadline covers the whole call:
+//! waiting for a pooled connection, the session's settings and the transaction too.
 //!
 //! The connection URL (`mysql://user:password@host:port/database`) comes from the
 //! environment variable named by `connection.url_env`, never from the template files.

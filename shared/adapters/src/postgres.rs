@@ -1,7 +1,9 @@
 //! The SQL adapter on PostgreSQL: the same templates as SQLite (`:name` parameters),
 //! rewritten to `$n` where the parser reads them (the rest of the SQL is sent as written),
 //! each value bound with the type the server infers for it, run in a READ ONLY transaction
-//! with a statement timeout and a row cap.
+//! with a statement timeout and a row cap. The deadline covers the whole call (waiting for
+//! the connection, opening it again after it dropped, the transaction); a connection past
+//! it is given up, and the next call opens another.
 //!
 //! The connection string comes from the environment variable named by
 //! `connection.url_env`, never from the template files.
