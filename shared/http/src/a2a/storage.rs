@@ -4,6 +4,7 @@
 
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
+use switchyard_catalog::bounded::cut;
 use switchyard_core::orchestration::MAX_CHECKPOINT_BYTES;
 
 use super::wire::{Message, Role, Task};
@@ -139,19 +140,6 @@ pub(super) fn for_storage(task: &Task, texts_kept: bool) -> Result<String, RpcEr
         )));
     }
     Ok(kept)
-}
-
-/// `text` cut to at most `bytes` (on a character's boundary) and a marker, when longer.
-fn cut(text: &mut String, bytes: usize) {
-    if text.len() <= bytes {
-        return;
-    }
-    let mut end = bytes;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    text.truncate(end);
-    text.push_str(" [cut]");
 }
 
 #[cfg(test)]
