@@ -2,9 +2,12 @@
 """Checks of Switchyard's A2A server with the official A2A Python SDK (PyPI `a2a-sdk`).
 
 Usage: python3 infra/scripts/a2a_clients.py --base-url http://127.0.0.1:PORT --key KEY --restricted-key RKEY
+       python3 infra/scripts/a2a_clients.py --base-url http://127.0.0.1:PORT --deployed
 
 Against a `switchyard serve` on the demo catalog whose `auth` gives KEY every datasource and
-RKEY fewer (e.g. only `tools`). The SDK speaks A2A protocol 1.0 over the JSON-RPC binding:
+RKEY fewer (e.g. only `tools`). With `--deployed`, against the stack as `sam local
+start-api` serves it (no auth there): the card as the SDK resolves it, and a question
+answered with a completed task that GetTask returns. The SDK speaks A2A protocol 1.0 over the JSON-RPC binding:
 methods `SendMessage` / `GetTask` / ..., header `A2A-Version: 1.0`, ProtoJSON bodies
 (camelCase fields, enums as `TASK_STATE_COMPLETED` / `ROLE_USER`), the card at
 `/.well-known/agent-card.json` listing a `supportedInterfaces` entry with
@@ -301,6 +304,29 @@ async def run(section: str, coroutine) -> Any:
         return None
 
 
+async def deployed_card(base_url: str) -> AgentCard:
+    async with http_client(None) as http:
+        card = await A2ACardResolver(http, base_url).get_agent_card()
+    check(bool(card.name and card.skills), f"the SDK resolves the card ({card.name!r}, {len(card.skills)} skills)")
+    interfaces = [i for i in card.supported_interfaces if i.protocol_binding == TransportProtocol.JSONRPC]
+    check(bool(interfaces), f"the card offers a JSONRPC interface ({[i.url for i in interfaces]})")
+    return card
+
+
+async def deployed(base_url: str) -> int:
+    """The card and one answered question through the deployed path."""
+    card = await run("the agent card", deployed_card(base_url))
+    if card is not None:
+        wire = Wire()
+        async with http_client(None, wire) as http:
+            await run("the answer", answer_checks(sdk_client(card, http), wire))
+    if failures:
+        print(f"{PREFIX}: {len(failures)} check(s) FAILED", file=sys.stderr)
+        return 1
+    print(f"{PREFIX}: all checks passed")
+    return 0
+
+
 async def card_checks(base_url: str, key: str, restricted_key: str) -> tuple[AgentCard, str] | None:
     async with http_client(key) as http:
         raw = await http.get(base_url.rstrip("/") + AGENT_CARD_WELL_KNOWN_PATH)
@@ -526,9 +552,14 @@ async def interceptor_check(card: AgentCard, key: str) -> None:
 async def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--base-url", required=True, help="where the card is: BASE/.well-known/agent-card.json")
-    parser.add_argument("--key", required=True, help="a key with every datasource")
-    parser.add_argument("--restricted-key", required=True, help="a key with fewer datasources")
+    parser.add_argument("--key", help="a key with every datasource")
+    parser.add_argument("--restricted-key", help="a key with fewer datasources")
+    parser.add_argument("--deployed", action="store_true", help="no auth: the card and one answer only")
     args = parser.parse_args()
+    if args.deployed:
+        return await deployed(args.base_url)
+    if not (args.key and args.restricted_key):
+        parser.error("--key and --restricted-key are required without --deployed")
 
     installed = version("a2a-sdk")
     if installed != A2A_SDK_VERSION:

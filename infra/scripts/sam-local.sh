@@ -21,7 +21,8 @@
 #      of the tools, hr, ev and policies adapters with events/adapter-*.json.
 #   5. `sam local start-api` on 127.0.0.1 (warm containers) answers /v1/health,
 #      /v1/route, /v1/query and /v1/openapi.json, checked against openapi.json, and the
-#      A2A agent: its card and `POST /a2a` answering a completed task (sam_api_check.py).
+#      A2A agent: its card and `POST /a2a` answering a completed task (sam_api_check.py),
+#      and the official a2a-sdk client resolving that card, asking and getting the task.
 # Environment: SAM_LOCAL_PORT (default 3300) for start-api; SWITCHYARD_BIN, the CLI
 # (default target/debug/switchyard); SWITCHYARD_CACHE_DIR as for every script. Needs
 # docker, the AWS tools (aws-tools.sh) and the CLI built (cargo build --workspace --bins).
@@ -194,6 +195,12 @@ for _ in $(seq 1 120); do
 done
 python3 infra/scripts/sam_api_check.py "http://127.0.0.1:$PORT" openapi.json ||
   { tail -n 30 "$WORK/start-api.log" >&2; fail "start-api answers"; }
+# The official A2A client (PyPI a2a-sdk, installed into the project's virtualenv by
+# infra/scripts/chat-clients.sh) against the deployed path too, not only against `serve`.
+python3 -c 'import a2a' 2>/dev/null ||
+  fail "the a2a-sdk client is not installed in $(command -v python3): run ./infra/scripts/chat-clients.sh first"
+python3 infra/scripts/a2a_clients.py --base-url "http://127.0.0.1:$PORT" --deployed ||
+  { tail -n 30 "$WORK/start-api.log" >&2; fail "the a2a-sdk client against start-api"; }
 # What the warm router container holds after its answers (the emulator does not measure it).
 docker stats --no-stream --format '{{.Name}} {{.MemUsage}}' \
   $(docker ps -q --filter label=sam.cli.container.type=lambda) 2>/dev/null |
