@@ -88,7 +88,8 @@ fn close_calls_are_reranked_cached_and_survive_a_slow_provider() {
     let rerank = &report["configuration"]["rerank"];
     assert_eq!(rerank["status"], "applied", "{report}");
     assert_eq!(rerank["reranker"], "cohere:rerank-test");
-    assert_eq!(rerank["cached"], false);
+    // The cache is every caller's: whether an answer came from it is not said.
+    assert!(rerank.get("cached").is_none(), "{report}");
     // Every candidate is judged but those a negative example declined (never chosen).
     let matches = report["all_matches"].as_array().unwrap();
     assert!(
@@ -104,8 +105,15 @@ fn close_calls_are_reranked_cached_and_survive_a_slow_provider() {
     assert_eq!(provider.requests.load(Ordering::SeqCst), 1);
 
     let again = route("how many employees work in engineering?");
-    assert_eq!(again["configuration"]["rerank"]["cached"], true, "{again}");
-    assert_eq!(provider.requests.load(Ordering::SeqCst), 1);
+    assert_eq!(
+        again["configuration"]["rerank"]["status"], "applied",
+        "{again}"
+    );
+    assert_eq!(
+        provider.requests.load(Ordering::SeqCst),
+        1,
+        "answered from the cache"
+    );
 
     // Slower than timeout_ms: the answer comes from the other stages, and says so.
     provider.delay_ms.store(3_000, Ordering::SeqCst);

@@ -95,7 +95,8 @@ fn reranker_answers_are_applied_and_cached() {
     let api = rerank_api(reranker.clone(), "5");
     let (status, report) = rerank_status(&api, "Top five salaries");
     assert_eq!(status["status"], "applied", "{report}");
-    assert_eq!(status["cached"], false);
+    // The cache is every caller's: whether an answer came from it is not said.
+    assert!(status.get("cached").is_none(), "{status}");
     let matches = report["all_matches"].as_array().unwrap();
     assert!(matches.iter().all(|m| m["rerank_score"].is_number()));
     assert!(
@@ -113,7 +114,8 @@ fn reranker_answers_are_applied_and_cached() {
 
     // The repeated query was answered from the cache: one provider call in all.
     let (status, _) = rerank_status(&api, "  top five SALARIES ");
-    assert_eq!(status["cached"], true);
+    assert_eq!(status["status"], "applied", "{status}");
+    assert!(status.get("cached").is_none(), "{status}");
     assert_eq!(reranker.calls.load(Ordering::SeqCst), 1);
 }
 

@@ -91,6 +91,10 @@ pub enum RerankStatus {
     Applied {
         reranker: String,
         candidates: usize,
+        /// Answered from the rerank cache, which every caller shares: kept out of answers,
+        /// where it would tell a caller that someone else asked the same recently (the
+        /// `RerankCacheHits` metric counts them).
+        #[serde(skip)]
         cached: bool,
     },
     Failed {
