@@ -122,6 +122,10 @@ pub struct ContextConfig {
     /// continues the conversation: it stands alone (`self_contained_probability`) only
     /// where the previous question with it routes where it routes alone.
     pub continuation_cues: Vec<String>,
+    /// A turn holding one of these (lower case, whole words) refers to the previous
+    /// answer ("how many of those are in Pierce County"): its template is the likeliest
+    /// of its own that takes every value the previous turn was given.
+    pub reference_cues: Vec<String>,
     /// The previous turn's pull halves every this many seconds.
     #[validate(range(min = 1, message = "must be at least 1"))]
     pub half_life_seconds: u64,

@@ -30,6 +30,7 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value};
 
+use switchyard_catalog::template::Template;
 use switchyard_routing::config::{ContextConfig, SessionsConfig};
 use switchyard_routing::router::{Match, Outcome, Router, Routing};
 use switchyard_routing::session::{
@@ -46,7 +47,7 @@ use filter::{evidence, evidence_power, follow, probability_of, Prior};
 
 pub use texts::{
     asked_text, assistant_question, assistant_text, continues, holds_cue, joint_question,
-    offer_text, opens_with, AssistantTurn, ContextTexts, Said, MAX_ASSISTANT_CHARS,
+    offer_text, opens_with, refers_back, AssistantTurn, ContextTexts, Said, MAX_ASSISTANT_CHARS,
 };
 
 /// At most this many words after a continuation cue make a fragment ("and in Sales?").
@@ -83,10 +84,21 @@ pub fn contextualize(
     now: i64,
 ) -> Contextualized {
     let config = &sessions.context;
+    let previous = turns.last();
     let continues = continues(&own.query, &config.continuation_cues, FRAGMENT_WORDS);
+    // Only a fragment that gives the previous template a value of its own ("and in Sales?"
+    // after a department's headcount) continues its question; one that names a new thing
+    // ("and their budget?" after a department's list) asks its own, and the previous
+    // question with it would only say "stay".
+    let substitutes = continues
+        && previous
+            .and_then(template_of)
+            .is_some_and(|t| names_a_value(router, &t, &own.query));
     // A turn that stands alone is read without the previous question, as the service
     // reads it (it embeds no joint text for it): the routing is its own either way.
-    let joint = joint.filter(|_| !stands_alone(&own, turns, assistant.is_some(), config));
+    let joint = joint.filter(|_| {
+        !stands_alone(&own, turns, assistant.is_some(), config) && (!continues || substitutes)
+    });
     let evidence = evidence(router, &own, joint, assistant, config);
     let others: Vec<&Routing> = joint
         .into_iter()
@@ -114,7 +126,6 @@ pub fn contextualize(
             })
         })
         .collect();
-    let previous = turns.last();
     let seconds_since = previous.map(|t| (now - t.at).max(0));
     let weight = seconds_since.map_or(0.0, |s| {
         0.5f32.powf(s as f32 / config.half_life_seconds as f32)
@@ -168,14 +179,33 @@ pub fn contextualize(
     let kept: Vec<Weighted> = belief.iter().take(config.belief_size).cloned().collect();
     // A fragment that continues ("And what about Berlin?") stands alone only when the
     // previous question with it goes where it goes alone: a fragment's few words can route
-    // confidently anywhere. A whole question after its "and" is judged as any other.
+    // confidently anywhere. A whole question after its "and", or a fragment asking a new
+    // thing, is judged as any other.
     let agrees_with_joint = || {
         joint.is_none_or(|j| {
             let template = |r: &Routing| r.selected_match().map(Match::template_ref);
             template(j).is_some() && template(j) == template(&own)
         })
     };
-    let sure = self_contained(&own, turns, config) && (!continues || agrees_with_joint());
+    let refers = refers_back(&own.query, &config.reference_cues);
+    let sure =
+        self_contained(&own, turns, config) && (!substitutes || agrees_with_joint()) && !refers;
+    // A turn that refers to the previous answer narrows it: its template is the likeliest
+    // of its own that takes every value the previous turn was given ("how many nissans are
+    // registered", then "how many of those are in Pierce County": a make's count in a
+    // county, not the county's).
+    let referred = previous
+        .filter(|p| refers && !p.parameters.is_empty())
+        .and_then(|p| {
+            own.matches.iter().filter(|m| !m.is_declined()).find(|m| {
+                template_in(router, &m.template_ref()).is_some_and(|t| {
+                    p.parameters
+                        .keys()
+                        .all(|name| t.parameters.iter().any(|q| &q.name == name))
+                })
+            })
+        })
+        .map(Match::template_ref);
     // What the turn meant, by its text alone: its own routing when sure, else the joint
     // one's ("and in Sales?" with the question before it) when that is sure. Never the
     // filter's decision, which would learn the stay prior back from itself.
@@ -252,6 +282,19 @@ pub fn contextualize(
             }
         }
     }
+    if let Some(template) = referred.filter(|_| previous.is_some()) {
+        select(&mut own, &others, &template);
+        if own
+            .selected_match()
+            .is_some_and(|m| m.template_ref() == template)
+        {
+            report.used = ContextUsed::Context;
+            return Contextualized {
+                belief: pinned(&template),
+                ..contextualized(own, report)
+            };
+        }
+    }
     // A question that is sure of itself is answered on its own, whatever the stay prior
     // says ("What is 15% of 200?" after a list of employees); the conversation starts
     // afresh from it. Not right after a clarify of ours: the turn answers it.
@@ -317,8 +360,9 @@ pub fn contextualize(
                 if let Some(a) = assistant.filter(|a| offers && accepted(*a, &chosen)) {
                     own.query = a.with_turn.query.clone();
                 }
-            } else if !own.best().is_some_and(is_top) {
-                // Neither is sure: ask which one, the conversation's first.
+            } else if previous.is_some() && !own.best().is_some_and(is_top) {
+                // Neither is sure: ask which one, the conversation's first (a first turn
+                // has no conversation yet, only the caller's topics: they tip, never ask).
                 report.used = ContextUsed::Context;
                 offer(&mut own, &others, &chosen);
             }
@@ -349,6 +393,7 @@ pub fn stands_alone(own: &Routing, turns: &[Turn], assisted: bool, config: &Cont
         && !asked_by_us
         && self_contained(own, turns, config)
         && !continues(&own.query, &config.continuation_cues, FRAGMENT_WORDS)
+        && !refers_back(&own.query, &config.reference_cues)
 }
 
 /// Whether a turn's own routing is sure enough to stand against the conversation: it
@@ -388,15 +433,31 @@ fn pinned(template: &TemplateRef) -> Vec<Weighted> {
     }]
 }
 
-/// Whether `query` gives a value for every required parameter of `template` that the turn
-/// `asked` lacked (what its `needs_clarification` asked for).
-fn fills_request(router: &Router, asked: &Turn, template: &TemplateRef, query: &str) -> bool {
-    let Some(template) = router
+/// The catalog's template a reference names.
+fn template_in<'a>(router: &'a Router, template: &TemplateRef) -> Option<&'a Template> {
+    router
         .index()
         .catalog
         .datasource(&template.datasource)
         .and_then(|d| d.templates.iter().find(|t| t.id == template.template_id))
-    else {
+}
+
+/// Whether `query`'s own words give `template` a parameter value (not its defaults).
+fn names_a_value(router: &Router, template: &TemplateRef, query: &str) -> bool {
+    let Some(template) = template_in(router, template) else {
+        return false;
+    };
+    let given = extract(template, query, &Map::new()).parameters;
+    let defaults = extract(template, "", &Map::new()).parameters;
+    given
+        .iter()
+        .any(|(name, value)| defaults.get(name) != Some(value))
+}
+
+/// Whether `query` gives a value for every required parameter of `template` that the turn
+/// `asked` lacked (what its `needs_clarification` asked for).
+fn fills_request(router: &Router, asked: &Turn, template: &TemplateRef, query: &str) -> bool {
+    let Some(template) = template_in(router, template) else {
         return false;
     };
     let given = extract(template, query, &Map::new()).parameters;

@@ -516,6 +516,18 @@ fn a_fragment_after_a_continuation_cue_continues_and_a_whole_question_does_not()
 }
 
 #[test]
+fn of_those_refers_back_as_whole_words() {
+    let cues = config().reference_cues;
+    assert!(super::refers_back(
+        "How many OF THOSE are in Pierce County?",
+        &cues
+    ));
+    assert!(super::refers_back("which of them is the cheapest", &cues));
+    assert!(!super::refers_back("list the themes of theme parks", &cues));
+    assert!(!super::refers_back("how many teslas are there", &cues));
+}
+
+#[test]
 fn only_a_sure_turn_that_depends_on_nothing_stands_alone() {
     let c = config();
     let sure = |query: &str| {

@@ -120,6 +120,18 @@ pub fn holds_cue(assistant: &str, cues: &[String]) -> bool {
     cues.iter().any(|cue| lower.contains(cue.as_str()))
 }
 
+/// Whether `query` holds one of `cues` as whole words ("how many of those ...").
+pub fn refers_back(query: &str, cues: &[String]) -> bool {
+    let words: String = query
+        .to_lowercase()
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let padded = format!(" {words} ");
+    cues.iter().any(|cue| padded.contains(&format!(" {cue} ")))
+}
+
 /// Whether the turn is a fragment continuing the conversation: one of `cues` opens it and
 /// at most `max_words` words follow ("And in Sales?", "what about Berlin", "same for kia";
 /// not "and which teams are in Chicago", a whole question after its "and").
