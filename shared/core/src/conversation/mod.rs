@@ -86,19 +86,22 @@ pub fn contextualize(
     let config = &sessions.context;
     let previous = turns.last();
     let continues = continues(&own.query, &config.continuation_cues, FRAGMENT_WORDS);
-    // Only a fragment that gives the previous template a value of its own ("and in Sales?"
-    // after a department's headcount) continues its question; one that names a new thing
-    // ("and their budget?" after a department's list) asks its own, and the previous
-    // question with it would only say "stay".
-    let substitutes = continues
-        && previous
+    // A fragment that gives the previous template a value of its own ("and in Sales?"
+    // after a department's headcount) continues its question. One that names a new thing
+    // by a word of the template it routes to ("and their budget?" after a department's
+    // list) asks its own, and the previous question with it would only say "stay"; a
+    // value of nothing ("And what about Berlin?") can route confidently anywhere.
+    let asks_anew = continues
+        && !previous
             .and_then(template_of)
-            .is_some_and(|t| names_a_value(router, &t, &own.query));
+            .is_some_and(|t| names_a_value(router, &t, &own.query))
+        && own
+            .selected_match()
+            .is_some_and(|m| m.scores.keyword_score.unwrap_or(0.0) > 0.0);
     // A turn that stands alone is read without the previous question, as the service
     // reads it (it embeds no joint text for it): the routing is its own either way.
-    let joint = joint.filter(|_| {
-        !stands_alone(&own, turns, assistant.is_some(), config) && (!continues || substitutes)
-    });
+    let joint =
+        joint.filter(|_| !stands_alone(&own, turns, assistant.is_some(), config) && !asks_anew);
     let evidence = evidence(router, &own, joint, assistant, config);
     let others: Vec<&Routing> = joint
         .into_iter()
@@ -188,8 +191,9 @@ pub fn contextualize(
         })
     };
     let refers = refers_back(&own.query, &config.reference_cues);
-    let sure =
-        self_contained(&own, turns, config) && (!substitutes || agrees_with_joint()) && !refers;
+    let sure = self_contained(&own, turns, config)
+        && (!continues || asks_anew || agrees_with_joint())
+        && !refers;
     // A turn that refers to the previous answer narrows it: its template is the likeliest
     // of its own that takes every value the previous turn was given ("how many nissans are
     // registered", then "how many of those are in Pierce County": a make's count in a
