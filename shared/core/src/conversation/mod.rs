@@ -286,7 +286,7 @@ pub fn contextualize(
             }
         }
     }
-    if let Some(template) = referred.filter(|_| previous.is_some()) {
+    if let Some(template) = referred {
         select(&mut own, &others, &template);
         if own
             .selected_match()
