@@ -6,7 +6,9 @@
 # It listens on $SWITCHYARD_MARIADB_PORT (default 53306); the URL of the loaded database is
 # mysql://root@127.0.0.1:$SWITCHYARD_MARIADB_PORT/ev (root without a password, over TCP on
 # loopback: the tests also check that the adapter's guards stop writes a privileged user
-# could make).
+# could make). TLS is on, with a certificate for 127.0.0.1 from a test CA (test-certs.sh),
+# whose certificate is $DATA/tls/ca.pem; the user tls_only may read `ev` over TLS alone
+# (REQUIRE SSL).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PORT="${SWITCHYARD_MARIADB_PORT:-53306}"
@@ -48,7 +50,9 @@ case "${1:-}" in
       tail -n 20 "$DATA/install.log" >&2
       exit 1
     }
+    ./infra/scripts/test-certs.sh "$DATA/tls"
     /usr/sbin/mariadbd --no-defaults --user="$user" --datadir="$DATA/db" \
+      --ssl-ca="$DATA/tls/ca.pem" --ssl-cert="$DATA/tls/server.pem" --ssl-key="$DATA/tls/server.key" \
       --bind-address=127.0.0.1 --port="$PORT" --socket="$SOCKET" --pid-file="$DATA/mariadb.pid" \
       --log-error="$DATA/server.log" --skip-name-resolve --innodb-buffer-pool-size=32M \
       --character-set-server=utf8mb4 --collation-server=utf8mb4_unicode_ci \
@@ -64,7 +68,8 @@ case "${1:-}" in
     }
     client -e "CREATE DATABASE ev"
     client ev <templates/demo/ev/data/ev.sql
-    echo "mariadb: mysql://root@127.0.0.1:$PORT/ev"
+    client -e "CREATE USER tls_only@'127.0.0.1' REQUIRE SSL; GRANT SELECT ON ev.* TO tls_only@'127.0.0.1'"
+    echo "mariadb: mysql://root@127.0.0.1:$PORT/ev (TLS CA: $DATA/tls/ca.pem)"
     ;;
   stop)
     stop_server

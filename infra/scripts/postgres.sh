@@ -5,6 +5,9 @@
 #   postgres.sh stop    stop it and delete its data
 # It listens on $SWITCHYARD_PG_PORT (default 55432); the URL of the loaded database is
 # postgres://postgres@127.0.0.1:$SWITCHYARD_PG_PORT/ev
+# TLS is on, with a certificate for 127.0.0.1 from a test CA (test-certs.sh), whose
+# certificate is $DATA/tls/ca.pem. The role tls_only may read `ev` over TLS alone, as on
+# a server that forces TLS (RDS's rds.force_ssl).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PORT="${SWITCHYARD_PG_PORT:-55432}"
@@ -34,11 +37,17 @@ case "${1:-}" in
     mkdir -p "$DATA"
     [ "$(id -u)" = 0 ] && chown postgres "$DATA"
     as_postgres "$BIN/initdb" -D "$DATA" -A trust -U postgres >/dev/null
+    ./infra/scripts/test-certs.sh "$DATA/tls"
+    [ "$(id -u)" = 0 ] && chown -R postgres "$DATA/tls"
+    # The first matching line wins: tls_only without TLS is refused.
+    sed -i '1i hostnossl all tls_only 127.0.0.1/32 reject' "$DATA/pg_hba.conf"
     # Right after Debian's package is installed the first start has failed once here
     # (pg_ctl: "Examine the log output"): show the log and try once more.
     start_server() {
       as_postgres "$BIN/pg_ctl" -D "$DATA" -l "$DATA/server.log" \
-        -o "-c listen_addresses=127.0.0.1 -p $PORT -k $DATA" -w start >/dev/null
+        -o "-c listen_addresses=127.0.0.1 -p $PORT -k $DATA -c ssl=on \
+          -c ssl_cert_file=$DATA/tls/server.pem -c ssl_key_file=$DATA/tls/server.key" \
+        -w start >/dev/null
     }
     if ! start_server; then
       echo "postgres: the first start failed; its log:" >&2
@@ -48,7 +57,9 @@ case "${1:-}" in
     fi
     psql -q -h 127.0.0.1 -p "$PORT" -U postgres -c "CREATE DATABASE ev" >/dev/null
     PGOPTIONS="-c client_min_messages=warning" psql -q -h 127.0.0.1 -p "$PORT" -U postgres -d ev -v ON_ERROR_STOP=1 -f templates/demo/ev/data/ev.sql >/dev/null
-    echo "postgres: postgres://postgres@127.0.0.1:$PORT/ev"
+    psql -q -h 127.0.0.1 -p "$PORT" -U postgres -d ev -v ON_ERROR_STOP=1 \
+      -c "CREATE ROLE tls_only LOGIN" -c "GRANT SELECT ON ALL TABLES IN SCHEMA public TO tls_only" >/dev/null
+    echo "postgres: postgres://postgres@127.0.0.1:$PORT/ev (TLS CA: $DATA/tls/ca.pem)"
     ;;
   stop)
     BIN="$(bin_dir)"

@@ -134,8 +134,10 @@ cleanup() {
 trap cleanup EXIT
 ./infra/scripts/postgres.sh start
 export SWITCHYARD_TEST_PG_URL="postgres://postgres@127.0.0.1:${SWITCHYARD_PG_PORT:-55432}/ev"
+export SWITCHYARD_TEST_PG_CA="/tmp/switchyard-pg-${SWITCHYARD_PG_PORT:-55432}/tls/ca.pem"
 ./infra/scripts/mariadb.sh start
 export SWITCHYARD_TEST_MYSQL_URL="mysql://root@127.0.0.1:${SWITCHYARD_MARIADB_PORT:-53306}/ev"
+export SWITCHYARD_TEST_MYSQL_CA="/tmp/switchyard-mariadb-${SWITCHYARD_MARIADB_PORT:-53306}/tls/ca.pem"
 ./infra/scripts/aws-local.sh start
 eval "$(./infra/scripts/aws-local.sh env)"
 # The first invoke starts the adapter binary; do it before the tests' deadlines count.

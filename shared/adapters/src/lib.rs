@@ -21,6 +21,7 @@ pub mod render;
 pub mod respond;
 pub mod schema;
 pub mod sql;
+mod tls;
 pub mod tools;
 pub mod values;
 pub mod web;

@@ -6,7 +6,9 @@
 //! waiting for a pooled connection, the session's settings and the transaction too.
 //!
 //! The connection URL (`mysql://user:password@host:port/database`) comes from the
-//! environment variable named by `connection.url_env`, never from the template files.
+//! environment variable named by `connection.url_env`, never from the template files;
+//! `ssl-mode=VERIFY_IDENTITY` (and `ssl-ca`) in it encrypts the connection and verifies
+//! the server ([`crate::tls`]).
 //! Every session runs with a fixed `sql_mode`: the read-only check reads the SQL as MySQL
 //! does by default (backslash escapes in strings, `"…"` a string), whatever the server's
 //! global mode, and `||` concatenates as in the other engines (`PIPES_AS_CONCAT`), so the
@@ -18,7 +20,7 @@ use tokio::time::{timeout_at, Instant};
 
 use mysql_async::consts::ColumnType;
 use mysql_async::prelude::Queryable;
-use mysql_async::{Opts, OptsBuilder, Params, Pool, PoolConstraints, PoolOpts, TxOpts};
+use mysql_async::{Opts, OptsBuilder, Params, Pool, PoolConstraints, PoolOpts, SslOpts, TxOpts};
 use mysql_async::{Row, Value as MyValue};
 use serde_json::{Map, Value};
 use sqlparser::dialect::MySqlDialect;
@@ -30,6 +32,7 @@ use crate::error::{AdapterError, Result};
 use crate::guard::{check_read_only, check_templates, Engine};
 use crate::placeholders::{rewrite, Style};
 use crate::sql::{self, connection_url, SqlRows};
+use crate::tls::{self, TlsMode, MYSQL_KEYS};
 use crate::values::{bound, Bound};
 
 /// The session's SQL mode: strict, no ANSI quotes and no NO_BACKSLASH_ESCAPES (the check
@@ -71,14 +74,32 @@ impl MysqlDatasource {
         check_templates(datasource, Engine::Mysql)?;
         let (variable, url) = connection_url(datasource, "MySQL")?;
         // The URL may hold a password: name the variable, never its value.
+        let (url, mode) = tls::take_mode(&url, &MYSQL_KEYS)
+            .map_err(|e| fail(format!("connection.url_env: {variable}: {e}")))?;
         let opts = Opts::from_url(&url).map_err(|e| {
             fail(format!(
                 "connection.url_env: {variable} is not a MySQL URL: {e}"
             ))
         })?;
+        let ssl = match mode {
+            TlsMode::Plain => None,
+            TlsMode::Verified { ca_file } => {
+                tls::install_crypto_provider();
+                let mut ssl = SslOpts::default();
+                if let Some(path) = ca_file {
+                    // Read here, so a wrong path fails now and names the file.
+                    let certificates = tls::read_ca_file(&path)
+                        .map_err(|e| fail(format!("connection.url_env: {variable}: {e}")))?;
+                    ssl = ssl
+                        .with_root_certs(certificates.iter().map(|c| c.to_vec().into()).collect());
+                }
+                Some(ssl)
+            }
+        };
         let constraints = PoolConstraints::new(0, MAX_CONNECTIONS)
             .ok_or_else(|| fail("pool constraints".into()))?;
         let opts = OptsBuilder::from_opts(opts)
+            .ssl_opts(ssl)
             .setup(vec![SQL_MODE])
             .pool_opts(PoolOpts::default().with_constraints(constraints));
         let pool = Pool::new(opts);
@@ -98,7 +119,10 @@ impl MysqlDatasource {
                     timeout.as_millis()
                 ))
             })?
-            .map_err(|e| fail(format!("connecting with {variable}: {e}")))?;
+            .map_err(|e| {
+                let hint = tls::certificate_hint(&e.to_string(), &MYSQL_KEYS);
+                fail(format!("connecting with {variable}: {e}{hint}"))
+            })?;
         let flavor = if version.unwrap_or_default().contains("MariaDB") {
             Flavor::Mariadb
         } else {
@@ -157,14 +181,7 @@ impl MysqlDatasource {
         // the statement and the rollback. Past it the call fails naming the datasource and
         // the step; the server's own timeout stops the statement a little before.
         let end = Instant::now() + deadline;
-        let late = |step: &str| AdapterError::Datasource {
-            datasource: self.name.clone(),
-            message: format!(
-                "template `{}`: no answer within the deadline of {} ms ({step})",
-                template.id,
-                deadline.as_millis()
-            ),
-        };
+        let late = |step: &str| sql::deadline_error(&self.name, &template.id, deadline, step);
         let mut conn = timeout_at(end, self.pool.get_conn())
             .await
             .map_err(|_| late("waiting for a connection"))?

@@ -6,7 +6,8 @@
 //! it is given up, and the next call opens another.
 //!
 //! The connection string comes from the environment variable named by
-//! `connection.url_env`, never from the template files.
+//! `connection.url_env`, never from the template files; `sslmode=verify-full` (and
+//! `sslrootcert`) in it encrypts the connection and verifies the server ([`crate::tls`]).
 
 use std::time::Duration;
 
@@ -17,14 +18,16 @@ use switchyard_catalog::template::{Datasource, Template};
 use switchyard_catalog::BoxFuture;
 use tokio::sync::{MappedMutexGuard, Mutex, MutexGuard};
 use tokio::time::{timeout_at, Instant};
+use tokio_postgres::config::SslMode;
 use tokio_postgres::types::{ToSql, Type};
-use tokio_postgres::{Client, Config, NoTls, Row};
+use tokio_postgres::{Client, Config, Row};
 
 use crate::adapter::{Adapter, Answer};
 use crate::error::{AdapterError, Result};
 use crate::guard::{check_read_only, check_templates, Engine};
 use crate::placeholders::{self, Style};
 use crate::sql::{self, connection_url, SqlRows};
+use crate::tls::{self, PostgresTls, TlsMode, POSTGRES_KEYS};
 
 /// Rewrite `:name` placeholders to `$1, $2, …`; returns the SQL and the names in order.
 /// Only the placeholders' own text changes (see [`crate::placeholders`]).
@@ -41,6 +44,8 @@ pub struct PostgresDatasource {
     /// Where to connect (its `Debug` hides the password), to open the connection again
     /// after it dropped. Boxed: it is large, and read only to connect.
     config: Box<Config>,
+    /// TLS for the connection, used when the URL's `sslmode` asks for it.
+    tls: PostgresTls,
     /// The variable the URL came from, for errors.
     variable: String,
     /// The connection's bound at connect (the datasource's `limits.timeout_ms`).
@@ -72,15 +77,31 @@ impl PostgresDatasource {
         check_templates(datasource, Engine::Postgres)?;
         let (variable, url) = connection_url(datasource, "PostgreSQL")?;
         // The URL may hold a password: name the variable, not its value.
-        let config = url
+        let fail = |message: String| AdapterError::Datasource {
+            datasource: name.clone(),
+            message: format!("connection.url_env: {variable}: {message}"),
+        };
+        let (url, mode) = tls::take_mode(&url, &POSTGRES_KEYS).map_err(fail)?;
+        let mut config = url
             .parse::<Config>()
-            .map_err(|e| AdapterError::Datasource {
-                datasource: name.clone(),
-                message: format!("connection.url_env: {variable} is not a PostgreSQL URL: {e}"),
-            })?;
+            .map_err(|e| fail(format!("not a PostgreSQL URL: {e}")))?;
+        let ca_file = match &mode {
+            TlsMode::Plain => {
+                config.ssl_mode(SslMode::Disable);
+                None
+            }
+            TlsMode::Verified { ca_file } => {
+                config.ssl_mode(SslMode::Require);
+                ca_file.as_deref()
+            }
+        };
+        let tls = PostgresTls(std::sync::Arc::new(
+            tls::client_config(ca_file).map_err(fail)?,
+        ));
         let db = PostgresDatasource {
             name,
             config: Box::new(config),
+            tls,
             variable,
             connect_timeout: Duration::from_millis(datasource.spec.limits.timeout_ms.max(1)),
             connection: Mutex::new(None),
@@ -95,12 +116,17 @@ impl PostgresDatasource {
 
     /// A new connection, by `end` (past it, the error `late` gives).
     async fn open(&self, end: Instant, late: impl FnOnce() -> AdapterError) -> Result<Connected> {
-        let (client, connection) = timeout_at(end, self.config.connect(NoTls))
+        let (client, connection) = timeout_at(end, self.config.connect(self.tls.clone()))
             .await
             .map_err(|_| late())?
             .map_err(|e| AdapterError::Datasource {
                 datasource: self.name.clone(),
-                message: format!("connecting with {}: {e}", self.variable),
+                message: format!(
+                    "connecting with {}: {}{}",
+                    self.variable,
+                    words(&e),
+                    tls::certificate_hint(&words(&e), &POSTGRES_KEYS)
+                ),
             })?;
         let datasource_name = self.name.clone();
         let task = tokio::spawn(async move {
@@ -167,14 +193,7 @@ impl PostgresDatasource {
         let sql = check_read_only(&template.id, sql, Engine::Postgres)?;
         let (sql, names) = to_positional(&template.id, &sql)?;
         let end = Instant::now() + deadline;
-        let late = |step: &str| AdapterError::Datasource {
-            datasource: self.name.clone(),
-            message: format!(
-                "template `{}`: no answer within the deadline of {} ms ({step})",
-                template.id,
-                deadline.as_millis()
-            ),
-        };
+        let late = |step: &str| sql::deadline_error(&self.name, &template.id, deadline, step);
         let mut slot = timeout_at(end, self.connection.lock())
             .await
             .map_err(|_| late("waiting for the connection"))?;
@@ -230,11 +249,6 @@ impl PostgresDatasource {
             e.is_closed()
                 || e.code() == Some(&SqlState::ADMIN_SHUTDOWN)
                 || e.code() == Some(&SqlState::CRASH_SHUTDOWN)
-        };
-        // The server's own words: "db error" alone names no cause.
-        let words = |e: &tokio_postgres::Error| {
-            e.as_db_error()
-                .map_or_else(|| e.to_string(), |db| db.to_string())
         };
         let closed = |e: tokio_postgres::Error| {
             let lost = lost(&e);
@@ -434,4 +448,22 @@ impl Adapter for PostgresDatasource {
             sql::answer(template, parameters, rows)
         })
     }
+}
+
+/// A driver error in words that name its cause: "db error" and "error performing TLS
+/// handshake" alone say nothing, so the server's message or the causes follow.
+fn words(error: &tokio_postgres::Error) -> String {
+    if let Some(db) = error.as_db_error() {
+        return db.to_string();
+    }
+    let mut text = error.to_string();
+    let mut cause = std::error::Error::source(error);
+    while let Some(e) = cause {
+        let more = e.to_string();
+        if !text.contains(&more) {
+            text = format!("{text}: {more}");
+        }
+        cause = e.source();
+    }
+    text
 }

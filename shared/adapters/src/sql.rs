@@ -41,6 +41,23 @@ pub fn connection_url(datasource: &Datasource, server: &str) -> Result<(String, 
     Ok((variable.clone(), url))
 }
 
+/// The error of a call to a server-backed datasource that ran past its deadline: names
+/// the datasource, the template and the step it was waiting on.
+pub fn deadline_error(
+    datasource: &str,
+    template_id: &str,
+    deadline: std::time::Duration,
+    step: &str,
+) -> AdapterError {
+    AdapterError::Datasource {
+        datasource: datasource.to_owned(),
+        message: format!(
+            "template `{template_id}`: no answer within the deadline of {} ms ({step})",
+            deadline.as_millis()
+        ),
+    }
+}
+
 /// Rows as returned to callers: column names, row objects, and whether the cap cut them.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SqlRows {

@@ -10,6 +10,10 @@
 //! windows of words) and ranked by BM25 for the question. The answer gives the best
 //! passages with the page's URL and title.
 //!
+//! Reading a page (parsing, Readability, chunking) runs on a thread of its own, with a
+//! large stack (a page's nesting depth is the page author's) and within what is left of
+//! the deadline: a page that takes too long fails the call, not the process.
+//!
 //! Connection settings beside the HTTP adapter's: `cache_ttl_seconds` (default 300; 0 does
 //! not cache), how long a fetched page is reused by this process, and `passages` (default
 //! 3), how many passages an answer gives.
@@ -39,6 +43,9 @@ const DEFAULT_PASSAGES: usize = 3;
 const CACHED_PAGES: usize = 64;
 /// Characters of a passage shown in the answer's text (the data has it whole).
 const PREVIEW_CHARS: usize = 400;
+/// The stack of the thread that reads a page: address space reserved, touched only by a
+/// deeply nested page (the process's threads have 2 MiB).
+const READER_STACK_BYTES: usize = 256 << 20;
 
 pub struct WebDatasource {
     name: String,
@@ -97,8 +104,12 @@ impl WebDatasource {
                 return Ok((page, true));
             }
         }
+        let started = tokio::time::Instant::now();
         let fetched = self.http.fetch_page(template, parameters, deadline).await?;
-        let page = Arc::new(self.read(template, fetched, now)?);
+        let page = Arc::new(
+            self.read_within(template, fetched, now, started + deadline)
+                .await?,
+        );
         if self.ttl_seconds > 0 {
             self.pages
                 .put(key.as_str(), Arc::clone(&page), now + self.ttl_seconds);
@@ -106,48 +117,75 @@ impl WebDatasource {
         Ok((page, false))
     }
 
-    /// A fetched page's main text, chunked and indexed for BM25.
-    fn read(&self, template: &Template, fetched: FetchedPage, now: i64) -> Result<Page> {
+    /// [`read`] on a thread of its own, by `end`.
+    async fn read_within(
+        &self,
+        template: &Template,
+        fetched: FetchedPage,
+        now: i64,
+        end: tokio::time::Instant,
+    ) -> Result<Page> {
         let url = fetched.url.to_string();
-        let html = String::from_utf8_lossy(&fetched.body);
-        let (title, text) = main_text(&html, &url).map_err(|message| AdapterError::Datasource {
+        let fail = |message: String| AdapterError::Datasource {
             datasource: self.name.clone(),
             message: format!("template `{}`: the page at {url}: {message}", template.id),
-        })?;
-        let document = Document {
-            id: url.clone(),
-            title: title.clone(),
-            text,
-            summary: None,
-            questions: Vec::new(),
-            metadata: Default::default(),
         };
-        let chunks = chunk_document(
-            &document,
-            0,
-            self.chunking.chunk_words,
-            self.chunking.overlap_words,
-        );
-        let terms = TermIndex::new(
-            chunks.iter().map(|c| {
-                terms(&format!(
-                    "{title} {} {}",
-                    c.heading.as_deref().unwrap_or(""),
-                    c.text
-                ))
-            }),
-            self.chunking.k1,
-            self.chunking.b,
-        );
-        Ok(Page {
-            url,
-            title,
-            chunks,
-            terms,
-            truncated: fetched.truncated,
-            fetched_at: now,
-        })
+        let chunking = self.chunking.clone();
+        let (sender, receiver) = tokio::sync::oneshot::channel();
+        std::thread::Builder::new()
+            .name("web-page-reader".into())
+            .stack_size(READER_STACK_BYTES)
+            .spawn(move || {
+                // The receiver may be gone (the deadline passed): nothing to tell then.
+                let _ = sender.send(read(fetched, now, &chunking));
+            })
+            .map_err(|e| fail(format!("no thread to read it: {e}")))?;
+        match tokio::time::timeout_at(end, receiver).await {
+            Ok(Ok(page)) => page.map_err(fail),
+            Ok(Err(_)) => Err(fail("reading it failed".into())),
+            Err(_) => Err(fail("not read within the deadline".into())),
+        }
     }
+}
+
+/// A fetched page's main text, chunked and indexed for BM25; the error says why there is
+/// none.
+fn read(
+    fetched: FetchedPage,
+    now: i64,
+    chunking: &DocumentsConfig,
+) -> std::result::Result<Page, String> {
+    let url = fetched.url.to_string();
+    let html = String::from_utf8_lossy(&fetched.body);
+    let (title, text) = main_text(&html, &url)?;
+    let document = Document {
+        id: url.clone(),
+        title: title.clone(),
+        text,
+        summary: None,
+        questions: Vec::new(),
+        metadata: Default::default(),
+    };
+    let chunks = chunk_document(&document, 0, chunking.chunk_words, chunking.overlap_words);
+    let terms = TermIndex::new(
+        chunks.iter().map(|c| {
+            terms(&format!(
+                "{title} {} {}",
+                c.heading.as_deref().unwrap_or(""),
+                c.text
+            ))
+        }),
+        chunking.k1,
+        chunking.b,
+    );
+    Ok(Page {
+        url,
+        title,
+        chunks,
+        terms,
+        truncated: fetched.truncated,
+        fetched_at: now,
+    })
 }
 
 /// The web settings of `connection`, each checked.
@@ -199,9 +237,66 @@ impl Settings {
     }
 }
 
+/// Deepest nesting of elements a page may have: far past real pages (tens), short of what
+/// makes parsing slow (the tree builder scans its stack of open elements per tag: a
+/// megabyte of nested `<div>` takes minutes) or deep (the readers recurse).
+const MAX_NESTING: usize = 1_000;
+
+/// How deep `html`'s elements nest, counted from its tags: every element but the void
+/// ones and those whose end tag may be left out (a `<p>` ends at the next). Comments and
+/// raw text (scripts, styles) hold no tags.
+fn nesting_depth(html: &str) -> usize {
+    const UNCOUNTED: &[&str] = &[
+        "area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param",
+        "source", "track", "wbr", "p", "li", "dt", "dd", "tr", "td", "th", "tbody", "thead",
+        "tfoot", "option", "optgroup", "colgroup", "caption", "rb", "rt", "rtc", "rp", "html",
+        "head", "body",
+    ];
+    let lower = html.to_ascii_lowercase();
+    let (mut depth, mut deepest, mut at) = (0usize, 0usize, 0usize);
+    while let Some(found) = lower[at..].find('<') {
+        let start = at + found;
+        let rest = &lower[start + 1..];
+        if rest.starts_with("!--") {
+            at = rest
+                .find("-->")
+                .map_or(lower.len(), |end| start + 1 + end + 3);
+            continue;
+        }
+        let closing = rest.starts_with('/');
+        let name: String = rest[usize::from(closing)..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+            .collect();
+        let end = rest.find('>').map_or(lower.len(), |e| start + 1 + e + 1);
+        at = end.max(start + 1);
+        if name.is_empty() || UNCOUNTED.contains(&name.as_str()) {
+            continue;
+        }
+        if closing {
+            depth = depth.saturating_sub(1);
+        } else if !lower[start..end].ends_with("/>") {
+            depth += 1;
+            deepest = deepest.max(depth);
+            if matches!(name.as_str(), "script" | "style" | "textarea" | "title") {
+                // Raw text up to its end tag.
+                let close = format!("</{name}");
+                at = lower[at..].find(&close).map_or(lower.len(), |e| at + e);
+            }
+        }
+    }
+    deepest
+}
+
 /// The page's title and main text as Markdown (headings kept, link targets dropped), by
 /// Readability's rules.
 fn main_text(html: &str, url: &str) -> std::result::Result<(String, String), String> {
+    let depth = nesting_depth(html);
+    if depth > MAX_NESTING {
+        return Err(format!(
+            "its elements nest {depth} deep, past the {MAX_NESTING} a page is read to"
+        ));
+    }
     let config = dom_smoothie::Config {
         text_mode: dom_smoothie::TextMode::Markdown,
         ..Default::default()
@@ -305,6 +400,18 @@ fn answer(page: &Page, question: &str, passages: usize, cached: bool) -> Answer 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nesting_is_counted_from_the_tags_that_nest() {
+        let page = "<html><body><div><p>one<p>two<ul><li>a<li>b</ul><img src=x><br/>\
+                    <!-- <div><div> --><script>if (a<b) '<div>'</script><x-a><x-a></x-a></x-a></div>";
+        // div > ul, and div > x-a > x-a; the script is one level, its text none.
+        assert_eq!(nesting_depth(page), 3);
+        let deep = format!("{}text{}", "<div>".repeat(5_000), "</div>".repeat(5_000));
+        assert_eq!(nesting_depth(&deep), 5_000);
+        let error = main_text(&deep, "http://example.com/").unwrap_err();
+        assert!(error.contains("nest 5000 deep"), "{error}");
+    }
 
     #[test]
     fn link_targets_and_escapes_are_dropped_and_the_words_kept() {

@@ -507,3 +507,151 @@ async fn a_server_gone_silent_fails_the_call_at_its_deadline() {
         );
     }
 }
+
+/// The test server's URL for the user that may only connect over TLS (`REQUIRE SSL`), at
+/// `host`, with `settings` appended.
+fn tls_only_url(host: &str, settings: &str) -> String {
+    let address = silent::address_of(&url());
+    let port = address.rsplit(':').next().unwrap().to_string();
+    format!("mysql://tls_only@{host}:{port}/ev{settings}")
+}
+
+fn test_ca() -> String {
+    std::env::var("SWITCHYARD_TEST_MYSQL_CA").expect(
+        "SWITCHYARD_TEST_MYSQL_CA is not set: ./infra/scripts/test.sh exports the test CA of \
+         `mariadb.sh start` (/tmp/switchyard-mariadb-53306/tls/ca.pem)",
+    )
+}
+
+#[tokio::test]
+async fn a_server_that_requires_tls_is_reached_with_a_verified_certificate() {
+    let plain = ev_at(
+        "SWITCHYARD_TEST_MYSQL_PLAIN_URL",
+        tls_only_url("127.0.0.1", ""),
+        2000,
+    );
+    let message = MysqlDatasource::connect(&plain)
+        .await
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(message.contains("Access denied"), "{message}");
+
+    let settings = format!("?ssl-mode=VERIFY_IDENTITY&ssl-ca={}", test_ca());
+    let ev = ev_at(
+        "SWITCHYARD_TEST_MYSQL_TLS_URL",
+        tls_only_url("127.0.0.1", &settings),
+        2000,
+    );
+    let db = MysqlDatasource::connect(&ev).await.unwrap();
+    let version = with_sql(
+        &ev,
+        "SELECT VARIABLE_VALUE AS v FROM information_schema.SESSION_STATUS \
+         WHERE VARIABLE_NAME = 'Ssl_version'",
+    );
+    let rows = db.query(&version, &Map::new(), SECOND).await.unwrap();
+    assert!(
+        rows.rows[0]["v"].as_str().unwrap().starts_with("TLS"),
+        "{:?}",
+        rows.rows
+    );
+    let answer = db
+        .query(
+            template(&ev, "vehicles_count_by_make"),
+            &params(json!({"make": "Tesla"})),
+            SECOND,
+        )
+        .await
+        .unwrap();
+    assert!(answer.rows[0]["vehicle_count"].as_i64().unwrap() > 0);
+}
+
+#[tokio::test]
+async fn a_certificate_that_does_not_verify_is_refused_and_the_error_says_where_to_look() {
+    // REQUIRED verifies too: without the test CA, the chain reaches no trusted root.
+    let untrusted = ev_at(
+        "SWITCHYARD_TEST_MYSQL_UNTRUSTED_URL",
+        tls_only_url("127.0.0.1", "?ssl-mode=REQUIRED"),
+        2000,
+    );
+    let message = MysqlDatasource::connect(&untrusted)
+        .await
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        message.contains("UnknownIssuer") && message.contains("`ssl-ca`"),
+        "{message}"
+    );
+    let settings = format!("?ssl-mode=VERIFY_IDENTITY&ssl-ca={}", test_ca());
+    let other_name = ev_at(
+        "SWITCHYARD_TEST_MYSQL_OTHER_NAME_URL",
+        tls_only_url("localhost", &settings),
+        2000,
+    );
+    let message = MysqlDatasource::connect(&other_name)
+        .await
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        message.contains("not valid for name \"localhost\""),
+        "{message}"
+    );
+    // The driver's own switch that turns verification off is refused, naming it.
+    let loose = ev_at(
+        "SWITCHYARD_TEST_MYSQL_LOOSE_URL",
+        tls_only_url("127.0.0.1", "?require_ssl=true&verify_ca=false"),
+        2000,
+    );
+    let message = MysqlDatasource::connect(&loose)
+        .await
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        message.contains("SWITCHYARD_TEST_MYSQL_LOOSE_URL") && message.contains("`require_ssl`"),
+        "{message}"
+    );
+}
+
+#[tokio::test]
+async fn calls_hung_mid_statement_leave_the_pool_serving() {
+    let proxy = silent::Proxy::start(silent::address_of(&url())).await;
+    let ev = ev_at(
+        "SWITCHYARD_TEST_MYSQL_HUNG_POOL_URL",
+        silent::url_at(&url(), proxy.port),
+        5000,
+    );
+    let db = MysqlDatasource::connect(&ev).await.unwrap();
+    // A statement that runs long enough to hang in: rows of vehicles to the fourth power, counted.
+    let slow = with_sql(
+        &ev,
+        "SELECT count(*) AS n FROM vehicles a, vehicles b, vehicles c, vehicles d",
+    );
+    let deadline = Duration::from_millis(800);
+    let none = Map::new();
+    let call = || db.query(&slow, &none, deadline);
+    // As many calls as the pool has connections, each hung mid-statement: the network
+    // stops while they run, and the server's answers never come.
+    let freeze = async {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        proxy.freeze();
+    };
+    let (a, b, c, d, ()) = tokio::join!(call(), call(), call(), call(), freeze);
+    for outcome in [a, b, c, d] {
+        let message = outcome.unwrap_err().to_string();
+        assert!(message.contains("deadline of 800 ms"), "{message}");
+    }
+    // The server answers new connections again: so does the datasource.
+    proxy.thaw_new_connections();
+    let count = template(&ev, "vehicles_count_by_make");
+    let rows = tokio::time::timeout(
+        HANG,
+        db.query(count, &params(json!({"make": "Tesla"})), SECOND),
+    )
+    .await
+    .expect("the call still waiting after 10 s")
+    .unwrap();
+    assert!(rows.rows[0]["vehicle_count"].as_i64().unwrap() > 0);
+}

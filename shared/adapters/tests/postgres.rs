@@ -343,3 +343,111 @@ async fn a_dropped_connection_is_opened_again() {
         assert_eq!(after, before);
     }
 }
+
+/// The test server's URL for the role that may only connect over TLS (as on RDS with
+/// `rds.force_ssl`), at `host`, with `settings` appended; and the test CA's file.
+fn tls_only_url(host: &str, settings: &str) -> String {
+    let address = silent::address_of(&test_url());
+    let port = address.rsplit(':').next().unwrap().to_string();
+    format!("postgres://tls_only@{host}:{port}/ev{settings}")
+}
+
+fn test_ca() -> String {
+    std::env::var("SWITCHYARD_TEST_PG_CA").expect(
+        "SWITCHYARD_TEST_PG_CA is not set: ./infra/scripts/test.sh exports the test CA of \
+         `postgres.sh start` (/tmp/switchyard-pg-55432/tls/ca.pem)",
+    )
+}
+
+#[tokio::test]
+async fn a_server_that_forces_tls_is_reached_with_a_verified_certificate() {
+    // Plain text is refused by the server, as RDS refuses it with force_ssl.
+    let plain = ev_at(
+        "SWITCHYARD_TEST_PG_PLAIN_URL",
+        tls_only_url("127.0.0.1", ""),
+        2000,
+    );
+    let message = PostgresDatasource::connect(&plain)
+        .await
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(message.contains("no encryption"), "{message}");
+
+    let settings = format!("?sslmode=verify-full&sslrootcert={}", test_ca());
+    let ev = ev_at(
+        "SWITCHYARD_TEST_PG_TLS_URL",
+        tls_only_url("127.0.0.1", &settings),
+        2000,
+    );
+    let db = PostgresDatasource::connect(&ev).await.unwrap();
+    let mut encrypted = ev.templates[0].clone();
+    encrypted.sql_template =
+        Some("SELECT ssl, version FROM pg_stat_ssl WHERE pid = pg_backend_pid()".into());
+    let rows = db.query(&encrypted, &Map::new(), SECOND).await.unwrap();
+    assert_eq!(rows.rows[0]["ssl"], true, "{:?}", rows.rows);
+    assert!(
+        rows.rows[0]["version"].as_str().unwrap().starts_with("TLS"),
+        "{:?}",
+        rows.rows
+    );
+    let answer = db
+        .query(
+            template(&ev, "vehicles_count_by_make"),
+            &params(json!({"make": "Tesla"})),
+            SECOND,
+        )
+        .await
+        .unwrap();
+    assert!(answer.rows[0]["vehicle_count"].as_i64().unwrap() > 0);
+}
+
+#[tokio::test]
+async fn a_certificate_that_does_not_verify_is_refused_and_the_error_says_where_to_look() {
+    // `require` verifies too: without the test CA, the chain reaches no trusted root.
+    let untrusted = ev_at(
+        "SWITCHYARD_TEST_PG_UNTRUSTED_URL",
+        tls_only_url("127.0.0.1", "?sslmode=require"),
+        2000,
+    );
+    let message = PostgresDatasource::connect(&untrusted)
+        .await
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        message.contains("UnknownIssuer") && message.contains("`sslrootcert`"),
+        "{message}"
+    );
+    // The certificate names 127.0.0.1 alone: "localhost" is another host.
+    let settings = format!("?sslmode=verify-full&sslrootcert={}", test_ca());
+    let other_name = ev_at(
+        "SWITCHYARD_TEST_PG_OTHER_NAME_URL",
+        tls_only_url("localhost", &settings),
+        2000,
+    );
+    let message = PostgresDatasource::connect(&other_name)
+        .await
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        message.contains("not valid for name \"localhost\""),
+        "{message}"
+    );
+    // A mode that would fall back to plain text is refused before any connection.
+    let prefer = ev_at(
+        "SWITCHYARD_TEST_PG_PREFER_URL",
+        tls_only_url("127.0.0.1", "?sslmode=prefer"),
+        2000,
+    );
+    let message = PostgresDatasource::connect(&prefer)
+        .await
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        message.contains("SWITCHYARD_TEST_PG_PREFER_URL") && message.contains("sslmode=prefer"),
+        "{message}"
+    );
+}

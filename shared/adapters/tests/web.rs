@@ -55,6 +55,20 @@ async fn site() -> (String, Hits) {
             }),
         )
         .route(
+            "/deep",
+            get(|| async {
+                // Nested as deep as the 1 MiB cap allows, with the text at the bottom.
+                let depth = 200_000;
+                let page = format!(
+                    "<html><head><title>Deep</title></head><body>{}<p>{}</p>{}</body></html>",
+                    "<div>".repeat(depth),
+                    "The bottom of a very deep page holds these words. ".repeat(20),
+                    "</div>".repeat(depth)
+                );
+                ([(header::CONTENT_TYPE, "text/html")], page)
+            }),
+        )
+        .route(
             "/blank",
             get(|| async {
                 (
@@ -313,4 +327,34 @@ fn the_index_build_refuses_what_a_web_datasource_could_never_fetch() {
             "{error}"
         );
     }
+}
+
+#[tokio::test]
+async fn a_page_nested_past_any_real_one_is_refused_before_it_is_parsed() {
+    let (base, _) = site().await;
+    let deep = json!({"id": "deep", "description": "deep", "nl_examples": ["deep"], "endpoint_template": "/deep"});
+    let adapters = adapters(catalog(&base, json!({}), vec![deep])).await;
+    let started = std::time::Instant::now();
+    let answer = adapters
+        .invoke(request("deep", "the bottom of the page", 60_000))
+        .await
+        .unwrap();
+    // Parsed, a megabyte of nested elements took minutes here (the parser scans its open
+    // elements for each tag) and could overflow a reader's stack.
+    assert_eq!(answer.status(), AdapterStatus::Error, "{answer:?}");
+    let error = answer.error().unwrap();
+    assert!(
+        error.contains("deep") && error.contains("past the 1000"),
+        "{error}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    let answer = adapters
+        .invoke(request("cargo_profiles", "debug assertions", 5000))
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), AdapterStatus::Ok, "{answer:?}");
 }

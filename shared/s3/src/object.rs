@@ -2,6 +2,7 @@
 //! download whose missing object is said in the store's own words.
 
 use crate::error::{Result, S3Error};
+use aws_sdk_s3::error::ProvideErrorMetadata;
 use aws_sdk_s3::operation::get_object::GetObjectOutput;
 use aws_sdk_s3::primitives::ByteStream;
 
@@ -60,6 +61,14 @@ pub(crate) async fn get(
             Some(service) if service.is_no_such_key() => {
                 S3Error::object(place(bucket, key), missing)
             }
+            // To a role without s3:ListBucket (ours: read below a prefix, nothing more), S3
+            // answers a missing object with AccessDenied, not NoSuchKey.
+            Some(service) if service.code() == Some("AccessDenied") => S3Error::object(
+                place(bucket, key),
+                format!(
+                    "access denied: the object is missing ({missing}; without                      s3:ListBucket S3 says AccessDenied for a missing object), or this                      role may not read it (s3:GetObject on the key)"
+                ),
+            ),
             _ => failed(bucket, key, "download failed", e),
         })
 }

@@ -146,6 +146,63 @@ async fn end_to_end_from_s3_through_lambda_to_the_session_table() {
     assert_eq!(body["metadata"]["session"]["turns"], 0, "{body}");
 }
 
+/// S3 as it answers a role without s3:ListBucket (the functions' roles): a missing object
+/// is 403 AccessDenied. Moto answers 404 NoSuchKey whatever the policy, so the answer is
+/// rewritten.
+#[derive(Debug)]
+struct DeniedWhenMissing;
+
+impl aws_sdk_s3::config::Intercept for DeniedWhenMissing {
+    fn name(&self) -> &'static str {
+        "DeniedWhenMissing"
+    }
+
+    fn modify_before_deserialization(
+        &self,
+        context: &mut aws_sdk_s3::config::interceptors::BeforeDeserializationInterceptorContextMut<
+            '_,
+        >,
+        _: &aws_sdk_s3::config::RuntimeComponents,
+        _: &mut aws_sdk_s3::config::ConfigBag,
+    ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+        let response = context.response_mut();
+        if response.status().as_u16() == 404 {
+            *response.status_mut() = 403u16.try_into()?;
+            *response.body_mut() = aws_sdk_s3::primitives::SdkBody::from(
+                "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\
+                 <Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>",
+            );
+        }
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_missing_index_read_without_list_bucket_still_says_what_to_publish() {
+    let moto = endpoint("SWITCHYARD_TEST_MOTO_URL");
+    let clients = clients(&moto, &moto).await;
+    let bucket = create_bucket(&clients.s3).await;
+    let denying = aws_sdk_s3::Client::from_conf(
+        clients
+            .s3
+            .config()
+            .to_builder()
+            .interceptor(DeniedWhenMissing)
+            .build(),
+    );
+    let error = S3IndexStore::new(denying, &bucket, "indexes")
+        .fetch()
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains(&format!("s3://{bucket}/indexes/current"))
+            && error.contains("the object is missing (no such object")
+            && error.contains("s3:ListBucket"),
+        "{error}"
+    );
+}
+
 #[tokio::test]
 async fn a_missing_or_corrupt_index_names_the_bucket_and_key() {
     let moto = endpoint("SWITCHYARD_TEST_MOTO_URL");

@@ -112,6 +112,9 @@ fn or_none(items: &[String], separator: &str) -> String {
     }
 }
 
+/// How long reading a server's schema may take, connect included.
+const SCHEMA_READ_DEADLINE: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// Open the datasource the way the SQL adapter does (SQLite from its folder under
 /// `templates_dir`, PostgreSQL from the URL in the variable `connection.url_env` names) and
 /// introspect it. `Ok(None)` when this process cannot reach it (folder absent, variable
@@ -147,14 +150,27 @@ pub async fn introspect(
             if !configured {
                 return Ok(None);
             }
-            let tables = if Engine::of(datasource)? == Engine::Postgres {
-                let db = PostgresDatasource::connect(datasource).await?;
-                let client = db.client().await?;
-                introspect_postgres(&client, name).await?
-            } else {
-                let db = MysqlDatasource::connect(datasource).await?;
-                introspect_mysql(&mut db.conn().await?, name).await?
+            let read = async {
+                if Engine::of(datasource)? == Engine::Postgres {
+                    let db = PostgresDatasource::connect(datasource).await?;
+                    let client = db.client().await?;
+                    introspect_postgres(&client, name).await
+                } else {
+                    let db = MysqlDatasource::connect(datasource).await?;
+                    introspect_mysql(&mut db.conn().await?, name).await
+                }
             };
+            // A server gone silent after the connect would hang `index build` (each query
+            // of the read has no bound of its own).
+            let tables = tokio::time::timeout(SCHEMA_READ_DEADLINE, read)
+                .await
+                .map_err(|_| AdapterError::Datasource {
+                    datasource: name.to_owned(),
+                    message: format!(
+                        "reading the schema: no answer within {} s",
+                        SCHEMA_READ_DEADLINE.as_secs()
+                    ),
+                })??;
             Ok(Some(tables))
         }
     }

@@ -4,7 +4,7 @@
 //! socket open), as a server or network that hangs does.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -44,7 +44,10 @@ pub fn address_of(url: &str) -> String {
 /// A TCP proxy to `upstream` that forwards until [`Proxy::freeze`].
 pub struct Proxy {
     pub port: u16,
+    /// Whether connections accepted from now on are frozen.
     frozen: Arc<AtomicBool>,
+    /// Each open connection's own flag.
+    connections: Arc<Mutex<Vec<Arc<AtomicBool>>>>,
 }
 
 impl Proxy {
@@ -52,22 +55,41 @@ impl Proxy {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
         let frozen = Arc::new(AtomicBool::new(false));
-        let flag = frozen.clone();
+        let connections = Arc::new(Mutex::new(Vec::new()));
+        let (new_frozen, list) = (frozen.clone(), connections.clone());
         tokio::spawn(async move {
             while let Ok((client, _)) = listener.accept().await {
                 let server = TcpStream::connect(&upstream).await.unwrap();
+                let flag = Arc::new(AtomicBool::new(new_frozen.load(Ordering::SeqCst)));
+                list.lock().unwrap().push(flag.clone());
                 let (client_read, client_write) = client.into_split();
                 let (server_read, server_write) = server.into_split();
                 tokio::spawn(pump(client_read, server_write, flag.clone()));
-                tokio::spawn(pump(server_read, client_write, flag.clone()));
+                tokio::spawn(pump(server_read, client_write, flag));
             }
         });
-        Proxy { port, frozen }
+        Proxy {
+            port,
+            frozen,
+            connections,
+        }
     }
 
-    /// From now on nothing is forwarded; connections stay open.
+    /// From now on nothing is forwarded, on open connections and new ones; connections
+    /// stay open.
     pub fn freeze(&self) {
         self.frozen.store(true, Ordering::SeqCst);
+        for connection in self.connections.lock().unwrap().iter() {
+            connection.store(true, Ordering::SeqCst);
+        }
+    }
+
+    /// New connections are forwarded again; the frozen ones stay frozen (a server that
+    /// came back does not revive a hung socket). The MySQL tests' alone: PostgreSQL's one
+    /// connection is opened again by the adapter, with no pool to use up.
+    #[allow(dead_code)]
+    pub fn thaw_new_connections(&self) {
+        self.frozen.store(false, Ordering::SeqCst);
     }
 }
 

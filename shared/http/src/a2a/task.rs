@@ -7,7 +7,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use switchyard_catalog::clock::unix_now;
-use switchyard_core::service::{new_request_id, Question};
+use switchyard_core::service::{new_request_id, Question, MAX_SESSION_ID_CHARS};
 use switchyard_core::ServiceError;
 
 use super::storage::{for_storage, says, text_of};
@@ -34,6 +34,12 @@ pub(crate) async fn send(
     let SendMessageRequest { message } = parse::<SendMessageRequest>(params)?;
     if message.message_id.trim().is_empty() {
         return Err(RpcError::invalid_params("message.messageId: is required"));
+    }
+    // The id is part of a stored key: bounded as session ids are.
+    if message.message_id.chars().count() > MAX_SESSION_ID_CHARS {
+        return Err(RpcError::invalid_params(format!(
+            "message.messageId: at most {MAX_SESSION_ID_CHARS} characters"
+        )));
     }
     if message.role != Role::User {
         return Err(RpcError::invalid_params(

@@ -254,6 +254,20 @@ fn protocol_errors_are_answered_as_json_rpc() {
             .contains("message.parts"),
         "{no_text}"
     );
+    // An id is a key of the store: a long one is refused, naming the field and the bound.
+    let long_id = rpc(
+        &api,
+        &json!({"jsonrpc": "2.0", "id": 5, "method": "SendMessage", "params": {"message":
+            {"messageId": "m".repeat(129), "role": "ROLE_USER", "parts": [{"text": "What is 15% of 200?"}]}}})
+        .to_string(),
+        "k-all",
+    );
+    assert_eq!(long_id["error"]["code"], -32602, "{long_id}");
+    let message = long_id["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("message.messageId") && message.contains("128"),
+        "{long_id}"
+    );
     let streaming = rpc(
         &api,
         &json!({"jsonrpc": "2.0", "id": 4, "method": "SendStreamingMessage", "params": {}})
