@@ -40,6 +40,22 @@ pub struct AdapterRequest {
     /// `None`, an older router's request, is served as before.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub catalog_hash: Option<String>,
+    /// What makes two requests one operation to a remote API, so every retry path sends
+    /// one `Idempotency-Key` (the HTTP adapter derives it from this, the template and the
+    /// parameters): a workflow task's scope (caller, workflow, task: the same when a
+    /// workflow resumes or an A2A message is retried). `None`: the request id (the same
+    /// when the Lambda SDK retries the invoke).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotency_scope: Option<String>,
+}
+
+impl AdapterRequest {
+    /// The operation this request is, for an `Idempotency-Key` (`idempotency_scope`).
+    pub fn operation(&self) -> &str {
+        self.idempotency_scope
+            .as_deref()
+            .unwrap_or(&self.request_id)
+    }
 }
 
 /// The `template_id` of a request whose SQL the chat model writes (see `schema_context`).

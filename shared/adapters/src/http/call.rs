@@ -33,26 +33,35 @@ impl HttpDatasource {
     /// Run an HTTP/JSON (`endpoint_template`) or GraphQL (`graphql_template`) template with
     /// complete parameters. The whole call, retries included, ends by `deadline` (or the
     /// datasource's `limits.timeout_ms`, whichever is shorter).
+    /// `operation` names the request ([`AdapterRequest::operation`]): an idempotent POST's
+    /// `Idempotency-Key` is derived from it, so a retried request sends the same one.
+    ///
+    /// [`AdapterRequest::operation`]: switchyard_contract::adapter::AdapterRequest::operation
     pub async fn call(
         &self,
         template: &Template,
         parameters: &Map<String, Value>,
+        operation: &str,
         deadline: Duration,
     ) -> Result<HttpResult> {
         let deadline = deadline.min(self.timeout);
         let until = Instant::now() + deadline;
         let mut secrets = Vec::new();
-        let outcome =
-            match timeout_at(until, self.run(template, parameters, until, &mut secrets)).await {
-                Ok(outcome) => outcome,
-                Err(_) => Err(self.fail(
-                    template,
-                    format!(
-                        "no complete answer within the deadline of {} ms",
-                        deadline.as_millis()
-                    ),
-                )),
-            };
+        let outcome = match timeout_at(
+            until,
+            self.run(template, parameters, operation, until, &mut secrets),
+        )
+        .await
+        {
+            Ok(outcome) => outcome,
+            Err(_) => Err(self.fail(
+                template,
+                format!(
+                    "no complete answer within the deadline of {} ms",
+                    deadline.as_millis()
+                ),
+            )),
+        };
         match outcome {
             Ok(mut result) => {
                 redact_json(&mut result.data, &secrets);
@@ -65,7 +74,7 @@ impl HttpDatasource {
     /// The URL a template requests with `parameters`, its query included: what a `web`
     /// datasource caches a page by.
     pub fn page_url(&self, template: &Template, parameters: &Map<String, Value>) -> Result<Url> {
-        let request = self.prepare(template, parameters, &mut Vec::new())?;
+        let request = self.prepare(template, parameters, "", &mut Vec::new())?;
         let mut url = request.url;
         if !request.query.is_empty() {
             url.query_pairs_mut().extend_pairs(&request.query);
@@ -86,7 +95,8 @@ impl HttpDatasource {
         let until = Instant::now() + deadline;
         let mut secrets = Vec::new();
         let fetched = async {
-            let mut request = self.prepare(template, parameters, &mut secrets)?;
+            // A GET: no Idempotency-Key, so no operation to name.
+            let mut request = self.prepare(template, parameters, "", &mut secrets)?;
             let accept_set = template
                 .headers
                 .iter()
@@ -120,10 +130,11 @@ impl HttpDatasource {
         &self,
         template: &Template,
         parameters: &Map<String, Value>,
+        operation: &str,
         until: Instant,
         secrets: &mut Vec<String>,
     ) -> Result<HttpResult> {
-        let request = self.prepare(template, parameters, secrets)?;
+        let request = self.prepare(template, parameters, operation, secrets)?;
         let (status, body, cut, _) = self.exchange(template, &request, until).await?;
         let parsed = parse_body(&body, cut, request.graphql, self.max_response_bytes)
             .map_err(|m| self.fail(template, m))?;
@@ -262,6 +273,7 @@ impl HttpDatasource {
         &self,
         template: &Template,
         parameters: &Map<String, Value>,
+        operation: &str,
         secrets: &mut Vec<String>,
     ) -> Result<Prepared> {
         let graphql = template.graphql_template.is_some();
@@ -295,10 +307,10 @@ impl HttpDatasource {
         let mut headers = headers(template, secrets).map_err(|m| self.fail(template, m))?;
         let secret_headers = secrets.len() > known;
         let by_method = idempotent_method(&method);
-        // One key per call, prepared once, so every attempt sends the same; a key the
-        // template sets itself is the caller's and is kept.
+        // One key per operation, so every attempt sends the same, and so does a retry of
+        // the whole request; a key the template sets itself is the caller's and is kept.
         if !by_method && template.idempotent && !headers.contains_key(IDEMPOTENCY_KEY) {
-            let key = idempotency_key().map_err(|m| self.fail(template, m))?;
+            let key = idempotency_key(operation, &self.name, &template.id, parameters);
             headers.insert(IDEMPOTENCY_KEY, key);
         }
 
@@ -391,13 +403,31 @@ fn idempotent_method(method: &Method) -> bool {
     .contains(method)
 }
 
-/// A fresh random key written as a UUID (version 4), from the operating system's
-/// cryptographic source: unguessable, so one caller cannot replay another's operation.
-fn idempotency_key() -> std::result::Result<HeaderValue, String> {
-    let mut bytes = [0u8; 16];
-    getrandom::fill(&mut bytes)
-        .map_err(|e| format!("no random source for the Idempotency-Key: {e}"))?;
-    bytes[6] = (bytes[6] & 0x0f) | 0x40; // version 4
+/// The `Idempotency-Key` of `operation` on a template with `parameters`: a SHA-256 of
+/// them, written as a UUID (version 8, RFC 9562's custom one). The parameters are hashed
+/// in key order, whatever order they were given in.
+fn idempotency_key(
+    operation: &str,
+    datasource: &str,
+    template_id: &str,
+    parameters: &Map<String, Value>,
+) -> HeaderValue {
+    use sha2::{Digest, Sha256};
+    let mut sorted: Vec<(&String, &Value)> = parameters.iter().collect();
+    sorted.sort_by_key(|(name, _)| *name);
+    let mut hash = Sha256::new();
+    for part in [operation, datasource, template_id] {
+        hash.update(part.as_bytes());
+        hash.update([0]);
+    }
+    for (name, value) in sorted {
+        hash.update(name.as_bytes());
+        hash.update([0]);
+        hash.update(value.to_string().as_bytes());
+        hash.update([0]);
+    }
+    let mut bytes: [u8; 16] = hash.finalize()[..16].try_into().unwrap_or_default();
+    bytes[6] = (bytes[6] & 0x0f) | 0x80; // version 8
     bytes[8] = (bytes[8] & 0x3f) | 0x80; // the RFC 9562 variant
     let hex = hex::encode(bytes);
     let text = format!(
@@ -408,7 +438,7 @@ fn idempotency_key() -> std::result::Result<HeaderValue, String> {
         &hex[16..20],
         &hex[20..]
     );
-    HeaderValue::from_str(&text).map_err(|_| "the Idempotency-Key is not a header value".into())
+    HeaderValue::from_str(&text).expect("hex digits and dashes are a header value")
 }
 
 pub(super) fn method(template: &Template) -> std::result::Result<Method, String> {

@@ -232,11 +232,13 @@ impl Adapter for HttpDatasource {
         &'a self,
         template: &'a Template,
         parameters: &'a Map<String, Value>,
-        _: &'a switchyard_contract::adapter::AdapterRequest,
+        request: &'a switchyard_contract::adapter::AdapterRequest,
         deadline: Duration,
     ) -> BoxFuture<'a, Result<Answer>> {
         Box::pin(async move {
-            let result = self.call(template, parameters, deadline).await?;
+            let result = self
+                .call(template, parameters, request.operation(), deadline)
+                .await?;
             answer(template, parameters, result)
         })
     }

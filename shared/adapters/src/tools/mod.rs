@@ -326,11 +326,12 @@ impl ToolsAdapter {
         &self,
         template: &Template,
         parameters: &Map<String, Value>,
+        operation: &str,
         deadline: Duration,
     ) -> Result<ToolOutcome> {
         match (self.http_calls.get(&template.id), &self.http) {
             (Some(call), Some(api)) => {
-                let result = api.call(call, parameters, deadline).await?;
+                let result = api.call(call, parameters, operation, deadline).await?;
                 Ok(ToolOutcome {
                     tool: template.tool_name.clone().unwrap_or_default(),
                     operation: HTTP_CALL.to_owned(),
@@ -356,7 +357,9 @@ impl Adapter for ToolsAdapter {
                 check_reading(operation, &request.query, parameters)?;
             }
             let started = Instant::now();
-            let outcome = self.outcome(template, parameters, deadline).await?;
+            let outcome = self
+                .outcome(template, parameters, request.operation(), deadline)
+                .await?;
             let execution_time_ms = started.elapsed().as_secs_f64() * 1000.0;
             let content = tool_content(template, parameters, &outcome)?;
             let data = json!({

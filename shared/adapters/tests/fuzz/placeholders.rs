@@ -215,7 +215,7 @@ proptest! {
             [("id".to_owned(), id.clone()), ("n".to_owned(), n.clone()), ("q".to_owned(), q.clone())]
                 .into_iter()
                 .collect();
-        let result = runtime.block_on(source.call(template, &parameters, Duration::from_secs(5)));
+        let result = runtime.block_on(source.call(template, &parameters, "r1", Duration::from_secs(5)));
         let (id_text, n_text) = (text_of(&id), text_of(&n));
         let in_path: &[&str] = if which == 1 { &[&id_text, &n_text] } else { &[&id_text] };
         if in_path.iter().any(|t| t.is_empty() || *t == "." || *t == "..") {

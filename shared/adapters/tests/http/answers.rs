@@ -56,6 +56,7 @@ async fn graphql_returns_data_and_reports_errors() {
         .call(
             find(&spec, "user"),
             &params(json!({"user_id": "42"})),
+            "r1",
             SECOND,
         )
         .await
@@ -70,6 +71,7 @@ async fn graphql_returns_data_and_reports_errors() {
         .call(
             find(&spec, "user"),
             &params(json!({"user_id": "7"})),
+            "r1",
             SECOND,
         )
         .await
@@ -85,6 +87,7 @@ async fn graphql_returns_data_and_reports_errors() {
         .call(
             find(&spec, "user_all_params"),
             &params(json!({"user_id": "9", "limit": 3})),
+            "r1",
             SECOND,
         )
         .await;
@@ -122,7 +125,7 @@ async fn response_mapping_picks_items_and_fields() {
     ];
     let (source, spec) = open(&base, templates.clone());
     let nothing = Map::new();
-    let call = |id: &'static str| source.call(find(&spec, id), &nothing, SECOND);
+    let call = |id: &'static str| source.call(find(&spec, id), &nothing, "r1", SECOND);
 
     let listed = call("listed").await.unwrap();
     assert_eq!(
@@ -151,7 +154,7 @@ async fn response_mapping_picks_items_and_fields() {
     );
     let result = HttpDatasource::open(&capped)
         .unwrap()
-        .call(find(&capped, "listed"), &Map::new(), SECOND)
+        .call(find(&capped, "listed"), &Map::new(), "r1", SECOND)
         .await
         .unwrap();
     assert_eq!(

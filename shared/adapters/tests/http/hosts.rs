@@ -77,7 +77,7 @@ impl Servers {
         );
         let source = HttpDatasource::open(&spec).unwrap();
         source
-            .call(find(&spec, "away"), &Map::new(), SECOND)
+            .call(find(&spec, "away"), &Map::new(), "r1", SECOND)
             .await
             .map(|result| result.data)
             .map_err(|e| e.to_string())

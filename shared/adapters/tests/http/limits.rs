@@ -46,14 +46,14 @@ async fn server_errors_are_retried_and_other_client_errors_are_not() {
         ],
     );
     let result = source
-        .call(find(&spec, "flaky"), &Map::new(), GENEROUS)
+        .call(find(&spec, "flaky"), &Map::new(), "r1", GENEROUS)
         .await
         .unwrap();
     assert_eq!(result.data, json!({"ok": true, "attempt": 3}));
     assert_eq!(hits.load(Ordering::SeqCst), 3);
 
     let error = source
-        .call(find(&spec, "missing"), &Map::new(), GENEROUS)
+        .call(find(&spec, "missing"), &Map::new(), "r1", GENEROUS)
         .await
         .unwrap_err();
     assert_eq!(
@@ -83,7 +83,7 @@ async fn too_many_requests_exhausts_the_retries() {
     let limited = find(&spec, "limited");
     let started = Instant::now();
     let error = source
-        .call(limited, &Map::new(), GENEROUS)
+        .call(limited, &Map::new(), "r1", GENEROUS)
         .await
         .unwrap_err()
         .to_string();
@@ -101,7 +101,7 @@ async fn too_many_requests_exhausts_the_retries() {
     // the second pause of 200 ms does not.
     hits.store(0, Ordering::SeqCst);
     let error = source
-        .call(limited, &Map::new(), Duration::from_millis(250))
+        .call(limited, &Map::new(), "r1", Duration::from_millis(250))
         .await
         .unwrap_err()
         .to_string();
@@ -128,7 +128,12 @@ async fn a_slow_server_is_cut_off_at_the_deadline() {
     );
     let started = Instant::now();
     let error = source
-        .call(find(&spec, "slow"), &Map::new(), Duration::from_millis(300))
+        .call(
+            find(&spec, "slow"),
+            &Map::new(),
+            "r1",
+            Duration::from_millis(300),
+        )
         .await
         .unwrap_err()
         .to_string();
@@ -145,7 +150,7 @@ async fn a_slow_server_is_cut_off_at_the_deadline() {
     );
     let error = HttpDatasource::open(&limited)
         .unwrap()
-        .call(find(&limited, "slow"), &Map::new(), GENEROUS)
+        .call(find(&limited, "slow"), &Map::new(), "r1", GENEROUS)
         .await
         .unwrap_err()
         .to_string();
@@ -182,20 +187,20 @@ async fn responses_are_capped_at_max_response_bytes() {
     let source = HttpDatasource::open(&spec).unwrap();
 
     let error = source
-        .call(find(&spec, "big"), &Map::new(), SECOND)
+        .call(find(&spec, "big"), &Map::new(), "r1", SECOND)
         .await
         .unwrap_err()
         .to_string();
     assert!(error.contains("the response exceeded 64 bytes"), "{error}");
 
     let cut = source
-        .call(find(&spec, "padded"), &Map::new(), SECOND)
+        .call(find(&spec, "padded"), &Map::new(), "r1", SECOND)
         .await
         .unwrap();
     assert_eq!((cut.data, cut.truncated), (json!({"a": 1}), true));
 
     let whole = source
-        .call(find(&spec, "fits"), &Map::new(), SECOND)
+        .call(find(&spec, "fits"), &Map::new(), "r1", SECOND)
         .await
         .unwrap();
     assert_eq!(whole.data["k"].as_str().unwrap().len(), 56);

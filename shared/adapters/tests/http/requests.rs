@@ -34,7 +34,7 @@ async fn path_and_query_values_are_encoded_never_spliced() {
 
     let hostile = "a/b?c#d";
     let result = source
-        .call(orders, &params(json!({"user_id": hostile})), SECOND)
+        .call(orders, &params(json!({"user_id": hostile})), "r1", SECOND)
         .await
         .unwrap();
     assert_eq!(result.status, 200);
@@ -50,6 +50,7 @@ async fn path_and_query_values_are_encoded_never_spliced() {
         .call(
             orders,
             &params(json!({"user_id": "../admin", "status": "open"})),
+            "r1",
             SECOND,
         )
         .await
@@ -61,7 +62,7 @@ async fn path_and_query_values_are_encoded_never_spliced() {
     );
 
     let error = source
-        .call(orders, &params(json!({"user_id": ".."})), SECOND)
+        .call(orders, &params(json!({"user_id": ".."})), "r1", SECOND)
         .await
         .unwrap_err();
     assert!(
@@ -99,6 +100,7 @@ async fn a_json_body_keeps_the_parameters_types() {
         .call(
             find(&spec, "create"),
             &params(json!({"customer": "Ann \"the\" {admin}", "quantity": 3, "express": true, "tag": "red"})),
+            "r1",
             SECOND,
         )
         .await
@@ -150,7 +152,7 @@ async fn header_secrets_come_from_the_environment_and_stay_out_of_answers() {
         ],
     );
     let result = source
-        .call(find(&spec, "me"), &Map::new(), SECOND)
+        .call(find(&spec, "me"), &Map::new(), "r1", SECOND)
         .await
         .unwrap();
     assert_eq!(*seen.lock().unwrap(), vec!["Bearer s3cr3t-t0ken"]);
@@ -160,7 +162,7 @@ async fn header_secrets_come_from_the_environment_and_stay_out_of_answers() {
     );
 
     let error = source
-        .call(find(&spec, "me_unset"), &Map::new(), SECOND)
+        .call(find(&spec, "me_unset"), &Map::new(), "r1", SECOND)
         .await
         .unwrap_err()
         .to_string();
@@ -224,7 +226,7 @@ async fn secret_headers_follow_no_redirect_to_another_origin() {
     let source = switchyard_adapters::http::HttpDatasource::open(&datasource).unwrap();
 
     let error = source
-        .call(find(&datasource, "keyed"), &Map::new(), SECOND)
+        .call(find(&datasource, "keyed"), &Map::new(), "r1", SECOND)
         .await
         .unwrap_err()
         .to_string();
@@ -236,13 +238,13 @@ async fn secret_headers_follow_no_redirect_to_another_origin() {
     );
 
     let stayed = source
-        .call(find(&datasource, "keyed_here"), &Map::new(), SECOND)
+        .call(find(&datasource, "keyed_here"), &Map::new(), "r1", SECOND)
         .await
         .unwrap();
     assert_eq!(stayed.data, json!({"stayed": true}));
 
     let landed = source
-        .call(find(&datasource, "plain"), &Map::new(), SECOND)
+        .call(find(&datasource, "plain"), &Map::new(), "r1", SECOND)
         .await
         .unwrap();
     assert_eq!(landed.data, json!({"landed": true}));

@@ -65,7 +65,7 @@ async fn a_post_is_sent_once_even_when_the_server_fails() {
     let (base, seen) = flaky_server().await;
     let (source, spec) = open(&base, vec![book("POST", json!({}))]);
     let error = source
-        .call(find(&spec, "book"), &Map::new(), GENEROUS)
+        .call(find(&spec, "book"), &Map::new(), "r1", GENEROUS)
         .await
         .unwrap_err()
         .to_string();
@@ -86,7 +86,7 @@ async fn a_patch_is_sent_once_too() {
     let (base, seen) = flaky_server().await;
     let (source, spec) = open(&base, vec![book("patch", json!({}))]);
     let error = source
-        .call(find(&spec, "book"), &Map::new(), GENEROUS)
+        .call(find(&spec, "book"), &Map::new(), "r1", GENEROUS)
         .await
         .unwrap_err()
         .to_string();
@@ -99,7 +99,7 @@ async fn an_idempotent_post_is_retried_with_one_idempotency_key() {
     let (base, seen) = flaky_server().await;
     let (source, spec) = open(&base, vec![book("POST", json!({"idempotent": true}))]);
     let result = source
-        .call(find(&spec, "book"), &Map::new(), GENEROUS)
+        .call(find(&spec, "book"), &Map::new(), "r1", GENEROUS)
         .await
         .unwrap();
     assert_eq!(result.data, json!({"booked": true, "attempt": 2}));
@@ -113,15 +113,31 @@ async fn an_idempotent_post_is_retried_with_one_idempotency_key() {
         "the same key twice"
     );
 
-    // Another call is another operation: a new key.
+    // The same request again (a Lambda invoke retried, a workflow resumed) is the same
+    // operation: the same key, so the server can tell it already did it.
     source
-        .call(find(&spec, "book"), &Map::new(), GENEROUS)
+        .call(find(&spec, "book"), &Map::new(), "r1", GENEROUS)
+        .await
+        .unwrap();
+    // Another request, or other parameters, is another operation: another key.
+    source
+        .call(find(&spec, "book"), &Map::new(), "r2", GENEROUS)
+        .await
+        .unwrap();
+    let other = json!({"seats": 2}).as_object().unwrap().clone();
+    source
+        .call(find(&spec, "book"), &other, "r1", GENEROUS)
         .await
         .unwrap();
     let keys = seen.lock().unwrap().clone();
-    assert_eq!(keys.len(), 3);
-    assert!(keys[2].as_deref().is_some_and(uuid_like), "{keys:?}");
-    assert_ne!(keys[2], keys[0], "each call has its own key");
+    assert_eq!(keys.len(), 5);
+    assert_eq!(
+        keys[2], keys[0],
+        "the same operation, the same key: {keys:?}"
+    );
+    assert!(keys[3].as_deref().is_some_and(uuid_like), "{keys:?}");
+    assert_ne!(keys[3], keys[0], "another request id, another key");
+    assert_ne!(keys[4], keys[0], "other parameters, another key");
 }
 
 #[tokio::test]
@@ -133,7 +149,7 @@ async fn a_template_idempotency_key_is_kept() {
     );
     let (source, spec) = open(&base, vec![template]);
     source
-        .call(find(&spec, "book"), &Map::new(), GENEROUS)
+        .call(find(&spec, "book"), &Map::new(), "r1", GENEROUS)
         .await
         .unwrap();
     assert_eq!(
@@ -147,7 +163,7 @@ async fn a_get_is_still_retried_without_a_key() {
     let (base, seen) = flaky_server().await;
     let (source, spec) = open(&base, vec![book("GET", json!({}))]);
     let result = source
-        .call(find(&spec, "book"), &Map::new(), GENEROUS)
+        .call(find(&spec, "book"), &Map::new(), "r1", GENEROUS)
         .await
         .unwrap();
     assert_eq!(result.data["attempt"], 2);
@@ -160,7 +176,7 @@ async fn put_and_delete_are_retried() {
         let (base, seen) = flaky_server().await;
         let (source, spec) = open(&base, vec![book(method, json!({}))]);
         let result = source
-            .call(find(&spec, "book"), &Map::new(), GENEROUS)
+            .call(find(&spec, "book"), &Map::new(), "r1", GENEROUS)
             .await
             .unwrap();
         assert_eq!(result.data["attempt"], 2, "{method}");
@@ -177,7 +193,7 @@ async fn a_refused_connection_is_retried_even_for_a_post() {
     drop(listener);
     let (source, spec) = open(&base, vec![book("POST", json!({}))]);
     let error = source
-        .call(find(&spec, "book"), &Map::new(), GENEROUS)
+        .call(find(&spec, "book"), &Map::new(), "r1", GENEROUS)
         .await
         .unwrap_err()
         .to_string();
@@ -199,7 +215,7 @@ async fn graphql_posts_follow_the_same_rule() {
         let (source, spec) = open(&format!("{base}/book"), vec![template]);
         // The second answer is not GraphQL; only what reached the server matters here.
         let _ = source
-            .call(find(&spec, "rooms"), &Map::new(), GENEROUS)
+            .call(find(&spec, "rooms"), &Map::new(), "r1", GENEROUS)
             .await;
         let seen = seen.lock().unwrap().clone();
         assert_eq!(seen.len(), requests, "{seen:?}");

@@ -44,6 +44,7 @@ async fn hostile_values_stay_in_their_path_segment_and_query_value() {
             .call(
                 find(&spec, "segment"),
                 &values(&[("id", value), ("q", value)]),
+                "r1",
                 DEADLINE,
             )
             .await;
@@ -69,6 +70,7 @@ async fn hostile_values_stay_in_their_path_segment_and_query_value() {
             .call(
                 find(&spec, "absolute"),
                 &values(&[("id", value), ("q", value)]),
+                "r1",
                 DEADLINE,
             )
             .await;
@@ -97,7 +99,12 @@ async fn hostile_values_stay_in_their_path_segment_and_query_value() {
         ] {
             let context = format!("{id} {a:?} {b:?}");
             let result = source
-                .call(find(&spec, id), &values(&[("a", a), ("b", b)]), DEADLINE)
+                .call(
+                    find(&spec, id),
+                    &values(&[("a", a), ("b", b)]),
+                    "r1",
+                    DEADLINE,
+                )
                 .await;
             if not_a_segment(a) || not_a_segment(b) {
                 assert_refused_naming(result, &["a", "b"], &context);

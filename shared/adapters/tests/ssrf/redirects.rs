@@ -98,6 +98,7 @@ async fn redirects_never_leave_the_allowed_host() {
                 .call(
                     redirect,
                     &values(&[("n", &n), ("status", status)]),
+                    "r1",
                     DEADLINE,
                 )
                 .await
@@ -142,6 +143,7 @@ async fn redirects_never_leave_the_allowed_host() {
                 .call(
                     redirect,
                     &values(&[("n", &n), ("status", status)]),
+                    "r1",
                     DEADLINE,
                 )
                 .await

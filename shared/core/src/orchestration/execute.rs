@@ -52,7 +52,9 @@ pub async fn run(
             .collect();
         let mut prepared = Vec::new();
         for i in runnable {
-            match request_for(&checkpoint.tasks, i, requests) {
+            let workflow =
+                switchyard_catalog::auth::scoped(&checkpoint.owner, &checkpoint.workflow_id);
+            match request_for(&checkpoint.tasks, i, &workflow, requests) {
                 Ok(request) => prepared.push((i, request)),
                 Err(waiting) => {
                     let state = &mut checkpoint.tasks[i];
@@ -121,6 +123,7 @@ pub async fn run(
 fn request_for(
     tasks: &[TaskState],
     i: usize,
+    workflow: &str,
     requests: &Requests<'_>,
 ) -> std::result::Result<AdapterRequest, String> {
     let task = &tasks[i].task;
@@ -154,5 +157,8 @@ fn request_for(
         schema_context: None,
         // Named by the service's invoker (`invoker::RoutedWith`), on every request.
         catalog_hash: None,
+        // The caller's workflow and its task: the same operation when the workflow
+        // resumes (a new request id) or its A2A message comes again.
+        idempotency_scope: Some(format!("{workflow}/{}", task.id)),
     })
 }

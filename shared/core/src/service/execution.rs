@@ -107,6 +107,7 @@ impl Service {
             schema_context: Some(tables.join("\n")),
             // Named by the service's invoker (`invoker::RoutedWith`), on every request.
             catalog_hash: None,
+            idempotency_scope: None,
         };
         let invoked = Instant::now();
         let adapter = self.invoker.invoke(request).await;
@@ -158,6 +159,7 @@ impl Service {
             schema_context: None,
             // Named by the service's invoker (`invoker::RoutedWith`), on every request.
             catalog_hash: None,
+            idempotency_scope: None,
         };
         let invoked = Instant::now();
         let adapter = self.invoker.invoke(request).await;

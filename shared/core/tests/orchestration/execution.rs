@@ -188,8 +188,23 @@ async fn a_resumed_workflow_skips_done_tasks() {
     assert_eq!(first.checkpoint.completed_phases, 1);
     let saved = store.load("wf-1", 10).await.unwrap().unwrap();
     let healthy = SlowInvoker::default();
-    let resumed = run_again(&healthy, &store, saved, &session, &deadline).await;
+    // Resumed by another request (an A2A message retried, a question asked again).
+    let again = Requests {
+        request_id: "r2",
+        ..requests(&session, &deadline)
+    };
+    let resumed = run(&healthy, &store, saved, &again, 3, 10).await;
     let calls = healthy.calls.lock().unwrap().clone();
+    // The task is the same operation to a remote API either time: one Idempotency-Key.
+    let failed = failing.calls.lock().unwrap().clone();
+    let scope = |calls: &[AdapterRequest]| {
+        let second = calls.iter().find(|c| c.template_id == "second").unwrap();
+        (second.request_id.clone(), second.operation().to_owned())
+    };
+    let (before, after) = (scope(&failed), scope(&calls));
+    assert_ne!(before.0, after.0, "two requests");
+    assert_eq!(before.1, after.1, "one operation");
+    assert!(before.1.ends_with("wf-1/t2"), "{}", before.1);
     assert_eq!(
         calls
             .iter()
