@@ -126,6 +126,10 @@ pub struct ContextConfig {
     /// answer ("how many of those are in Pierce County"): its template is the likeliest
     /// of its own that takes every value the previous turn was given.
     pub reference_cues: Vec<String>,
+    /// A whole question is read with the previous one only when it holds one of these
+    /// (lower case, whole words): words that point back ("there", "his"). Empty: every
+    /// question is read with the previous one.
+    pub anaphora_words: Vec<String>,
     /// The previous turn's pull halves every this many seconds.
     #[validate(range(min = 1, message = "must be at least 1"))]
     pub half_life_seconds: u64,

@@ -566,3 +566,30 @@ fn only_a_sure_turn_that_depends_on_nothing_stands_alone() {
     unsure.matches[0].scores.probability = Some(c.self_contained_elsewhere_probability - 0.1);
     assert!(!stands_alone(&unsure, &answered, false, &c));
 }
+
+#[test]
+fn a_whole_question_is_read_with_the_previous_one_only_when_it_points_back() {
+    let sessions = Config::default().sessions;
+    let previous = Turn {
+        query: Some("how many teslas are registered in king county".into()),
+        ..turn(
+            "ev",
+            "vehicles_count_by_make_in_county",
+            TurnOutcome::Execute,
+        )
+    };
+    let turns = [previous];
+    let joint = |query: &str| joint_question(&turns, query, &sessions);
+    // Fragments and questions that point back need the question before them.
+    assert!(joint("and in pierce?").is_some());
+    assert!(joint("And what about Pierce County?").is_some());
+    assert!(joint("what's the top model there").is_some());
+    assert!(joint("how many of them are plug-in hybrids").is_some());
+    // A whole question that points nowhere says what it asks.
+    assert_eq!(joint("What is 15% of 200?"), None);
+    assert_eq!(joint("who earns the most in sales"), None);
+    // Without the words, every question is read with the previous one, as before.
+    let mut everything = Config::default().sessions;
+    everything.context.anaphora_words.clear();
+    assert!(joint_question(&turns, "What is 15% of 200?", &everything).is_some());
+}

@@ -216,6 +216,14 @@ pub fn joint_question(turns: &[Turn], query: &str, config: &SessionsConfig) -> O
     if !config.context.enabled || config.context.previous_question_weight <= 0.0 {
         return None;
     }
+    let context = &config.context;
+    // A fragment after a cue ("And what about Berlin?") is not a whole question.
+    let whole = query.split_whitespace().count() > super::FRAGMENT_WORDS
+        && !continues(query, &context.continuation_cues, super::FRAGMENT_WORDS);
+    let anaphora = &context.anaphora_words;
+    if whole && !anaphora.is_empty() && !refers_back(query, anaphora) {
+        return None;
+    }
     let previous = turns.last()?.query.as_deref()?;
     // Keep the joint text inside the query limit: the end of the previous question.
     let room =
