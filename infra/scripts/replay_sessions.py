@@ -10,8 +10,8 @@ Usage:
       [--min-all 0.8] [--min-later-vs-alone 0.0]
 
 The data is JSON lines, one turn a line, in conversation order:
-  {"session_id": "u01", "text": "...", "intent": "<template id>|oos", "domain": "<datasource>",
-   "kind": "first|follow_up|switch|return|clarification|same"}
+  {"session_id": "u01", "text": "...", "intent": "<template id>|oos|ack", "domain": "<datasource>",
+   "kind": "first|follow_up|switch|return|clarification|same|acknowledgement"}
 
 Surfaces:
   alone  POST /v1/query {"query": text}: every turn on its own (the baseline).
@@ -22,7 +22,8 @@ Surfaces:
          input-required task the next message also carries its taskId.
 
 A turn is right when the answer executed (or asked for a missing parameter of) the labelled
-datasource and template; an "oos" turn is right when the answer is `no_match`. A `clarify`
+datasource and template; an "oos" turn is right when the answer is `no_match`; an "ack" turn
+("thanks", "ok great") is right when nothing ran: `acknowledged`, or `no_match` alone. A `clarify`
 answer (which template did you mean?) and a split question's answer count as wrong.
 
 Exits 1 when --min-all or --min-later-vs-alone is given and a session surface (query, chat,
@@ -40,7 +41,7 @@ from collections import defaultdict
 
 import httpx
 
-KINDS = ["first", "follow_up", "switch", "return", "clarification", "same"]
+KINDS = ["first", "follow_up", "switch", "return", "clarification", "same", "acknowledgement"]
 COLUMNS = ["all", "first", "later"] + KINDS[1:]
 SURFACES = ["alone", "query", "chat", "a2a"]
 SESSION_SURFACES = ["query", "chat", "a2a"]
@@ -83,6 +84,8 @@ def judge(turn, routed):
     status, datasource, template, _ = routed
     if turn["intent"] == "oos":
         return status == "no_match"
+    if turn["intent"] == "ack":
+        return status in ("acknowledged", "no_match")
     if status in ("no_match", "clarify", "split", "error"):
         return False
     return datasource == turn.get("domain") and template == turn["intent"]
@@ -90,8 +93,8 @@ def judge(turn, routed):
 
 def describe(routed):
     status, datasource, template, _ = routed
-    if status == "no_match":
-        return "no_match"
+    if status in ("no_match", "acknowledged"):
+        return status
     if status == "split":
         return f"split({template})"
     if status == "clarify":
@@ -245,7 +248,8 @@ def score(sessions, answers_by_session):
                 counts[c][0] += right
                 counts[c][1] += 1
             if not right:
-                expected = "oos" if turn["intent"] == "oos" else f"{turn.get('domain')}/{turn['intent']}"
+                bare = turn["intent"] in ("oos", "ack")
+                expected = turn["intent"] if bare else f"{turn.get('domain')}/{turn['intent']}"
                 wrong.append({"session": sid, "turn": position + 1, "kind": turn["kind"],
                               "text": turn["text"], "expected": expected, "got": describe(routed),
                               "used": routed[3]})

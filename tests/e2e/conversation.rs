@@ -457,3 +457,112 @@ fn a_fragment_asking_a_new_thing_stands_alone_and_of_those_refers_back() {
         assert_routed("/v1/query", turns, &got);
     }
 }
+
+/// A turn that only thanks, on every surface: answered without running the previous
+/// template again (which would repeat its answer, or an action), and the session keeps no
+/// turn for it, so the follow-up after it continues the question before.
+const THANKS: [(&str, Option<&str>); 3] = [
+    (
+        "how many teslas are registered in king county",
+        Some("vehicles_count_by_make_in_county"),
+    ),
+    ("thanks!", None),
+    ("and in pierce?", Some("vehicles_count_by_make_in_county")),
+];
+
+fn assert_thanked(surface: &str, answers: &[Value]) {
+    let thanks = &answers[1];
+    assert_eq!(thanks["status"], "acknowledged", "{surface}: {thanks}");
+    assert!(
+        thanks["content"]
+            .as_str()
+            .is_some_and(|c| c.starts_with("You're welcome")),
+        "{surface}: {thanks}"
+    );
+    // Nothing ran: no adapter, no template, no rows.
+    for field in ["data", "parameters"] {
+        assert!(thanks.get(field).is_none(), "{surface}: {thanks}");
+    }
+    for field in ["template_id", "adapter", "composite_routing"] {
+        assert!(
+            thanks["metadata"].get(field).is_none(),
+            "{surface}: {thanks}"
+        );
+    }
+    let pierce = &answers[2];
+    assert_eq!(
+        template_in(&pierce["metadata"]).as_deref(),
+        THANKS[2].1,
+        "{surface}: {pierce}"
+    );
+    assert_eq!(pierce["parameters"]["make"], "Tesla", "{surface}: {pierce}");
+    assert_eq!(
+        pierce["parameters"]["county"], "Pierce",
+        "{surface}: {pierce}"
+    );
+}
+
+#[test]
+fn thanks_is_answered_without_running_the_previous_template_again() {
+    let (_cache, server) = demo();
+    let session = Conversation::new(&server, "thanks");
+    let answers: Vec<Value> = THANKS.iter().map(|(text, _)| session.ask(text)).collect();
+    assert_thanked("/v1/query", &answers);
+    // Without a conversation there is nothing to repeat: routed as any question.
+    let (status, alone) = server.post("/v1/query", json!({"query": "thanks!"}));
+    assert_eq!(
+        (status, &alone["status"]),
+        (200, &json!("no_match")),
+        "{alone}"
+    );
+
+    let mut messages: Vec<Value> = Vec::new();
+    let mut answers = Vec::new();
+    for (text, _) in THANKS {
+        messages.push(json!({"role": "user", "content": text}));
+        let (status, answer) = server.post(
+            "/v1/chat/completions",
+            json!({"model": "switchyard", "messages": messages}),
+        );
+        assert_eq!(status, 200, "{answer}");
+        let said = answer["choices"][0]["message"]["content"].clone();
+        messages.push(json!({"role": "assistant", "content": said}));
+        answers.push(answer["switchyard"].clone());
+    }
+    assert_thanked("/v1/chat/completions", &answers);
+
+    let client = reqwest::blocking::Client::new();
+    let answers: Vec<Value> = THANKS
+        .iter()
+        .enumerate()
+        .map(|(t, (text, _))| {
+            let message = json!({
+                "messageId": format!("a2a-thanks-{t}"),
+                "contextId": "a2a-thanks",
+                "role": "ROLE_USER",
+                "parts": [{"text": text}],
+            });
+            let body: Value = client
+                .post(format!("{}/a2a", server.base))
+                .header("A2A-Version", "1.0")
+                .json(&json!({"jsonrpc": "2.0", "id": t, "method": "SendMessage",
+                              "params": {"message": message}}))
+                .send()
+                .unwrap()
+                .json()
+                .unwrap();
+            let task = &body["result"]["task"];
+            assert_eq!(
+                task["status"]["state"], "TASK_STATE_COMPLETED",
+                "{text}: {body}"
+            );
+            // The answer as data, in the task's artifact.
+            task["artifacts"][0]["parts"]
+                .as_array()
+                .and_then(|parts| parts.iter().find_map(|p| p.get("data")))
+                .cloned()
+                .unwrap_or(Value::Null)
+        })
+        .collect();
+    assert_thanked("A2A", &answers);
+}

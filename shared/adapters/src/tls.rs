@@ -163,6 +163,8 @@ fn split_settings(url: &str, keys: &UrlKeys) -> (String, Vec<(String, String)>) 
     (kept.join(" "), settings)
 }
 
+/// `%XX` escapes decoded; `+` stays a plus, as libpq and mysql_async read a URL (it is a
+/// space only in form encoding): "/certs/ca+rds.pem" names that file.
 fn percent_decode(text: &str) -> String {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
@@ -173,10 +175,6 @@ fn percent_decode(text: &str) -> String {
             (b'%', Some(&h), Some(&l)) if hex(h).is_some() && hex(l).is_some() => {
                 out.push((hex(h).unwrap_or(0) * 16 + hex(l).unwrap_or(0)) as u8);
                 i += 3;
-            }
-            (b'+', _, _) => {
-                out.push(b' ');
-                i += 1;
             }
             (b, _, _) => {
                 out.push(b);
@@ -347,6 +345,17 @@ mod tests {
         assert_eq!(
             take_mode("mysql://root@h/ev", &MYSQL_KEYS).unwrap().1,
             TlsMode::Plain
+        );
+        let (_, mode) = take_mode(
+            "mysql://root@h/ev?ssl-mode=VERIFY_IDENTITY&ssl-ca=/certs/ca+rds%20bundle.pem",
+            &MYSQL_KEYS,
+        )
+        .unwrap();
+        assert_eq!(
+            mode,
+            TlsMode::Verified {
+                ca_file: Some("/certs/ca+rds bundle.pem".into())
+            }
         );
     }
 

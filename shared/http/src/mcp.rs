@@ -251,7 +251,8 @@ fn tools() -> Vec<Tool> {
             "Route a question to the best template of the datasources the caller may use and \
              execute it. Returns the answer's text, and as structured content the template, \
              confidence, rows or passages, and status (ok, needs_clarification with the \
-             choices, no_match). Pass session_id to follow up in a conversation.",
+             choices, no_match, acknowledged when a turn only thanked: nothing ran). Pass \
+             session_id to follow up in a conversation.",
             query.clone(),
         ),
         Tool::new(

@@ -244,9 +244,26 @@ impl Render<'_> {
             orchestration,
             generated,
             session,
+            acknowledged,
         } = answer;
         let session = session_report(&session, routed.context.as_ref());
         let routing = &routed.routing;
+        if let Some(content) = acknowledged {
+            let metadata = AcknowledgedMetadata {
+                request_id,
+                session_id,
+                timings_ms: timings(&routing.timings),
+                session,
+            };
+            return (
+                200,
+                QueryAnswer::Acknowledged(Acknowledged {
+                    status: AcknowledgedStatus::Acknowledged,
+                    content,
+                    metadata,
+                }),
+            );
+        }
         if let Some(orchestrated) = orchestration {
             return self.orchestrated(routing, request_id, session_id, session, orchestrated);
         }

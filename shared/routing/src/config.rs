@@ -130,6 +130,11 @@ pub struct ContextConfig {
     /// (lower case, whole words): words that point back ("there", "his"). Empty: every
     /// question is read with the previous one.
     pub anaphora_words: Vec<String>,
+    /// A turn whose every word is one of these (lower case, apostrophes dropped: "thats")
+    /// only acknowledges the answer before it ("thanks", "ok great"): after an answer that
+    /// asked nothing, the service answers it without running the template again
+    /// (`conversation::only_acknowledges`). Empty: never.
+    pub acknowledgement_words: Vec<String>,
     /// The previous turn's pull halves every this many seconds.
     #[validate(range(min = 1, message = "must be at least 1"))]
     pub half_life_seconds: u64,

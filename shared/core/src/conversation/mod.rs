@@ -40,11 +40,13 @@ use switchyard_routing::topics::Topics;
 use switchyard_routing::transitions::Transition;
 use switchyard_text::params::extract;
 
+mod acknowledgement;
 mod filter;
 mod texts;
 
 use filter::{evidence, evidence_power, follow, probability_of, Prior};
 
+pub use acknowledgement::{acknowledgement_reply, only_acknowledges};
 pub use texts::{
     asked_text, assistant_question, assistant_text, continues, holds_cue, joint_question,
     offer_text, opens_with, refers_back, AssistantTurn, ContextTexts, Said, MAX_ASSISTANT_CHARS,

@@ -23,8 +23,8 @@ use serde_json::Map;
 
 use crate::config::Config;
 use crate::conversation::{
-    assistant_text, contextualize, stands_alone, AssistantTurn, ContextTexts, Contextualized, Said,
-    MAX_ASSISTANT_CHARS,
+    acknowledgement_reply, assistant_text, contextualize, only_acknowledges, stands_alone,
+    AssistantTurn, ContextTexts, Contextualized, Said, MAX_ASSISTANT_CHARS,
 };
 use crate::error::Result;
 use crate::error::ServiceError;
@@ -138,6 +138,9 @@ pub struct Answer {
     /// chat model wrote over them, run on their datasource (labelled generated).
     pub generated: Option<Execution>,
     pub session: SessionUse,
+    /// The turn only acknowledged the previous answer ("thanks"): nothing ran, and this
+    /// is the reply.
+    pub acknowledged: Option<String>,
 }
 
 #[derive(Debug)]
@@ -363,6 +366,21 @@ impl Service {
             .route_in_context(question, access, &context, now, resumed.is_none())
             .await?;
         let request_id = new_request_id();
+        if self.only_acknowledges(question, &routed, &context) {
+            // Nothing runs and the session keeps no turn: the conversation is where it was.
+            return Ok(Answer {
+                request_id,
+                session: SessionUse::Used {
+                    turns: context.turns().map_or(0, <[Turn]>::len),
+                    saved: None,
+                },
+                acknowledged: Some(acknowledgement_reply(&question.query).to_owned()),
+                routed,
+                execution: None,
+                orchestration: None,
+                generated: None,
+            });
+        }
         let workflow = self.plan_workflow(question, resumed, &routed, &request_id, now);
         let executed = self
             .execute_routed(question, &routed, workflow, &context, &request_id, now)
@@ -384,7 +402,29 @@ impl Service {
             orchestration,
             generated,
             session,
+            acknowledged: None,
         })
+    }
+
+    /// Whether the turn only acknowledges the previous answer ("thanks"): answered without
+    /// running anything (`conversation::only_acknowledges`).
+    fn only_acknowledges(
+        &self,
+        question: &Question,
+        routed: &Routed,
+        context: &TurnContext,
+    ) -> bool {
+        let (Some(report), Some(turns)) = (&routed.context, context.turns()) else {
+            return false;
+        };
+        let said = said(question, turns.last());
+        only_acknowledges(
+            &question.query,
+            report,
+            turns,
+            said,
+            &self.config.sessions.context,
+        )
     }
 
     /// Route in the session's context: the four stages on the question and the

@@ -8,7 +8,7 @@ use serde_json::Map;
 use super::execution::Executed;
 use super::routed::{Routed, TurnContext};
 use super::{Execution, Orchestrated, Question, Service, SessionUse};
-use crate::conversation::{assistant_text, turn_of, unexecuted_outcome};
+use crate::conversation::{assistant_text, only_acknowledges, turn_of, unexecuted_outcome};
 use crate::error::Result;
 use crate::error::ServiceError;
 use crate::orchestration::TaskStatus;
@@ -70,6 +70,14 @@ impl Service {
             };
             // Replayed at every request: counts no transition.
             let routed = self.route_turn(question, &access, &before, now).await?;
+            // "thanks" keeps no turn, as in a session.
+            let acknowledges = routed.context.as_ref().is_some_and(|report| {
+                let context = &self.config.sessions.context;
+                only_acknowledges(&question.query, report, &turns, None, context)
+            });
+            if acknowledges {
+                continue;
+            }
             let (routing, belief) = (routed.routing, routed.belief);
             let (outcome, parameters) = unexecuted_result(&self.router, &routing, &turns);
             let mut turn = turn_of(&routing, &belief, outcome, parameters, sessions, now);

@@ -221,9 +221,9 @@ fn task_of(
     let data = serde_json::to_value(answer).unwrap_or(Value::Null);
     let status = data.get("status").and_then(Value::as_str).unwrap_or("");
     let (state, waiting) = match (answer, status) {
-        (QueryAnswer::Answered(_), "ok") | (QueryAnswer::Orchestrated(_), "ok") => {
-            (TaskState::Completed, None)
-        }
+        (QueryAnswer::Answered(_), "ok")
+        | (QueryAnswer::Orchestrated(_), "ok")
+        | (QueryAnswer::Acknowledged(_), _) => (TaskState::Completed, None),
         (QueryAnswer::Answered(_), "needs_clarification") | (QueryAnswer::Clarify(_), _) => {
             (TaskState::InputRequired, Some(WAITING_FOR_INPUT))
         }

@@ -135,7 +135,7 @@ pub struct EmbeddingHealth {
     pub warn_below: f32,
 }
 
-/// `POST /v1/query`: one of four shapes, told apart by `status`.
+/// `POST /v1/query`: one of six shapes, told apart by `status`.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 #[serde(untagged)]
 pub enum QueryAnswer {
@@ -144,6 +144,7 @@ pub enum QueryAnswer {
     AdapterFailed(AdapterFailed),
     Clarify(Clarify),
     NoMatch(NoMatch),
+    Acknowledged(Acknowledged),
 }
 
 impl QueryAnswer {
@@ -155,6 +156,7 @@ impl QueryAnswer {
             QueryAnswer::AdapterFailed(a) => &a.content,
             QueryAnswer::Clarify(a) => &a.content,
             QueryAnswer::NoMatch(a) => &a.content,
+            QueryAnswer::Acknowledged(a) => &a.content,
         }
     }
 
@@ -166,6 +168,7 @@ impl QueryAnswer {
             QueryAnswer::AdapterFailed(a) => &a.metadata.request_id,
             QueryAnswer::Clarify(a) => &a.metadata.request_id,
             QueryAnswer::NoMatch(a) => &a.metadata.request_id,
+            QueryAnswer::Acknowledged(a) => &a.metadata.request_id,
         }
     }
 }
@@ -501,6 +504,33 @@ pub struct Choice {
 pub struct ClarifyMetadata {
     pub request_id: String,
     pub composite_routing: CompositeRouting,
+    pub timings_ms: Timings,
+    /// With a `session_id` or a chat's earlier messages only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session: Option<SessionReport>,
+}
+
+/// In a conversation, the question only acknowledged the answer before it ("thanks", "ok
+/// great"): nothing ran, and the session keeps no turn for it.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Acknowledged {
+    pub status: AcknowledgedStatus,
+    pub content: String,
+    pub metadata: AcknowledgedMetadata,
+}
+
+/// Always `acknowledged`: the one field that tells this answer from the others.
+#[derive(Debug, Clone, Copy, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AcknowledgedStatus {
+    Acknowledged,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct AcknowledgedMetadata {
+    pub request_id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
     pub timings_ms: Timings,
     /// With a `session_id` or a chat's earlier messages only.
     #[serde(skip_serializing_if = "Option::is_none")]
