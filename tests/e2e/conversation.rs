@@ -423,6 +423,36 @@ fn a_self_contained_question_after_a_long_answer_switches_in_an_a2a_context() {
 /// values. Each: the turn alone goes elsewhere.
 const FOLLOW_UPS: &[&[(&str, &str)]] = &[
     &[
+        // Asks for the department ...
+        (
+            "who are the highest paid in a department",
+            "employees_top_paid_in_department",
+        ),
+        ("marketing", "employees_top_paid_in_department"),
+        // ... and the fragment after the answer continues the question it completed, not
+        // "marketing and in ops?" (alone: nothing).
+        ("and in ops?", "employees_top_paid_in_department"),
+    ],
+    &[
+        (
+            "how many evs does a county have",
+            "vehicles_count_by_county",
+        ),
+        ("snohomish", "vehicles_count_by_county"),
+        // "there" is Snohomish: the make's count in it (alone: nothing).
+        ("and teslas there?", "vehicles_count_by_make_in_county"),
+    ],
+    &[
+        (
+            "how many people in marketing",
+            "employees_count_by_department",
+        ),
+        // "them" are Marketing's people: the list, not the count again.
+        ("list them", "employees_list_by_department"),
+        // Another datasource's question, "that" the answer: the calculator.
+        ("what's 15% of that", "calculator_percentage"),
+    ],
+    &[
         ("list everyone in finance", "employees_list_by_department"),
         // "their" is the department's, but the budget is asked: not another list.
         ("and their budget?", "department_budget"),

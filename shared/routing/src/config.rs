@@ -122,9 +122,11 @@ pub struct ContextConfig {
     /// continues the conversation: it stands alone (`self_contained_probability`) only
     /// where the previous question with it routes where it routes alone.
     pub continuation_cues: Vec<String>,
-    /// A turn holding one of these (lower case, whole words) refers to the previous
-    /// answer ("how many of those are in Pierce County"): its template is the likeliest
-    /// of its own that takes every value the previous turn was given.
+    /// A turn holding one of these (lower case, whole words) refers to what the previous
+    /// turn named ("how many of those are in Pierce County", "list them"): its template is
+    /// the likeliest of its own, in the previous turn's datasource, that takes every value
+    /// the previous turn was given (not when its own best is another datasource's template,
+    /// or gives the previous template a value of its own).
     pub reference_cues: Vec<String>,
     /// A whole question is read with the previous one only when it holds one of these
     /// (lower case, whole words): words that point back ("there", "his"). Empty: every

@@ -41,15 +41,18 @@ use switchyard_routing::transitions::Transition;
 use switchyard_text::params::extract;
 
 mod acknowledgement;
+mod choices;
 mod filter;
 mod texts;
 
+use choices::{offer, pick_choice, select};
 use filter::{evidence, evidence_power, follow, probability_of, Prior};
 
 pub use acknowledgement::{acknowledgement_reply, only_acknowledges};
 pub use texts::{
     asked_text, assistant_question, assistant_text, continues, holds_cue, joint_question,
-    offer_text, opens_with, refers_back, AssistantTurn, ContextTexts, Said, MAX_ASSISTANT_CHARS,
+    kept_query, offer_text, opens_with, refers_back, AssistantTurn, ContextTexts, Said,
+    MAX_ASSISTANT_CHARS,
 };
 
 /// At most this many words after a continuation cue make a fragment ("and in Sales?").
@@ -192,26 +195,35 @@ pub fn contextualize(
             template(j).is_some() && template(j) == template(&own)
         })
     };
+    // A turn that refers to what the previous turn named ("how many of those are in
+    // Pierce County" after a make's count, "list them", "and teslas there?") narrows it:
+    // its template is the likeliest of its own, in the previous turn's datasource, that
+    // takes every value the previous turn was given (a make's count in a county, not the
+    // county's). Not one whose own best template is another datasource's ("what's 15% of
+    // that" after a headcount), nor one giving the previous template a value of its own ("same
+    // for kia": the same question again, for Kia).
     let refers = refers_back(&own.query, &config.reference_cues);
-    let sure = self_contained(&own, turns, config)
-        && (!continues || asks_anew || agrees_with_joint())
-        && !refers;
-    // A turn that refers to the previous answer narrows it: its template is the likeliest
-    // of its own that takes every value the previous turn was given ("how many nissans are
-    // registered", then "how many of those are in Pierce County": a make's count in a
-    // county, not the county's).
     let referred = previous
         .filter(|p| refers && !p.parameters.is_empty())
+        .filter(|p| !template_of(p).is_some_and(|t| names_a_value(router, &t, &own.query)))
         .and_then(|p| {
+            let same_datasource = |m: &Match| p.datasource.as_deref() == Some(&m.datasource);
+            if own.best().is_some_and(|m| !same_datasource(m)) {
+                return None;
+            }
             own.matches.iter().filter(|m| !m.is_declined()).find(|m| {
-                template_in(router, &m.template_ref()).is_some_and(|t| {
-                    p.parameters
-                        .keys()
-                        .all(|name| t.parameters.iter().any(|q| &q.name == name))
-                })
+                same_datasource(m)
+                    && template_in(router, &m.template_ref()).is_some_and(|t| {
+                        p.parameters
+                            .keys()
+                            .all(|name| t.parameters.iter().any(|q| &q.name == name))
+                    })
             })
         })
         .map(Match::template_ref);
+    let sure = self_contained(&own, turns, config)
+        && (!continues || asks_anew || agrees_with_joint())
+        && referred.is_none();
     // What the turn meant, by its text alone: its own routing when sure, else the joint
     // one's ("and in Sales?" with the question before it) when that is sure. Never the
     // filter's decision, which would learn the stay prior back from itself.
@@ -395,11 +407,14 @@ pub fn stands_alone(own: &Routing, turns: &[Turn], assisted: bool, config: &Cont
             TurnOutcome::Clarify | TurnOutcome::NeedsClarification
         )
     });
+    // Only values can be referred to ("list them" after a headcount in Marketing).
+    let refers = turns.last().is_some_and(|p| !p.parameters.is_empty())
+        && refers_back(&own.query, &config.reference_cues);
     !assisted
         && !asked_by_us
         && self_contained(own, turns, config)
         && !continues(&own.query, &config.continuation_cues, FRAGMENT_WORDS)
-        && !refers_back(&own.query, &config.reference_cues)
+        && !refers
 }
 
 /// Whether a turn's own routing is sure enough to stand against the conversation: it
@@ -570,102 +585,6 @@ fn preferred_datasource(turns: &[Turn], uses: usize) -> Option<String> {
         .filter(|(_, n)| *n >= uses)
         .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(a.0)))
         .map(|(d, _)| d.to_owned())
-}
-
-/// Which of `choices` the turn picks: an ordinal ("the second one", "2"), else the choice
-/// the turn's own routing ranks first when it ranks a choice first overall, or the turn is
-/// short ("yes, the balance") and not `sure` of another template ("who is the highest paid
-/// there?" asks anew).
-fn pick_choice(
-    query: &str,
-    choices: &[TemplateRef],
-    own: &Routing,
-    sure: bool,
-) -> Option<TemplateRef> {
-    if choices.is_empty() {
-        return None;
-    }
-    let words: Vec<String> = query
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
-        .collect();
-    let short = words.len() <= 6;
-    let ordinal = words.iter().find_map(|w| match w.as_str() {
-        "first" | "1st" => Some(0),
-        "second" | "2nd" => Some(1),
-        "third" | "3rd" => Some(2),
-        "last" => Some(choices.len() - 1),
-        "1" | "2" | "3" if short => w.parse::<usize>().ok().map(|n| n - 1),
-        _ => None,
-    });
-    if let Some(i) = ordinal.filter(|&i| i < choices.len()) {
-        return Some(choices[i].clone());
-    }
-    let is_choice = |m: &Match| {
-        choices
-            .iter()
-            .any(|c| c.datasource == m.datasource && c.template_id == m.template_id)
-    };
-    let first_choice = own.matches.iter().find(|m| is_choice(m))?;
-    let leads = own.best().is_some_and(is_choice);
-    (leads || (short && !sure)).then(|| first_choice.template_ref())
-}
-
-/// Put `chosen` first and execute it (taken from the other routings, the joint one
-/// first, when the question's own candidates do not hold it).
-fn select(routing: &mut Routing, others: &[&Routing], chosen: &TemplateRef) {
-    if move_first(routing, others, chosen) {
-        routing.selected = Some(0);
-        routing.outcome = Outcome::Execute;
-        routing.choices = 0;
-    }
-}
-
-/// Put `chosen` first and ask whether it or the question's own best was meant; not when a
-/// negative example declined it for this question (a declined first match is no `best`).
-fn offer(routing: &mut Routing, others: &[&Routing], chosen: &TemplateRef) {
-    let declined = std::iter::once(&*routing)
-        .chain(others.iter().copied())
-        .find_map(|r| r.matches.iter().find(|m| m.template_ref() == *chosen))
-        .is_some_and(Match::is_declined);
-    if declined {
-        return;
-    }
-    let had_best = routing.best().is_some();
-    if move_first(routing, others, chosen) {
-        routing.selected = Some(0);
-        if had_best && routing.matches.get(1).is_some_and(|m| !m.is_declined()) {
-            routing.outcome = Outcome::Clarify;
-            routing.choices = 2;
-        } else {
-            routing.outcome = Outcome::Execute;
-            routing.choices = 0;
-        }
-    }
-}
-
-/// Move `chosen` to the front (from the first of `others` that holds it if need be);
-/// false when no routing holds it.
-fn move_first(routing: &mut Routing, others: &[&Routing], chosen: &TemplateRef) -> bool {
-    let is_chosen =
-        |m: &Match| m.datasource == chosen.datasource && m.template_id == chosen.template_id;
-    let position = match routing.matches.iter().position(is_chosen) {
-        Some(i) => i,
-        None => match others
-            .iter()
-            .find_map(|o| o.matches.iter().find(|m| is_chosen(m)))
-        {
-            Some(m) => {
-                routing.matches.push(m.clone());
-                routing.matches.len() - 1
-            }
-            None => return false,
-        },
-    };
-    let chosen = routing.matches.remove(position);
-    routing.matches.insert(0, chosen);
-    true
 }
 
 #[cfg(test)]

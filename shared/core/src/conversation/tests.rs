@@ -524,7 +524,10 @@ fn of_those_refers_back_as_whole_words() {
     ));
     assert!(super::refers_back("which of them is the cheapest", &cues));
     assert!(!super::refers_back("list the themes of theme parks", &cues));
-    assert!(!super::refers_back("how many teslas are there", &cues));
+    assert!(super::refers_back("and teslas there?", &cues));
+    assert!(!super::refers_back("how many teslas are registered", &cues));
+    // Words of an act, not of a thing: the same question again is no reference.
+    assert!(!super::refers_back("same for kia", &cues));
 }
 
 #[test]
@@ -592,4 +595,21 @@ fn a_whole_question_is_read_with_the_previous_one_only_when_it_points_back() {
     let mut everything = Config::default().sessions;
     everything.context.anaphora_words.clear();
     assert!(joint_question(&turns, "What is 15% of 200?", &everything).is_some());
+}
+
+#[test]
+fn a_turn_that_answered_our_request_is_kept_as_the_question_it_completed() {
+    use switchyard_routing::session::ContextUsed;
+    let mut asked = turn("hr", "top_paid", TurnOutcome::NeedsClarification);
+    asked.query = Some("who are the highest paid in a department".into());
+    let turns = vec![asked];
+    assert_eq!(
+        kept_query(&turns, "marketing", Some(ContextUsed::PendingParameter)),
+        "who are the highest paid in a department marketing"
+    );
+    assert_eq!(
+        kept_query(&turns, "what is 15% of 200", Some(ContextUsed::Turn)),
+        "what is 15% of 200"
+    );
+    assert_eq!(kept_query(&[], "marketing", None), "marketing");
 }

@@ -4,7 +4,7 @@
 
 use switchyard_routing::config::SessionsConfig;
 use switchyard_routing::router::Routing;
-use switchyard_routing::session::Turn;
+use switchyard_routing::session::{ContextUsed, Turn};
 
 /// What the assistant said just before this turn, routed alone (what it offers) and with
 /// the turn.
@@ -210,6 +210,28 @@ impl ContextTexts {
     }
 }
 
+/// The question a turn is kept under for the next turn's joint text: a turn that answered
+/// our request for a value ("marketing" after "who are the highest paid in a
+/// department") is kept as the question it completed, so "and in ops?" after it reads
+/// "who are the highest paid in a department marketing and in ops?", not "marketing and
+/// in ops?".
+pub fn kept_query(turns: &[Turn], query: &str, used: Option<ContextUsed>) -> String {
+    let asked = turns.last().and_then(|t| t.query.as_deref());
+    match (used, asked) {
+        (Some(ContextUsed::PendingParameter), Some(asked)) => within_limit(asked, query),
+        _ => query.to_owned(),
+    }
+}
+
+/// "`before` `query`", keeping the end of `before` so that it fits the query limit.
+fn within_limit(before: &str, query: &str) -> String {
+    let room =
+        switchyard_routing::router::MAX_QUERY_CHARS.saturating_sub(query.chars().count() + 1);
+    let skip = before.chars().count().saturating_sub(room);
+    let before: String = before.chars().skip(skip).collect();
+    format!("{before} {query}")
+}
+
 /// The text routed as "previous question + this one", when the session kept the previous
 /// question and context is on.
 pub fn joint_question(turns: &[Turn], query: &str, config: &SessionsConfig) -> Option<String> {
@@ -225,10 +247,5 @@ pub fn joint_question(turns: &[Turn], query: &str, config: &SessionsConfig) -> O
         return None;
     }
     let previous = turns.last()?.query.as_deref()?;
-    // Keep the joint text inside the query limit: the end of the previous question.
-    let room =
-        switchyard_routing::router::MAX_QUERY_CHARS.saturating_sub(query.chars().count() + 1);
-    let skip = previous.chars().count().saturating_sub(room);
-    let previous: String = previous.chars().skip(skip).collect();
-    Some(format!("{previous} {query}"))
+    Some(within_limit(previous, query))
 }
