@@ -161,7 +161,7 @@ pub fn for_catalog(catalog: &Catalog, config: &Config) -> Result<Encoder> {
     match routing {
         Some(routing) if !routing.keeps_adapted() => {
             eprintln!(
-                "encoder: the base model, which routes the catalog's held-out examples better than the adapted one ({}; embedding.adaptation.mode: adapted keeps it)",
+                "encoder: the base model, which routes the catalog's held-out examples better than the adapted one beyond chance ({}; embedding.adaptation.mode: adapted keeps it)",
                 routing.describe()
             );
             self::base(config)

@@ -1,6 +1,8 @@
 //! Whether an adapted encoder earns its place: `embedding.adaptation.mode: auto` keeps it
-//! only when it routes the `nl_examples` its training held out at least as well as the
-//! base model does. A catalog whose examples already cover its questions (SGD's, with
+//! unless the base model routes the `nl_examples` its training held out better by more
+//! than chance: of the examples only one of the two routes right, the base model's share
+//! must pass a one-sided sign test at `SIGNIFICANCE`. A small catalog's dozen examples
+//! cannot decide it (one example in 14 used to), so it keeps the default. A catalog whose examples already cover its questions (SGD's, with
 //! every training turn) can lose by the adaptation; measured in the README ("The encoder
 //! learns the catalog"). The verdict is kept beside the encoder in its cache folder.
 
@@ -19,29 +21,68 @@ const MAX_QUERIES: usize = 2000;
 const MAX_REFERENCES: usize = 100;
 const GATE_FILE: &str = "gate.json";
 
-/// How many held-out examples each model routes to their own template.
+/// The base model must beat the adapted encoder on the examples they disagree on with at
+/// most this chance of doing so by luck (one in twenty) before it replaces the default.
+const SIGNIFICANCE: f64 = 0.05;
+
+/// How many held-out examples each model routes to their own template, and how many only
+/// one of them does (the examples that tell them apart).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HeldOutRouting {
     pub queries: usize,
     pub base: usize,
     pub adapted: usize,
+    /// Routed right by the base model only ...
+    pub base_only: usize,
+    /// ... and by the adapted encoder only.
+    pub adapted_only: usize,
 }
 
 impl HeldOutRouting {
-    /// Ties keep the adapted encoder: it was the default before the gate.
+    /// The chance that the base model would win at least `base_only` of the examples they
+    /// disagree on if both were as good (an exact one-sided sign test); 1 with none.
+    pub fn chance(&self) -> f64 {
+        binomial_tail(self.base_only + self.adapted_only, self.base_only)
+    }
+
+    /// The adapted encoder stays unless the base model is better beyond chance.
     pub fn keeps_adapted(&self) -> bool {
-        self.adapted >= self.base
+        self.base_only <= self.adapted_only || self.chance() > SIGNIFICANCE
     }
 
     pub fn describe(&self) -> String {
         let share = |n: usize| 100.0 * n as f64 / self.queries.max(1) as f64;
         format!(
-            "held-out examples routed right: adapted {:.2}%, base {:.2}% ({} examples)",
+            "held-out examples routed right: adapted {:.2}%, base {:.2}% ({} examples; right \
+             by one only: adapted {}, base {}, chance {:.3})",
             share(self.adapted),
             share(self.base),
-            self.queries
+            self.queries,
+            self.adapted_only,
+            self.base_only,
+            self.chance()
         )
     }
+}
+
+/// P(X >= k) for X ~ Binomial(n, 1/2), summed in logs (n reaches 2,000).
+fn binomial_tail(n: usize, k: usize) -> f64 {
+    if k == 0 {
+        return 1.0;
+    }
+    let ln2 = std::f64::consts::LN_2;
+    // ln C(n, j), from ln C(n, 0) = 0 upwards.
+    let mut ln_choose = 0.0f64;
+    let mut tail = 0.0f64;
+    for j in 0..=n {
+        if j > 0 {
+            ln_choose += ((n - j + 1) as f64).ln() - (j as f64).ln();
+        }
+        if j >= k {
+            tail += (ln_choose - n as f64 * ln2).exp();
+        }
+    }
+    tail.min(1.0)
 }
 
 /// The texts the gate routes (held-out examples, by template) and routes them against
@@ -89,8 +130,12 @@ impl HeldOut {
         switchyard_adapt::sha256_hex(key.to_string().as_bytes())
     }
 
-    /// How many queries `embedder` routes to their own template.
-    fn routed_right(&self, embedder: &dyn Embedder, scoring: &TemplateScoring) -> Result<usize> {
+    /// Which queries `embedder` routes to their own template.
+    fn routed_right(
+        &self,
+        embedder: &dyn Embedder,
+        scoring: &TemplateScoring,
+    ) -> Result<Vec<bool>> {
         let texts: Vec<&str> = self
             .references
             .iter()
@@ -125,13 +170,13 @@ impl HeldOut {
             .queries
             .iter()
             .zip(vectors)
-            .filter(|((own, _), query)| {
+            .map(|((own, _), query)| {
                 let routed = (0..rows.len())
-                    .map(|t| (t, score(t, query)))
+                    .map(|t| (t, score(t, &query)))
                     .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)));
                 routed.map(|(t, _)| t) == Some(*own)
             })
-            .count())
+            .collect())
     }
 }
 
@@ -167,10 +212,20 @@ pub fn held_out_routing(
     if let Some(verdict) = cached {
         return Ok(Some(verdict.routing));
     }
+    let base = held_out.routed_right(base()?.as_ref(), scoring)?;
+    let adapted = held_out.routed_right(adapted, scoring)?;
+    let count = |f: &dyn Fn(bool, bool) -> bool| {
+        base.iter()
+            .zip(&adapted)
+            .filter(|(b, a)| f(**b, **a))
+            .count()
+    };
     let routing = HeldOutRouting {
         queries: held_out.queries.len(),
-        base: held_out.routed_right(base()?.as_ref(), scoring)?,
-        adapted: held_out.routed_right(adapted, scoring)?,
+        base: count(&|b, _| b),
+        adapted: count(&|_, a| a),
+        base_only: count(&|b, a| b && !a),
+        adapted_only: count(&|b, a| a && !b),
     };
     // Written aside and renamed, so that a build beside this one reads all of it or none;
     // a cache it cannot write costs the next call the measurement, not this one its index.
@@ -365,15 +420,41 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
+    fn disagreeing(queries: usize, base_only: usize, adapted_only: usize) -> HeldOutRouting {
+        let both = queries - base_only - adapted_only;
+        HeldOutRouting {
+            queries,
+            base: both + base_only,
+            adapted: both + adapted_only,
+            base_only,
+            adapted_only,
+        }
+    }
+
     #[test]
-    fn ties_keep_the_adapted_encoder() {
-        let routing = |base, adapted| HeldOutRouting {
-            queries: 10,
-            base,
-            adapted,
-        };
-        assert!(routing(7, 7).keeps_adapted());
-        assert!(routing(6, 7).keeps_adapted());
-        assert!(!routing(8, 7).keeps_adapted());
+    fn only_evidence_replaces_the_adapted_encoder() {
+        // MixSNIPS's catalog: 14 examples, base 14, adapted 13. One example is chance.
+        let one = disagreeing(14, 1, 0);
+        assert!((one.chance() - 0.5).abs() < 1e-9, "{one:?}");
+        assert!(one.keeps_adapted());
+        // Ties and the adapted encoder ahead keep it.
+        assert!(disagreeing(10, 0, 0).keeps_adapted());
+        assert!(disagreeing(10, 3, 3).keeps_adapted());
+        assert!(disagreeing(10, 0, 4).keeps_adapted());
+        // Four against none is 1 in 16: still chance at one in twenty; five is 1 in 32.
+        assert!(disagreeing(14, 4, 0).keeps_adapted());
+        assert!(!disagreeing(14, 5, 0).keeps_adapted());
+        // A clear margin on many examples switches; the same share on few does not.
+        assert!(!disagreeing(2000, 60, 30).keeps_adapted());
+        assert!(disagreeing(40, 6, 3).keeps_adapted());
+    }
+
+    #[test]
+    fn the_sign_tests_tail_is_the_binomials() {
+        // P(X >= 8), X ~ B(10, 1/2) = (45 + 10 + 1) / 1024.
+        assert!((binomial_tail(10, 8) - 56.0 / 1024.0).abs() < 1e-12);
+        assert_eq!(binomial_tail(10, 0), 1.0);
+        let large = binomial_tail(2000, 1100);
+        assert!(large > 0.0 && large < 1e-5, "{large}");
     }
 }

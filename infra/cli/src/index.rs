@@ -78,7 +78,7 @@ pub fn build(templates: &Path, config: &Config, out: &Path, strict: Option<f64>)
             );
         }
     } else {
-        eprintln!("encoder: the base model (embedding.adaptation.mode is base, or auto and the catalog has fewer than min_templates templates or routes its held-out examples better with the base model)");
+        eprintln!("encoder: the base model (embedding.adaptation.mode is base, or auto and the catalog has fewer than min_templates templates or routes its held-out examples better with the base model beyond chance)");
     }
     let bytes = std::fs::metadata(out).map(|m| m.len()).unwrap_or(0);
     eprintln!(
