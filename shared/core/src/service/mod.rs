@@ -10,10 +10,12 @@ mod routed;
 mod sessions;
 mod tasks;
 mod transitions;
+mod turn;
 mod workflows;
 
 use execution::Executed;
 use routed::TurnContext;
+use turn::TurnRouted;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -22,10 +24,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde_json::Map;
 
 use crate::config::Config;
-use crate::conversation::{
-    acknowledgement_reply, assistant_text, contextualize, only_acknowledges, stands_alone,
-    AssistantTurn, ContextTexts, Contextualized, Said, MAX_ASSISTANT_CHARS,
-};
+use crate::conversation::{acknowledgement_reply, MAX_ASSISTANT_CHARS};
 use crate::error::Result;
 use crate::error::ServiceError;
 use crate::feedback::{FeedbackStore, MemoryFeedbackStore};
@@ -43,15 +42,10 @@ use switchyard_catalog::metric;
 use switchyard_contract::adapter::{AdapterInvoker, AdapterResponse};
 use switchyard_documents::schema::{schema_context, SchemaContext};
 use switchyard_documents::ChunkIndex;
-use switchyard_routing::config::SessionsConfig;
 use switchyard_routing::router::{Outcome, Router, Routing};
-use switchyard_routing::session::{
-    ContextReport, ContextUsed, SessionStore, Turn, TurnOutcome, Weighted,
-};
+use switchyard_routing::session::{ContextUsed, SessionStore, Turn};
 use switchyard_routing::topics::{MemoryTopicStore, TopicStore};
-use switchyard_routing::transitions::{
-    MemoryTransitionStore, Transition, TransitionRates, TransitionStore,
-};
+use switchyard_routing::transitions::{MemoryTransitionStore, TransitionRates, TransitionStore};
 use switchyard_text::keywords::TermExpansion;
 use transitions::LearnedTransitions;
 pub use workflows::Orchestrated;
@@ -406,27 +400,6 @@ impl Service {
         })
     }
 
-    /// Whether the turn only acknowledges the previous answer ("thanks"): answered without
-    /// running anything (`conversation::only_acknowledges`).
-    fn only_acknowledges(
-        &self,
-        question: &Question,
-        routed: &Routed,
-        context: &TurnContext,
-    ) -> bool {
-        let (Some(report), Some(turns)) = (&routed.context, context.turns()) else {
-            return false;
-        };
-        let said = said(question, turns.last());
-        only_acknowledges(
-            &question.query,
-            report,
-            turns,
-            said,
-            &self.config.sessions.context,
-        )
-    }
-
     /// Route in the session's context: the four stages on the question and the
     /// conversation's other texts, the conversation's decision, then (no routing changes
     /// after this) the tables that could answer a `no_match` and the split.
@@ -479,102 +452,6 @@ impl Service {
             None => Ok(access.clone()),
         }
     }
-
-    /// The turn's routing: the stages on the question, on the previous question with it
-    /// and on what the assistant said before it (one batch), then, when there is a
-    /// conversation, its decision with the report of what it did and the belief kept.
-    async fn route_turn(
-        &self,
-        question: &Question,
-        access: &Access,
-        context: &TurnContext,
-        now: i64,
-    ) -> Result<TurnRouted> {
-        let turns = context.turns();
-        let said = said(question, turns.and_then(|t| t.last()));
-        let texts = ContextTexts::of(
-            turns.unwrap_or_default(),
-            &question.query,
-            said,
-            &self.config.sessions,
-        );
-        // Embedding and scoring: the CPU-bound part of a request. The question first: a
-        // turn that stands alone is routed as its own whatever the texts around it say,
-        // so they are embedded only for the others (one batch).
-        let candidates = run_blocking(|| self.router.candidates(&question.query, access))?;
-        let reranked = match &self.rerank {
-            Some(stage) => stage.rerank(&self.router, &candidates, now).await,
-            None => self.router.not_reranked(),
-        };
-        let own = self.router.decide(candidates, reranked);
-        let alone = texts.assistant.is_none()
-            && stands_alone(
-                &own,
-                turns.unwrap_or_default(),
-                false,
-                &self.config.sessions.context,
-            );
-        let texts = if alone {
-            ContextTexts::default()
-        } else {
-            texts
-        };
-        let others = run_blocking(|| self.router.candidates_of_texts(&texts.texts(), access))?;
-        let mut others = others
-            .into_iter()
-            .map(|c| self.router.decide(c, self.router.not_reranked()));
-        let joint = texts.joint.as_ref().and_then(|_| others.next());
-        let said = texts
-            .assistant
-            .as_ref()
-            .and_then(|_| Some((others.next()?, others.next()?)));
-        let assistant = said
-            .as_ref()
-            .map(|(alone, with_turn)| AssistantTurn { alone, with_turn });
-        if turns.is_none() && assistant.is_none() {
-            return Ok(TurnRouted {
-                routing: own,
-                context: None,
-                belief: Vec::new(),
-                transition: None,
-            });
-        }
-        // The filter moves at the rates this deployment's sessions showed.
-        let sessions = SessionsConfig {
-            context: self.transition_rates().apply(&self.config.sessions.context),
-            ..self.config.sessions.clone()
-        };
-        let Contextualized {
-            routing,
-            report,
-            belief,
-            transition,
-        } = contextualize(
-            &self.router,
-            &sessions,
-            own,
-            joint.as_ref(),
-            assistant,
-            turns.unwrap_or_default(),
-            context.topics.as_ref(),
-            now,
-        );
-        Ok(TurnRouted {
-            routing,
-            context: Some(report),
-            belief,
-            transition,
-        })
-    }
-}
-
-/// A turn routed, in its conversation when it has one.
-struct TurnRouted {
-    routing: Routing,
-    context: Option<ContextReport>,
-    belief: Vec<Weighted>,
-    /// Where the conversation went, when the turn was sure of itself alone.
-    transition: Option<Transition>,
 }
 
 /// The catalog's datasources' template counts.
@@ -585,25 +462,6 @@ fn templates_per_datasource(router: &Router) -> Vec<usize> {
         .iter()
         .map(|d| d.templates.len())
         .collect()
-}
-
-/// What the assistant said before the question: the caller's text, else the session's
-/// last answer. Our own answer (the session's, the same text sent back, or one the caller
-/// says is ours) is evidence only for what it asks, unless it asked for a missing parameter.
-fn said<'a>(question: &'a Question, last: Option<&'a Turn>) -> Option<Said<'a>> {
-    let answered = |text: &'a str, turn: &Turn| match turn.outcome {
-        TurnOutcome::NeedsClarification => Said::Whole(text),
-        _ => Said::OwnAnswer(text),
-    };
-    match (question.assistant.as_deref(), last) {
-        (Some(text), Some(turn)) if turn.answer.as_deref() == Some(&*assistant_text(text)) => {
-            Some(answered(text, turn))
-        }
-        (Some(text), _) if question.assistant_is_ours => Some(Said::OwnAnswer(text)),
-        (Some(text), _) => Some(Said::Whole(text)),
-        (None, Some(turn)) => turn.answer.as_deref().map(|text| answered(text, turn)),
-        (None, None) => None,
-    }
 }
 
 /// Per-request metrics (the router Lambda writes them as CloudWatch EMF; elsewhere they
