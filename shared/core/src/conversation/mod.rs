@@ -51,7 +51,7 @@ use filter::{evidence, evidence_power, follow, probability_of, Prior};
 pub use acknowledgement::{acknowledgement_reply, only_acknowledges};
 pub use texts::{
     asked_text, assistant_question, assistant_text, continues, holds_cue, joint_question,
-    kept_query, offer_text, opens_with, refers_back, AssistantTurn, ContextTexts, Said,
+    offer_text, opens_with, previous_question, refers_back, AssistantTurn, ContextTexts, Said,
     MAX_ASSISTANT_CHARS,
 };
 

@@ -598,18 +598,22 @@ fn a_whole_question_is_read_with_the_previous_one_only_when_it_points_back() {
 }
 
 #[test]
-fn a_turn_that_answered_our_request_is_kept_as_the_question_it_completed() {
-    use switchyard_routing::session::ContextUsed;
+fn a_turn_that_answered_our_request_is_read_as_the_question_it_completed() {
     let mut asked = turn("hr", "top_paid", TurnOutcome::NeedsClarification);
     asked.query = Some("who are the highest paid in a department".into());
-    let turns = vec![asked];
+    let mut answered = turn("hr", "top_paid", TurnOutcome::Execute);
+    answered.query = Some("marketing".into());
     assert_eq!(
-        kept_query(&turns, "marketing", Some(ContextUsed::PendingParameter)),
-        "who are the highest paid in a department marketing"
+        previous_question(&[asked.clone(), answered.clone()]).as_deref(),
+        Some("who are the highest paid in a department marketing")
     );
+    // After an answer, or a request of another template's, the question as asked.
+    let mut other = answered.clone();
+    other.template_id = Some("budget".into());
     assert_eq!(
-        kept_query(&turns, "what is 15% of 200", Some(ContextUsed::Turn)),
-        "what is 15% of 200"
+        previous_question(&[asked.clone(), other]).as_deref(),
+        Some("marketing")
     );
-    assert_eq!(kept_query(&[], "marketing", None), "marketing");
+    assert_eq!(previous_question(&[answered]).as_deref(), Some("marketing"));
+    assert_eq!(previous_question(&[]), None);
 }

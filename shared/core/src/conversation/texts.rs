@@ -4,7 +4,7 @@
 
 use switchyard_routing::config::SessionsConfig;
 use switchyard_routing::router::Routing;
-use switchyard_routing::session::{ContextUsed, Turn};
+use switchyard_routing::session::{Turn, TurnOutcome};
 
 /// What the assistant said just before this turn, routed alone (what it offers) and with
 /// the turn.
@@ -210,16 +210,23 @@ impl ContextTexts {
     }
 }
 
-/// The question a turn is kept under for the next turn's joint text: a turn that answered
-/// our request for a value ("marketing" after "who are the highest paid in a
-/// department") is kept as the question it completed, so "and in ops?" after it reads
-/// "who are the highest paid in a department marketing and in ops?", not "marketing and
-/// in ops?".
-pub fn kept_query(turns: &[Turn], query: &str, used: Option<ContextUsed>) -> String {
-    let asked = turns.last().and_then(|t| t.query.as_deref());
-    match (used, asked) {
-        (Some(ContextUsed::PendingParameter), Some(asked)) => within_limit(asked, query),
-        _ => query.to_owned(),
+/// The previous question as the next turn reads it: a turn that answered our request for
+/// a value ("marketing" after "who are the highest paid in a department") is read as the
+/// question it completed, so "and in ops?" after it reads "who are the highest paid in a
+/// department marketing and in ops?", not "marketing and in ops?". The session keeps
+/// each turn as asked.
+pub fn previous_question(turns: &[Turn]) -> Option<String> {
+    let (last, before) = turns.split_last()?;
+    let answered = last.query.as_deref()?;
+    let asked = before.last().filter(|asked| {
+        asked.outcome == TurnOutcome::NeedsClarification
+            && asked.template_id.is_some()
+            && asked.template_id == last.template_id
+            && asked.datasource == last.datasource
+    });
+    match asked.and_then(|a| a.query.as_deref()) {
+        Some(asked) => Some(within_limit(asked, answered)),
+        None => Some(answered.to_owned()),
     }
 }
 
@@ -246,6 +253,6 @@ pub fn joint_question(turns: &[Turn], query: &str, config: &SessionsConfig) -> O
     if whole && !anaphora.is_empty() && !refers_back(query, anaphora) {
         return None;
     }
-    let previous = turns.last()?.query.as_deref()?;
-    Some(within_limit(previous, query))
+    let previous = previous_question(turns)?;
+    Some(within_limit(&previous, query))
 }

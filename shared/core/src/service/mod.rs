@@ -360,7 +360,8 @@ impl Service {
             .route_in_context(question, access, &context, now, resumed.is_none())
             .await?;
         let request_id = new_request_id();
-        if self.only_acknowledges(question, &routed, &context) {
+        // A message that resumes a workflow ("ok" to a partial answer) is never one.
+        if resumed.is_none() && self.only_acknowledges(question, &routed, &context) {
             // Nothing runs and the session keeps no turn: the conversation is where it was.
             return Ok(Answer {
                 request_id,

@@ -8,9 +8,7 @@ use serde_json::Map;
 use super::execution::Executed;
 use super::routed::{Routed, TurnContext};
 use super::{Execution, Orchestrated, Question, Service, SessionUse};
-use crate::conversation::{
-    assistant_text, kept_query, only_acknowledges, turn_of, unexecuted_outcome,
-};
+use crate::conversation::{assistant_text, only_acknowledges, turn_of, unexecuted_outcome};
 use crate::error::Result;
 use crate::error::ServiceError;
 use crate::orchestration::TaskStatus;
@@ -82,11 +80,9 @@ impl Service {
             }
             let (routing, belief) = (routed.routing, routed.belief);
             let (outcome, parameters) = unexecuted_result(&self.router, &routing, &turns);
-            let used = routed.context.as_ref().map(|c| c.used);
-            let kept = kept_query(&turns, &routing.query, used);
             let mut turn = turn_of(&routing, &belief, outcome, parameters, sessions, now);
             // Never stored: the next turn's joint text needs it whatever `store_text` says.
-            turn.query = Some(kept);
+            turn.query = Some(routing.query.clone());
             push_bounded(&mut turns, turn, sessions.max_turns);
         }
         Ok(TurnContext {
@@ -105,7 +101,7 @@ impl Service {
         executed: &Executed,
         now: i64,
     ) -> SessionUse {
-        let (id, turns) = match (question.session_key(), context.turns) {
+        let (id, count) = match (question.session_key(), context.turns) {
             // Turns given with the question: they weighed, nothing is recorded.
             (None, Ok(Some(turns))) => {
                 return SessionUse::Used {
@@ -115,17 +111,13 @@ impl Service {
             }
             (None, _) | (_, Ok(None)) => return SessionUse::None,
             (Some(_), Err(error)) => return SessionUse::Unavailable { error },
-            (Some(id), Ok(Some(turns))) => (id, turns),
+            (Some(id), Ok(Some(turns))) => (id, turns.len()),
         };
         let routing = &routed.routing;
         let (outcome, parameters) =
             turn_result(routing, &executed.execution, &executed.orchestration);
         let sessions = &self.config.sessions;
         let mut turn = turn_of(routing, &routed.belief, outcome, parameters, sessions, now);
-        if turn.query.is_some() {
-            let used = routed.context.as_ref().map(|c| c.used);
-            turn.query = Some(kept_query(&turns, &routing.query, used));
-        }
         turn.answer = executed
             .execution
             .as_ref()
@@ -144,7 +136,7 @@ impl Service {
             self.remember_topics(question, topics, now).await;
         }
         SessionUse::Used {
-            turns: turns.len(),
+            turns: count,
             saved: Some(saved.map_err(|e| e.to_string())),
         }
     }

@@ -19,7 +19,7 @@ use serde::Serialize;
 
 use crate::error::Result;
 use switchyard_core::conversation::{
-    contextualize, kept_query, turn_of, unexecuted_outcome, AssistantTurn, ContextTexts, Said,
+    contextualize, turn_of, unexecuted_outcome, AssistantTurn, ContextTexts, Said,
 };
 use switchyard_routing::config::SessionsConfig;
 use switchyard_routing::router::{Router, Routing};
@@ -250,7 +250,7 @@ fn in_session(
             ));
             tally.add(line, routing);
             ceiling.add(&mut tracks[c], line, routing, evidence);
-            let mut turn = turn_of(
+            let turn = turn_of(
                 routing,
                 &contextualized.belief,
                 unexecuted_outcome(routing),
@@ -258,10 +258,6 @@ fn in_session(
                 config,
                 now,
             );
-            if turn.query.is_some() {
-                let used = Some(contextualized.report.used);
-                turn.query = Some(kept_query(&turns[c], &routing.query, used));
-            }
             push_bounded(&mut turns[c], turn, config.max_turns);
         }
     }
