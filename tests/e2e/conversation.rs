@@ -453,6 +453,18 @@ const FOLLOW_UPS: &[&[(&str, &str)]] = &[
         ("what's 15% of that", "calculator_percentage"),
     ],
     &[
+        (
+            "how many people work in Sales",
+            "employees_count_by_department",
+        ),
+        // "there" is no reference: the turn names a city, which no template taking the
+        // department reads.
+        (
+            "which departments are there in Chicago",
+            "departments_by_location",
+        ),
+    ],
+    &[
         ("list everyone in finance", "employees_list_by_department"),
         // "their" is the department's, but the budget is asked: not another list.
         ("and their budget?", "department_budget"),

@@ -208,9 +208,13 @@ pub fn contextualize(
         .filter(|p| !template_of(p).is_some_and(|t| names_a_value(router, &t, &own.query)))
         .and_then(|p| {
             let same_datasource = |m: &Match| p.datasource.as_deref() == Some(&m.datasource);
-            if own.best().is_some_and(|m| !same_datasource(m)) {
+            let best = own.best()?;
+            if !same_datasource(best) {
                 return None;
             }
+            // A value the turn gives its own template must be read by the one it goes to:
+            // "which fantasy books are there" after an author's count names a genre.
+            let names = names_a_value(router, &best.template_ref(), &own.query);
             own.matches.iter().filter(|m| !m.is_declined()).find(|m| {
                 same_datasource(m)
                     && template_in(router, &m.template_ref()).is_some_and(|t| {
@@ -218,6 +222,7 @@ pub fn contextualize(
                             .keys()
                             .all(|name| t.parameters.iter().any(|q| &q.name == name))
                     })
+                    && (!names || names_a_value(router, &m.template_ref(), &own.query))
             })
         })
         .map(Match::template_ref);
