@@ -332,6 +332,58 @@ fn template_in(value: &Value) -> Option<String> {
     }
 }
 
+/// Each text sent as the next user message of one chat, with the assistant's answers in
+/// the history: the answers' `switchyard` fields.
+fn chat_answers<'a>(server: &Server, texts: impl IntoIterator<Item = &'a str>) -> Vec<Value> {
+    let mut messages: Vec<Value> = Vec::new();
+    let mut answers = Vec::new();
+    for text in texts {
+        messages.push(json!({"role": "user", "content": text}));
+        let (status, answer) = server.post(
+            "/v1/chat/completions",
+            json!({"model": "switchyard", "messages": messages}),
+        );
+        assert_eq!(status, 200, "{answer}");
+        let said = answer["choices"][0]["message"]["content"].clone();
+        messages.push(json!({"role": "assistant", "content": said}));
+        answers.push(answer["switchyard"].clone());
+    }
+    answers
+}
+
+/// Each text sent as an A2A message in the context `context_id`: the JSON-RPC results
+/// (HTTP 200 and no error asserted).
+fn a2a_results<'a>(
+    server: &Server,
+    context_id: &str,
+    texts: impl IntoIterator<Item = &'a str>,
+) -> Vec<Value> {
+    let client = reqwest::blocking::Client::new();
+    texts
+        .into_iter()
+        .enumerate()
+        .map(|(t, text)| {
+            let message = json!({
+                "messageId": format!("{context_id}-{t}"),
+                "contextId": context_id,
+                "role": "ROLE_USER",
+                "parts": [{"text": text}],
+            });
+            let response = client
+                .post(format!("{}/a2a", server.base))
+                .header("A2A-Version", "1.0")
+                .json(&json!({"jsonrpc": "2.0", "id": t, "method": "SendMessage",
+                              "params": {"message": message}}))
+                .send()
+                .unwrap();
+            assert_eq!(response.status().as_u16(), 200, "{text}");
+            let body: Value = response.json().unwrap();
+            assert!(body.get("error").is_none(), "{text}: {body}");
+            body["result"].clone()
+        })
+        .collect()
+}
+
 fn assert_routed(surface: &str, expected: &[(&str, &str)], got: &[Option<String>]) {
     let wrong: Vec<String> = expected
         .iter()
@@ -368,19 +420,8 @@ fn a_self_contained_question_after_a_long_answer_switches_in_a_session() {
 fn a_self_contained_question_after_a_long_answer_switches_in_a_chat() {
     let (_cache, server) = demo();
     for turns in SWITCHES_AFTER_LONG_ANSWERS {
-        let mut messages: Vec<Value> = Vec::new();
-        let mut got = Vec::new();
-        for (text, _) in turns {
-            messages.push(json!({"role": "user", "content": text}));
-            let (status, answer) = server.post(
-                "/v1/chat/completions",
-                json!({"model": "switchyard", "messages": messages}),
-            );
-            assert_eq!(status, 200, "{answer}");
-            got.push(template_in(&answer["switchyard"]));
-            let said = answer["choices"][0]["message"]["content"].clone();
-            messages.push(json!({"role": "assistant", "content": said}));
-        }
+        let answers = chat_answers(&server, turns.iter().map(|(text, _)| *text));
+        let got: Vec<Option<String>> = answers.iter().map(template_in).collect();
         assert_routed("/v1/chat/completions", turns, &got);
     }
 }
@@ -388,32 +429,10 @@ fn a_self_contained_question_after_a_long_answer_switches_in_a_chat() {
 #[test]
 fn a_self_contained_question_after_a_long_answer_switches_in_an_a2a_context() {
     let (_cache, server) = demo();
-    let client = reqwest::blocking::Client::new();
     for (n, turns) in SWITCHES_AFTER_LONG_ANSWERS.iter().enumerate() {
         let context_id = format!("a2a-switches-{n}");
-        let got: Vec<Option<String>> = turns
-            .iter()
-            .enumerate()
-            .map(|(t, (text, _))| {
-                let message = json!({
-                    "messageId": format!("{context_id}-{t}"),
-                    "contextId": context_id,
-                    "role": "ROLE_USER",
-                    "parts": [{"text": text}],
-                });
-                let response = client
-                    .post(format!("{}/a2a", server.base))
-                    .header("A2A-Version", "1.0")
-                    .json(&json!({"jsonrpc": "2.0", "id": t, "method": "SendMessage",
-                                  "params": {"message": message}}))
-                    .send()
-                    .unwrap();
-                assert_eq!(response.status().as_u16(), 200, "{text}");
-                let body: Value = response.json().unwrap();
-                assert!(body.get("error").is_none(), "{text}: {body}");
-                template_in(&body["result"])
-            })
-            .collect();
+        let results = a2a_results(&server, &context_id, turns.iter().map(|(text, _)| *text));
+        let got: Vec<Option<String>> = results.iter().map(template_in).collect();
         assert_routed("A2A", turns, &got);
     }
 }
@@ -558,46 +577,15 @@ fn thanks_is_answered_without_running_the_previous_template_again() {
         "{alone}"
     );
 
-    let mut messages: Vec<Value> = Vec::new();
-    let mut answers = Vec::new();
-    for (text, _) in THANKS {
-        messages.push(json!({"role": "user", "content": text}));
-        let (status, answer) = server.post(
-            "/v1/chat/completions",
-            json!({"model": "switchyard", "messages": messages}),
-        );
-        assert_eq!(status, 200, "{answer}");
-        let said = answer["choices"][0]["message"]["content"].clone();
-        messages.push(json!({"role": "assistant", "content": said}));
-        answers.push(answer["switchyard"].clone());
-    }
+    let answers = chat_answers(&server, THANKS.iter().map(|(text, _)| *text));
     assert_thanked("/v1/chat/completions", &answers);
 
-    let client = reqwest::blocking::Client::new();
-    let answers: Vec<Value> = THANKS
+    let results = a2a_results(&server, "a2a-thanks", THANKS.iter().map(|(text, _)| *text));
+    let answers: Vec<Value> = results
         .iter()
-        .enumerate()
-        .map(|(t, (text, _))| {
-            let message = json!({
-                "messageId": format!("a2a-thanks-{t}"),
-                "contextId": "a2a-thanks",
-                "role": "ROLE_USER",
-                "parts": [{"text": text}],
-            });
-            let body: Value = client
-                .post(format!("{}/a2a", server.base))
-                .header("A2A-Version", "1.0")
-                .json(&json!({"jsonrpc": "2.0", "id": t, "method": "SendMessage",
-                              "params": {"message": message}}))
-                .send()
-                .unwrap()
-                .json()
-                .unwrap();
-            let task = &body["result"]["task"];
-            assert_eq!(
-                task["status"]["state"], "TASK_STATE_COMPLETED",
-                "{text}: {body}"
-            );
+        .map(|result| {
+            let task = &result["task"];
+            assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{result}");
             // The answer as data, in the task's artifact.
             task["artifacts"][0]["parts"]
                 .as_array()

@@ -51,8 +51,7 @@ use filter::{evidence, evidence_power, follow, probability_of, Prior};
 pub use acknowledgement::{acknowledgement_reply, only_acknowledges};
 pub use texts::{
     asked_text, assistant_question, assistant_text, continues, holds_cue, joint_question,
-    offer_text, opens_with, previous_question, refers_back, AssistantTurn, ContextTexts, Said,
-    MAX_ASSISTANT_CHARS,
+    offer_text, opens_with, refers_back, AssistantTurn, ContextTexts, Said, MAX_ASSISTANT_CHARS,
 };
 
 /// At most this many words after a continuation cue make a fragment ("and in Sales?").

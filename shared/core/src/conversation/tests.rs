@@ -599,6 +599,7 @@ fn a_whole_question_is_read_with_the_previous_one_only_when_it_points_back() {
 
 #[test]
 fn a_turn_that_answered_our_request_is_read_as_the_question_it_completed() {
+    use super::texts::previous_question;
     let mut asked = turn("hr", "top_paid", TurnOutcome::NeedsClarification);
     asked.query = Some("who are the highest paid in a department".into());
     let mut answered = turn("hr", "top_paid", TurnOutcome::Execute);

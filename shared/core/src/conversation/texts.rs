@@ -215,7 +215,7 @@ impl ContextTexts {
 /// question it completed, so "and in ops?" after it reads "who are the highest paid in a
 /// department marketing and in ops?", not "marketing and in ops?". The session keeps
 /// each turn as asked.
-pub fn previous_question(turns: &[Turn]) -> Option<String> {
+pub(super) fn previous_question(turns: &[Turn]) -> Option<String> {
     let (last, before) = turns.split_last()?;
     let answered = last.query.as_deref()?;
     let asked = before.last().filter(|asked| {
