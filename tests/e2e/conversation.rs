@@ -596,3 +596,36 @@ fn thanks_is_answered_without_running_the_previous_template_again() {
         .collect();
     assert_thanked("A2A", &answers);
 }
+
+#[test]
+fn a_new_value_the_template_cannot_read_alone_replaces_the_previous_one() {
+    let (_cache, server) = demo();
+    let turns = ["Who does Victoria Adams report to", "and Ivan Mueller?"];
+    let session = Conversation::new(&server, "restated");
+    let answers: Vec<Value> = turns.iter().map(|text| session.ask(text)).collect();
+    let chat = chat_answers(&server, turns);
+    for (surface, answers) in [("/v1/query", &answers), ("/v1/chat/completions", &chat)] {
+        let first = &answers[0];
+        assert_eq!(
+            first["parameters"]["employee"], "Victoria Adams",
+            "{surface}: {first}"
+        );
+        // Before, the session's Victoria Adams filled the parameter: her manager again.
+        let next = &answers[1];
+        assert_eq!(
+            template_in(&next["metadata"]).as_deref(),
+            Some("employee_manager"),
+            "{surface}: {next}"
+        );
+        assert_eq!(
+            next["parameters"]["employee"], "Ivan Mueller",
+            "{surface}: {next}"
+        );
+        assert!(
+            next["content"]
+                .as_str()
+                .is_some_and(|c| c.starts_with("Ivan Mueller reports to")),
+            "{surface}: {next}"
+        );
+    }
+}

@@ -7,9 +7,12 @@ use anyhow::{Context, Result};
 use switchyard_core::config::Config;
 use switchyard_eval::conversation::{replay, ConversationReport, Replay, TurnAccuracy};
 use switchyard_eval::multi::{multi_intent, MultiIntentReport};
+use switchyard_eval::noise::{add_noise, Noise, NoiseStats};
 use switchyard_eval::report::{answers, Page, Snapshot};
 use switchyard_eval::suggest::judged_traffic;
-use switchyard_eval::{embed_queries, evaluate, load_dataset, stage_table, EvalReport, StageRow};
+use switchyard_eval::{
+    embed_queries, evaluate, load_dataset, stage_table, EvalReport, LabeledQuery, StageRow,
+};
 use switchyard_routing::router::Router;
 
 pub struct Options {
@@ -28,6 +31,93 @@ pub struct Options {
     pub report: Option<PathBuf>,
     /// Write each replayed turn's routings and decision here (JSON lines).
     pub turns_out: Option<PathBuf>,
+    /// Also measure a noisy copy of the questions (the noise and its seed).
+    pub noise: Option<(Noise, u64)>,
+}
+
+/// `--noise`'s values.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum NoiseKind {
+    Typos,
+    Spaces,
+}
+
+impl From<NoiseKind> for Noise {
+    fn from(kind: NoiseKind) -> Noise {
+        match kind {
+            NoiseKind::Typos => Noise::Typos,
+            NoiseKind::Spaces => Noise::Spaces,
+        }
+    }
+}
+
+/// The figures of a noisy copy beside the clean ones.
+#[derive(Debug, Clone, serde::Serialize)]
+struct NoisyFigures {
+    noise: Noise,
+    seed: u64,
+    changes: NoiseStats,
+    intent_accuracy: f64,
+    datasource_accuracy: f64,
+    in_scope_accuracy: f64,
+    oos_recall: f64,
+}
+
+/// Route the noisy copy of `queries` and keep its headline figures.
+fn noisy_figures(
+    router: &Router,
+    queries: &[LabeledQuery],
+    (noise, seed): (Noise, u64),
+) -> Result<NoisyFigures> {
+    let (noisy, changes) = add_noise(queries, noise, seed);
+    let embedded = embed_queries(router, &noisy)?;
+    let report = evaluate(router, &noisy, &embedded, 0)?;
+    Ok(NoisyFigures {
+        noise,
+        seed,
+        changes,
+        intent_accuracy: report.intent_accuracy,
+        datasource_accuracy: report.datasource_accuracy,
+        in_scope_accuracy: report.in_scope_accuracy,
+        oos_recall: report.oos_recall,
+    })
+}
+
+fn print_noisy(clean: &EvalReport, noisy: &NoisyFigures) {
+    let c = &noisy.changes;
+    println!(
+        "
+with noise ({:?}, seed {}: {} of {} questions changed, {} edits):",
+        noisy.noise, noisy.seed, c.changed, c.questions, c.edits
+    );
+    println!(
+        "{:<8} {:>7} {:>7} {:>9} {:>7}",
+        "", "intent", "source", "in-scope", "oos"
+    );
+    let row = |name: &str, intent: f64, source: f64, in_scope: f64, oos: f64| {
+        println!(
+            "{:<8} {:>6.2}% {:>6.2}% {:>8.2}% {:>6.1}%",
+            name,
+            intent * 100.0,
+            source * 100.0,
+            in_scope * 100.0,
+            oos * 100.0
+        );
+    };
+    row(
+        "clean",
+        clean.intent_accuracy,
+        clean.datasource_accuracy,
+        clean.in_scope_accuracy,
+        clean.oos_recall,
+    );
+    row(
+        "noisy",
+        noisy.intent_accuracy,
+        noisy.datasource_accuracy,
+        noisy.in_scope_accuracy,
+        noisy.oos_recall,
+    );
 }
 
 /// Evaluate `router` on `dataset` (each stage on and off with `stages`; conversations
@@ -41,6 +131,10 @@ pub fn run(router: &Router, config: &Config, dataset: &Path, options: &Options) 
         write_lines(path, &records)?;
     }
     let report = evaluate(router, &queries, &embedded, options.latency_samples)?;
+    let noisy = match options.noise {
+        Some(noise) => Some(noisy_figures(router, &queries, noise)?),
+        None => None,
+    };
     let table = if options.stages {
         let mut rows = stage_table(router, &queries, &embedded)?;
         if let Some(frozen) = &options.frozen {
@@ -105,6 +199,9 @@ pub fn run(router: &Router, config: &Config, dataset: &Path, options: &Options) 
         if let Some(table) = &table {
             value["stages"] = serde_json::to_value(table)?;
         }
+        if let Some(noisy) = &noisy {
+            value["noisy"] = serde_json::to_value(noisy)?;
+        }
         if let Some(conversation) = &conversation {
             value["conversation"] = serde_json::to_value(conversation)?;
         }
@@ -117,6 +214,9 @@ pub fn run(router: &Router, config: &Config, dataset: &Path, options: &Options) 
         println!("{}", serde_json::to_string_pretty(&value)?);
     } else {
         print_report(&report);
+        if let Some(noisy) = &noisy {
+            print_noisy(&report, noisy);
+        }
         if let Some(table) = &table {
             print_stages(table);
         }

@@ -105,6 +105,12 @@ enum Command {
         /// chose, as JSON lines.
         #[arg(long, conflicts_with = "no_session")]
         turns_out: Option<PathBuf>,
+        /// Also measure a noisy copy of the questions beside the clean figures: `typos`
+        /// (keyboard slips) or `spaces` (spaces left out). Seeded by --noise-seed.
+        #[arg(long, value_enum)]
+        noise: Option<eval::NoiseKind>,
+        #[arg(long, default_value_t = 1, requires = "noise")]
+        noise_seed: u64,
     },
     /// Cold start and per-query latency on one thread: model and index load, the first
     /// query, then p50/p95/p99 of the embedding alone and of the whole route.
@@ -296,6 +302,8 @@ fn main() -> Result<()> {
             judge_every,
             report,
             turns_out,
+            noise,
+            noise_seed,
         } => {
             // --stages on an adapted catalog also scores the frozen base model.
             let mut base = config.clone();
@@ -320,6 +328,7 @@ fn main() -> Result<()> {
                 judge_out: judge_out.clone().map(|path| (path, *judge_every)),
                 report: report.clone(),
                 turns_out: turns_out.clone(),
+                noise: noise.map(|kind| (kind.into(), *noise_seed)),
             };
             eval::run(&router, &config, dataset, &options)
         }

@@ -374,6 +374,19 @@ impl Embedder for MiniLmEmbedder {
         DIMENSION
     }
 
+    /// WordPiece's whole-word entries in its order (the commoner first, as WordPiece
+    /// added them): the pieces that continue a word start with `##`.
+    fn vocabulary(&self) -> Vec<String> {
+        let mut words: Vec<(String, u32)> = self
+            .tokenizer
+            .get_vocab(false)
+            .into_iter()
+            .filter(|(w, _)| !w.starts_with("##") && w.chars().all(char::is_alphabetic))
+            .collect();
+        words.sort_by_key(|&(_, id)| id);
+        words.into_iter().map(|(w, _)| w).collect()
+    }
+
     /// Texts are sorted by token count so each batch pads little, batches run on the
     /// sessions in parallel, and the vectors come back in the texts' order.
     fn embed(&self, texts: &[&str]) -> switchyard_vectors::error::Result<Vec<Vec<f32>>> {

@@ -7,6 +7,7 @@ pub mod conversation;
 pub mod documents;
 pub mod error;
 pub mod multi;
+pub mod noise;
 pub mod report;
 pub mod suggest;
 pub mod tune;

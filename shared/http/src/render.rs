@@ -144,6 +144,7 @@ impl Render<'_> {
         let above = |m: &&Match| !m.is_declined() && m.scores.combined_score >= routing.threshold;
         RouteReport {
             query: routing.query.clone(),
+            corrected_query: routing.corrected.clone(),
             outcome: routing.outcome,
             clarify_choices: routing
                 .clarify_choices()

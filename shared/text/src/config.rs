@@ -39,6 +39,18 @@ pub struct Openings {
     pub skip_words: Vec<String>,
 }
 
+/// Misspelt words corrected against the catalog's own vocabulary before routing
+/// (`spelling::Speller`): "balnce on my chekcing acount" routes as "balance on my checking
+/// account". Parameters are read from what was written.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Validate)]
+#[serde(deny_unknown_fields)]
+pub struct Spelling {
+    pub enabled: bool,
+    /// Shorter words are left as written: one edit makes most short words another word.
+    #[validate(range(min = 3, message = "must be at least 3"))]
+    pub min_letters: usize,
+}
+
 /// How vector and keyword scores are combined: a weighted sum, or reciprocal-rank fusion.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

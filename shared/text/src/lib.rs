@@ -7,5 +7,6 @@ pub mod error;
 pub mod keywords;
 pub mod params;
 pub mod similarity;
+pub mod spelling;
 
 pub use error::ParamError;

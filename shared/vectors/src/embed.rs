@@ -22,6 +22,14 @@ pub trait Embedder: Send + Sync {
     fn dimension(&self) -> usize;
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>>;
 
+    /// The words its tokenizer knows whole (not as pieces of words), the commoner first:
+    /// what the router's spelling correction leaves as written, and corrects to when the
+    /// catalog has no word near. Empty for a model without a vocabulary, which turns the
+    /// correction off.
+    fn vocabulary(&self) -> Vec<String> {
+        Vec::new()
+    }
+
     fn embed_one(&self, text: &str) -> Result<Vec<f32>> {
         let mut vectors = self.embed(&[text])?;
         vectors
@@ -146,6 +154,10 @@ impl CachedEmbedder {
 impl Embedder for CachedEmbedder {
     fn model_id(&self) -> &str {
         self.inner.model_id()
+    }
+
+    fn vocabulary(&self) -> Vec<String> {
+        self.inner.vocabulary()
     }
 
     fn dimension(&self) -> usize {

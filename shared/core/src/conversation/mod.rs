@@ -43,10 +43,12 @@ use switchyard_text::params::extract;
 mod acknowledgement;
 mod choices;
 mod filter;
+mod restate;
 mod texts;
 
 use choices::{offer, pick_choice, select};
 use filter::{evidence, evidence_power, follow, probability_of, Prior};
+use restate::{reads_a_value, restated};
 
 pub use acknowledgement::{acknowledgement_reply, only_acknowledges};
 pub use texts::{
@@ -225,6 +227,23 @@ pub fn contextualize(
             })
         })
         .map(Match::template_ref);
+    // A fragment naming a value the previous template does not read, but an earlier
+    // turn's template does ("and in marketing?" after "what is 15% of 200?", with a
+    // headcount in Sales before it), returns to that template: the most recent such.
+    // Within the previous turn's datasource the previous template is the one continued
+    // ("and what about Laura Hall?" after "who does he report to", a lookup before it).
+    let returned = previous
+        .filter(|p| {
+            continues && !template_of(p).is_some_and(|t| names_a_value(router, &t, &own.query))
+        })
+        .and_then(|p| {
+            turns[..turns.len() - 1]
+                .iter()
+                .rev()
+                .filter(|t| t.outcome == TurnOutcome::Execute && t.datasource != p.datasource)
+                .filter_map(template_of)
+                .find(|t| names_a_value(router, t, &own.query))
+        });
     let sure = self_contained(&own, turns, config)
         && (!continues || asks_anew || agrees_with_joint())
         && referred.is_none();
@@ -304,6 +323,20 @@ pub fn contextualize(
             }
         }
     }
+    if let Some(template) = returned.filter(|_| !sure) {
+        select(&mut own, &others, &template);
+        if own
+            .selected_match()
+            .is_some_and(|m| m.template_ref() == template)
+        {
+            report.used = ContextUsed::Context;
+            set_context_probabilities(&mut own, &belief);
+            return Contextualized {
+                belief: pinned(&template),
+                ..contextualized(own, report)
+            };
+        }
+    }
     if let Some(template) = referred {
         select(&mut own, &others, &template);
         if own
@@ -346,12 +379,8 @@ pub fn contextualize(
         );
         report.used = ContextUsed::Turn;
         report.self_contained = true;
-        for m in &mut own.matches {
-            m.context_probability = belief
-                .iter()
-                .find(|b| b.datasource == m.datasource && b.template_id == m.template_id)
-                .map(|b| b.probability);
-        }
+        restate_fragment(router, &mut own, turns, config);
+        set_context_probabilities(&mut own, &belief);
         return Contextualized {
             routing: own,
             report,
@@ -390,13 +419,46 @@ pub fn contextualize(
             }
         }
     }
-    for m in &mut own.matches {
+    set_context_probabilities(&mut own, &belief);
+    restate_fragment(router, &mut own, turns, config);
+    contextualized(own, report)
+}
+
+/// Each match's probability under the context hypothesis, for `/v1/route`.
+fn set_context_probabilities(routing: &mut Routing, belief: &[Weighted]) {
+    for m in &mut routing.matches {
         m.context_probability = belief
             .iter()
             .find(|b| b.datasource == m.datasource && b.template_id == m.template_id)
             .map(|b| b.probability);
     }
-    contextualized(own, report)
+}
+
+/// A fragment that stays on the previous template but whose words it cannot read ("and
+/// Ivan Mueller?" after "Who does Victoria Adams report to") would run it again with the
+/// session's values: the adapter reads the previous question with the fragment's words in
+/// place of the value they replace (`restate::restated`), when the template finds a new
+/// value there.
+fn restate_fragment(router: &Router, own: &mut Routing, turns: &[Turn], config: &ContextConfig) {
+    let Some(previous) = turns.last().filter(|p| p.outcome == TurnOutcome::Execute) else {
+        return;
+    };
+    let Some(template) = template_of(previous) else {
+        return;
+    };
+    let stays = own.outcome == Outcome::Execute
+        && own
+            .selected_match()
+            .is_some_and(|m| m.template_ref() == template);
+    if let Some(text) = template_in(router, &template)
+        .filter(|_| stays)
+        .and_then(|t| {
+            let cues = (&config.continuation_cues, &config.reference_cues);
+            restated(t, turns, &own.query, cues.0, cues.1)
+        })
+    {
+        own.query = text;
+    }
 }
 
 /// Whether a turn is answered on its own, whatever the texts around it say: sure of
@@ -411,14 +473,20 @@ pub fn stands_alone(own: &Routing, turns: &[Turn], assisted: bool, config: &Cont
             TurnOutcome::Clarify | TurnOutcome::NeedsClarification
         )
     });
-    // Only values can be referred to ("list them" after a headcount in Marketing).
-    let refers = turns.last().is_some_and(|p| !p.parameters.is_empty())
-        && refers_back(&own.query, &config.reference_cues);
+    let refers = points_back(own, turns, config);
     !assisted
         && !asked_by_us
         && self_contained(own, turns, config)
         && !continues(&own.query, &config.continuation_cues, FRAGMENT_WORDS)
         && !refers
+}
+
+/// Whether the turn points back at what the previous turn named with a word of
+/// `reference_cues` ("list them" after a headcount in Marketing): only values can be
+/// referred to, so a previous turn without any is never pointed at.
+fn points_back(own: &Routing, turns: &[Turn], config: &ContextConfig) -> bool {
+    turns.last().is_some_and(|p| !p.parameters.is_empty())
+        && refers_back(&own.query, &config.reference_cues)
 }
 
 /// Whether a turn's own routing is sure enough to stand against the conversation: it
@@ -469,14 +537,7 @@ fn template_in<'a>(router: &'a Router, template: &TemplateRef) -> Option<&'a Tem
 
 /// Whether `query`'s own words give `template` a parameter value (not its defaults).
 fn names_a_value(router: &Router, template: &TemplateRef, query: &str) -> bool {
-    let Some(template) = template_in(router, template) else {
-        return false;
-    };
-    let given = extract(template, query, &Map::new()).parameters;
-    let defaults = extract(template, "", &Map::new()).parameters;
-    given
-        .iter()
-        .any(|(name, value)| defaults.get(name) != Some(value))
+    template_in(router, template).is_some_and(|t| reads_a_value(t, query))
 }
 
 /// Whether `query` gives a value for every required parameter of `template` that the turn

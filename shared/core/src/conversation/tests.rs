@@ -308,6 +308,7 @@ fn routing(order: &[(&str, &str)]) -> Routing {
         .collect();
     Routing {
         query: "q".into(),
+        corrected: None,
         matches,
         adapters_searched: Vec::new(),
         timed_out: Vec::new(),

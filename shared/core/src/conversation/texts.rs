@@ -136,20 +136,26 @@ pub fn refers_back(query: &str, cues: &[String]) -> bool {
 /// at most `max_words` words follow ("And in Sales?", "what about Berlin", "same for kia";
 /// not "and which teams are in Chicago", a whole question after its "and").
 pub fn continues(query: &str, cues: &[String], max_words: usize) -> bool {
-    let mut rest = query
-        .trim_start_matches(|c: char| !c.is_alphanumeric())
-        .to_lowercase();
+    after_cues(query, cues).is_some_and(|rest| rest.split_whitespace().count() <= max_words)
+}
+
+/// What follows the continuation cues opening `query` ("Ivan Mueller?" of "and what about
+/// Ivan Mueller?"), as written; `None` when no cue opens it.
+pub fn after_cues<'a>(query: &'a str, cues: &[String]) -> Option<&'a str> {
+    let mut rest = query.trim_start_matches(|c: char| !c.is_alphanumeric());
     let mut opened = false;
-    while let Some(cue) = cues
-        .iter()
-        .find(|cue| opens_with(&rest, std::slice::from_ref(cue)))
-    {
-        rest = rest[cue.len()..]
-            .trim_start_matches(|c: char| !c.is_alphanumeric())
-            .to_owned();
+    // Compared byte for byte, ignoring ASCII case: a cue is lower case ASCII words.
+    let after = |rest: &'a str, cue: &str| {
+        let tail = rest.get(cue.len()..)?;
+        (rest[..cue.len()].eq_ignore_ascii_case(cue)
+            && !tail.starts_with(|c: char| c.is_alphanumeric()))
+        .then_some(tail)
+    };
+    while let Some(tail) = cues.iter().find_map(|cue| after(rest, cue)) {
+        rest = tail.trim_start_matches(|c: char| !c.is_alphanumeric());
         opened = true;
     }
-    opened && rest.split_whitespace().count() <= max_words
+    opened.then_some(rest)
 }
 
 /// Whether the turn opens with one of `cues` as whole words: an acceptance ("Yes, please",

@@ -14,6 +14,10 @@ use super::{
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct RouteReport {
     pub query: String,
+    /// The question as routed, when misspelt words were corrected against the catalog's
+    /// (`composite_retrieval.spelling`); parameters are read from `query`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub corrected_query: Option<String>,
     #[schema(value_type = String)]
     pub outcome: switchyard_routing::router::Outcome,
     pub clarify_choices: Vec<TemplateRef>,

@@ -146,6 +146,43 @@ fn term_expansion_routes_an_abbreviation() {
 }
 
 #[test]
+fn a_misspelt_question_routes_as_written_right_and_reads_its_values_as_written() {
+    let router = small_router(Config::default());
+    let routing = router
+        .route("Set a remnder for the dentist", &Access::All)
+        .unwrap();
+    assert_eq!(routing.query, "Set a remnder for the dentist");
+    assert_eq!(
+        routing.corrected.as_deref(),
+        Some("Set a reminder for the dentist")
+    );
+    assert_eq!(
+        routing.selected_match().unwrap().template_id,
+        "set_reminder"
+    );
+    // A name after the first word and a word the model knows stay as written.
+    let routing = router
+        .route("whats the wheather in Pariss", &Access::All)
+        .unwrap();
+    let corrected = routing.corrected.as_deref().unwrap();
+    assert!(corrected.contains("weather in Pariss"), "{corrected}");
+    assert_eq!(routing.selected_match().unwrap().template_id, "weather");
+    let clean = router
+        .route("Set a reminder for the dentist", &Access::All)
+        .unwrap();
+    assert_eq!(clean.corrected, None);
+    // Off, the stages read the question as written.
+    let off = small_router(config_with(&[(
+        "SWITCHYARD__COMPOSITE_RETRIEVAL__SPELLING__ENABLED",
+        "false",
+    )]));
+    let routing = off
+        .route("Set a remnder for the dentist", &Access::All)
+        .unwrap();
+    assert_eq!(routing.corrected, None);
+}
+
+#[test]
 fn negative_examples_decline_their_datasource() {
     let question = "How many people work at Microsoft?";
     let with_negatives = common::catalog(&[

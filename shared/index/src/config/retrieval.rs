@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 use switchyard_catalog::config::rules::*;
 use switchyard_contract::rerank::Reranking;
-use switchyard_text::config::{Keywords, Openings, StringSimilarity};
+use switchyard_text::config::{Keywords, Openings, Spelling, StringSimilarity};
 use validator::{Validate, ValidationError};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Validate)]
@@ -32,6 +32,8 @@ pub struct CompositeRetrieval {
     pub keywords: Keywords,
     #[validate(nested)]
     pub openings: Openings,
+    #[validate(nested)]
+    pub spelling: Spelling,
     #[validate(nested)]
     pub reranking: Reranking,
     #[validate(nested)]

@@ -34,6 +34,7 @@ pub fn decide(
 ) -> Routing {
     let Candidates {
         query,
+        corrected,
         mut matches,
         adapters_searched,
         timed_out,
@@ -94,6 +95,7 @@ pub fn decide(
     timings.total_ms += reranked.took_ms;
     Routing {
         query,
+        corrected,
         matches,
         adapters_searched,
         timed_out,
@@ -139,6 +141,7 @@ mod tests {
     fn candidates(matches: Vec<Match>, ranking: Ranking) -> Candidates {
         Candidates {
             query: "q".into(),
+            corrected: None,
             matches,
             adapters_searched: vec!["ds".into()],
             timed_out: vec![],

@@ -18,6 +18,7 @@ mod retrieve;
 mod routing;
 mod threshold;
 
+use std::borrow::Cow;
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
@@ -38,8 +39,10 @@ use switchyard_catalog::template::{Datasource, Template};
 use switchyard_index::config::RouterConfig;
 use switchyard_index::index::{Drift, DriftStatus, Index};
 use switchyard_index::scoring::rank_score;
+use switchyard_text::config::Spelling;
 use switchyard_text::keywords::{Bm25, Openings};
 use switchyard_text::similarity::{template_similarity, PreparedQuery, TemplateTexts};
+use switchyard_text::spelling::Speller;
 use switchyard_vectors::embed::Embedder;
 
 pub const MAX_QUERY_CHARS: usize = 2000;
@@ -52,6 +55,7 @@ pub struct Router {
     texts: Vec<Vec<OnceLock<TemplateTexts>>>,
     keywords: Bm25,
     openings: Openings,
+    speller: Speller,
     /// The global template number of each partition's first template.
     starts: Arc<[usize]>,
     threshold: f32,
@@ -65,6 +69,31 @@ pub struct Router {
     documents_embedder: Option<Arc<dyn Embedder>>,
     /// What the drift check found when the index was loaded.
     drift: Drift,
+}
+
+/// The spelling corrector over the templates' texts (examples, descriptions and allowed
+/// values) and the model's vocabulary; one that corrects nothing when off.
+fn speller<'a>(
+    templates: impl Iterator<Item = &'a Template>,
+    embedder: &dyn Embedder,
+    settings: &Spelling,
+) -> Speller {
+    if !settings.enabled {
+        return Speller::default();
+    }
+    let texts = templates.flat_map(|template| {
+        let values = template
+            .parameters
+            .iter()
+            .flat_map(|p| p.allowed_values.iter().filter_map(|v| v.as_str()));
+        template
+            .nl_examples
+            .iter()
+            .map(String::as_str)
+            .chain([template.description.as_str()])
+            .chain(values)
+    });
+    Speller::new(texts, &embedder.vocabulary(), settings.min_letters)
 }
 
 pub fn ms_since(start: Instant) -> f64 {
@@ -132,9 +161,14 @@ impl Router {
         // instance has a second vCPU (100,000 templates: 1 s on one).
         let templates = || index.catalog.datasources.iter().flat_map(|d| &d.templates);
         let retrieval = &config.composite_retrieval;
-        let (keywords, openings) = rayon::join(
-            || Bm25::new(templates(), &retrieval.keywords),
-            || Openings::new(templates(), &retrieval.openings),
+        let ((keywords, openings), speller) = rayon::join(
+            || {
+                rayon::join(
+                    || Bm25::new(templates(), &retrieval.keywords),
+                    || Openings::new(templates(), &retrieval.openings),
+                )
+            },
+            || speller(templates(), embedder.as_ref(), &retrieval.spelling),
         );
         let starts = index
             .partitions
@@ -151,6 +185,7 @@ impl Router {
             texts,
             keywords,
             openings,
+            speller,
             starts,
             threshold,
             threshold_source,
@@ -211,9 +246,16 @@ impl Router {
         Ok(())
     }
 
-    /// What the encoder sees for a query: the query plus its configured term expansions.
+    /// What the encoder sees for a query: the query as routed plus its configured term
+    /// expansions.
     pub fn embedding_text(&self, query: &str) -> String {
-        self.keywords.expansion().expand(query)
+        self.keywords.expansion().expand(&self.routed_text(query))
+    }
+
+    /// The query as the stages read it: misspelt words corrected against the catalog's
+    /// (`composite_retrieval.spelling`).
+    pub fn routed_text<'q>(&self, query: &'q str) -> Cow<'q, str> {
+        self.speller.correct(query)
     }
 
     fn uses_head(&self) -> bool {
@@ -331,7 +373,8 @@ impl Router {
         let retrieval = &self.config.composite_retrieval;
         let strings = &retrieval.string_similarity;
         if strings.enabled {
-            let prepared = PreparedQuery::new(&candidates.query);
+            let prepared =
+                PreparedQuery::new(candidates.corrected.as_ref().unwrap_or(&candidates.query));
             let texts = &self.texts;
             let catalog = &self.index.catalog;
             candidates.matches.par_iter_mut().for_each(|m| {

@@ -63,13 +63,14 @@ impl Router {
     pub(super) fn retrieve(&self, query: &str, vector: &[f32], access: &Access) -> Candidates {
         let start = Instant::now();
         let retrieval = &self.config.composite_retrieval;
+        let routed = self.routed_text(query);
         let allowed: Vec<usize> = (0..self.index.partitions.len())
             .filter(|&d| access.allows(&self.index.partitions[d].datasource))
             .collect();
         let keyword_scores = retrieval
             .keywords
             .enabled
-            .then(|| self.keyword_scores(query, &allowed));
+            .then(|| self.keyword_scores(&routed, &allowed));
         let search = PartitionSearch {
             index: self.index.clone(),
             config: self.config.clone(),
@@ -80,7 +81,7 @@ impl Router {
             openings: retrieval
                 .openings
                 .enabled
-                .then(|| self.openings.scores(query)),
+                .then(|| self.openings.scores(&routed)),
         };
         let deadline = Instant::now() + Duration::from_millis(retrieval.search_timeout_ms);
         let gathered = deadline::gather(&allowed, retrieval.parallel_search, deadline, move |d| {
@@ -104,6 +105,7 @@ impl Router {
         }
         Candidates {
             query: query.to_owned(),
+            corrected: (routed != query).then(|| routed.into_owned()),
             matches,
             adapters_searched: allowed
                 .iter()

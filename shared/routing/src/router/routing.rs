@@ -170,6 +170,9 @@ pub struct StageTimings {
 #[derive(Debug, Clone)]
 pub struct Candidates {
     pub query: String,
+    /// The question as routed when spelling correction changed it (`Speller`); the
+    /// parameters are still read from `query`.
+    pub corrected: Option<String>,
     /// Best first.
     pub matches: Vec<Match>,
     pub adapters_searched: Vec<String>,
@@ -203,6 +206,8 @@ impl Candidates {
 #[derive(Debug, Clone, Serialize)]
 pub struct Routing {
     pub query: String,
+    /// The question as routed when spelling correction changed it.
+    pub corrected: Option<String>,
     /// Best first.
     pub matches: Vec<Match>,
     pub adapters_searched: Vec<String>,
