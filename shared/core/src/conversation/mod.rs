@@ -41,23 +41,24 @@ use switchyard_routing::transitions::Transition;
 use switchyard_text::params::extract;
 
 mod acknowledgement;
+mod alone;
 mod choices;
 mod filter;
 mod restate;
 mod texts;
 
+use alone::self_contained;
 use choices::{offer, pick_choice, select};
 use filter::{evidence, evidence_power, follow, probability_of, Prior};
 use restate::{reads_a_value, restated};
 
 pub use acknowledgement::{acknowledgement_reply, only_acknowledges};
+pub use alone::stands_alone;
 pub use texts::{
     asked_text, assistant_question, assistant_text, continues, holds_cue, joint_question,
-    offer_text, opens_with, refers_back, AssistantTurn, ContextTexts, Said, MAX_ASSISTANT_CHARS,
+    offer_text, opens_with, refers_back, AssistantTurn, ContextTexts, Said, FRAGMENT_WORDS,
+    MAX_ASSISTANT_CHARS,
 };
-
-/// At most this many words after a continuation cue make a fragment ("and in Sales?").
-const FRAGMENT_WORDS: usize = 3;
 
 /// A turn routed in its conversation: the routing that stands (the turn's own, or one the
 /// conversation decided anew from it), what the session contributed, and the belief to
@@ -459,62 +460,6 @@ fn restate_fragment(router: &Router, own: &mut Routing, turns: &[Turn], config: 
     {
         own.query = text;
     }
-}
-
-/// Whether a turn is answered on its own, whatever the texts around it say: sure of
-/// itself alone (`self_contained`), no fragment that continues ("and in Sales?"), after
-/// no clarify or request of ours, and with nothing from the
-/// assistant before it (`assisted`: the request's text, or what our answer asked). The
-/// service then embeds neither the previous question with it nor anything else.
-pub fn stands_alone(own: &Routing, turns: &[Turn], assisted: bool, config: &ContextConfig) -> bool {
-    let asked_by_us = turns.last().is_some_and(|p| {
-        matches!(
-            p.outcome,
-            TurnOutcome::Clarify | TurnOutcome::NeedsClarification
-        )
-    });
-    let refers = points_back(own, turns, config);
-    !assisted
-        && !asked_by_us
-        && self_contained(own, turns, config)
-        && !continues(&own.query, &config.continuation_cues, FRAGMENT_WORDS)
-        && !refers
-}
-
-/// Whether the turn points back at what the previous turn named with a word of
-/// `reference_cues` ("list them" after a headcount in Marketing): only values can be
-/// referred to, so a previous turn without any is never pointed at.
-fn points_back(own: &Routing, turns: &[Turn], config: &ContextConfig) -> bool {
-    turns.last().is_some_and(|p| !p.parameters.is_empty())
-        && refers_back(&own.query, &config.reference_cues)
-}
-
-/// Whether a turn's own routing is sure enough to stand against the conversation: it
-/// executes, on a template at least `self_contained_probability` likely, or a whole
-/// question's template of another datasource than the previous turn's at least
-/// `self_contained_elsewhere_probability` likely. A new subject: the stay prior holds a
-/// clear switch back hardest there, while siblings of one datasource hand over (a search,
-/// then its booking). An unexecuted turn never stands alone: its probability says little
-/// ("What is the total cost?" after a car rental, "Thanks, bye" go anywhere at 0.9).
-fn self_contained(own: &Routing, turns: &[Turn], config: &ContextConfig) -> bool {
-    let Some(chosen) = own
-        .selected_match()
-        .filter(|_| own.outcome == Outcome::Execute)
-    else {
-        return false;
-    };
-    // A few words ("Sounds good.", "What genre?") can route anywhere at 0.6.
-    let whole = own.query.split_whitespace().count() > FRAGMENT_WORDS;
-    let elsewhere = turns
-        .last()
-        .and_then(|t| t.datasource.as_deref())
-        .is_some_and(|d| d != chosen.datasource);
-    let needed = if elsewhere && whole {
-        config.self_contained_elsewhere_probability
-    } else {
-        config.self_contained_probability
-    };
-    probability_of(chosen) >= needed
 }
 
 /// A belief all on one template: the one a turn was resolved to by answering our request.

@@ -169,20 +169,15 @@ mod tests {
         }
     }
 
-    fn cues() -> Vec<String> {
-        ["and", "what about", "how about"]
-            .map(String::from)
-            .to_vec()
+    /// What `query` reads as after `previous`, on the manager template.
+    fn manager_after(previous: &Turn, query: &str) -> Option<String> {
+        restated_with(&manager(), std::slice::from_ref(previous), query)
     }
 
-    fn restated_(
-        template: &Template,
-        turns: &[Turn],
-        query: &str,
-        cues: &[String],
-    ) -> Option<String> {
+    fn restated_with(template: &Template, turns: &[Turn], query: &str) -> Option<String> {
+        let cues = ["and", "what about", "how about"].map(String::from);
         let pointing = ["he", "his", "she", "her", "it", "there"].map(String::from);
-        restated(template, turns, query, cues, &pointing)
+        restated(template, turns, query, &cues, &pointing)
     }
 
     #[test]
@@ -190,13 +185,7 @@ mod tests {
         // "who does he report to" after "look up Peter Cook": the value came from the session.
         let previous = turn("who does he report to", json!({"employee": "Peter Cook"}));
         assert_eq!(
-            restated_(
-                &manager(),
-                std::slice::from_ref(&previous),
-                "and what about Laura Hall?",
-                &cues()
-            )
-            .as_deref(),
+            manager_after(&previous, "and what about Laura Hall?").as_deref(),
             Some("who does Laura Hall report to")
         );
     }
@@ -208,35 +197,17 @@ mod tests {
             json!({"employee": "Victoria Adams"}),
         );
         assert_eq!(
-            restated_(
-                &manager(),
-                std::slice::from_ref(&previous),
-                "and Ivan Mueller?",
-                &cues()
-            )
-            .as_deref(),
+            manager_after(&previous, "and Ivan Mueller?").as_deref(),
             Some("Who does Ivan Mueller report to")
         );
         assert_eq!(
-            restated_(
-                &manager(),
-                std::slice::from_ref(&previous),
-                "what about Ivan Mueller then?",
-                &cues()
-            )
-            .as_deref(),
+            manager_after(&previous, "what about Ivan Mueller then?").as_deref(),
             Some("Who does Ivan Mueller report to")
         );
         // After "and Ivan Mueller?", the question it continued is read.
         let fragment = turn("and Ivan Mueller?", json!({"employee": "Ivan Mueller"}));
         assert_eq!(
-            restated_(
-                &manager(),
-                &[previous, fragment],
-                "and Kevin Smith?",
-                &cues()
-            )
-            .as_deref(),
+            restated_with(&manager(), &[previous, fragment], "and Kevin Smith?").as_deref(),
             Some("Who does Kevin Smith report to")
         );
     }
@@ -250,11 +221,10 @@ mod tests {
             json!({"department": "engineering"}),
         );
         assert_eq!(
-            restated_(
+            restated_with(
                 &department,
                 std::slice::from_ref(&previous),
-                "and in Sales?",
-                &cues()
+                "and in Sales?"
             )
             .as_deref(),
             Some("who earns the most in Sales")
@@ -263,12 +233,7 @@ mod tests {
         let anywhere = template(json!({"name": "department", "required": true,
             "allowed_values": ["Engineering", "Sales"]}));
         assert_eq!(
-            restated_(
-                &anywhere,
-                std::slice::from_ref(&previous),
-                "and in Sales?",
-                &cues()
-            ),
+            restated_with(&anywhere, std::slice::from_ref(&previous), "and in Sales?"),
             None
         );
     }
@@ -281,44 +246,20 @@ mod tests {
         );
         // A value the template reads alone: the adapter reads the turn as it is.
         assert_eq!(
-            restated_(
-                &manager(),
-                std::slice::from_ref(&previous),
-                "and the manager of Ivan Mueller?",
-                &cues()
-            ),
+            manager_after(&previous, "and the manager of Ivan Mueller?"),
             None
         );
         // No continuation cue, no words after it, or nothing the template reads there.
-        assert_eq!(
-            restated_(
-                &manager(),
-                std::slice::from_ref(&previous),
-                "Ivan Mueller?",
-                &cues()
-            ),
-            None
-        );
-        assert_eq!(
-            restated_(&manager(), std::slice::from_ref(&previous), "and?", &cues()),
-            None
-        );
-        assert_eq!(
-            restated_(
-                &manager(),
-                std::slice::from_ref(&previous),
-                "and his boss",
-                &cues()
-            ),
-            None
-        );
+        assert_eq!(manager_after(&previous, "Ivan Mueller?"), None);
+        assert_eq!(manager_after(&previous, "and?"), None);
+        assert_eq!(manager_after(&previous, "and his boss"), None);
         // The previous question is not kept (`store_text: false`).
         let unkept = Turn {
             query: None,
             ..previous
         };
         assert_eq!(
-            restated_(&manager(), &[unkept], "and Ivan Mueller?", &cues()),
+            restated_with(&manager(), &[unkept], "and Ivan Mueller?"),
             None
         );
     }

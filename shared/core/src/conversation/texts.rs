@@ -132,6 +132,9 @@ pub fn refers_back(query: &str, cues: &[String]) -> bool {
     cues.iter().any(|cue| padded.contains(&format!(" {cue} ")))
 }
 
+/// At most this many words after a continuation cue make a fragment ("and in Sales?").
+pub const FRAGMENT_WORDS: usize = 3;
+
 /// Whether the turn is a fragment continuing the conversation: one of `cues` opens it and
 /// at most `max_words` words follow ("And in Sales?", "what about Berlin", "same for kia";
 /// not "and which teams are in Chicago", a whole question after its "and").
