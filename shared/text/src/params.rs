@@ -89,17 +89,44 @@ fn from_patterns(parameter: &Parameter, query: &str) -> Option<String> {
 
 /// The longest allowed value or alias that the query names as whole words.
 fn from_named_values(parameter: &Parameter, query: &str) -> Option<String> {
-    let haystack = format!(" {} ", crate::similarity::normalize_text(query));
-    parameter
-        .allowed_values
-        .iter()
-        .filter_map(value_text)
-        .chain(parameter.aliases.keys().cloned())
+    let normalized = crate::similarity::normalize_text(query);
+    let haystack = format!(" {normalized} ");
+    let names = || {
+        parameter
+            .allowed_values
+            .iter()
+            .filter_map(value_text)
+            .chain(parameter.aliases.keys().cloned())
+    };
+    names()
         .filter(|name| {
             let needle = crate::similarity::normalize_text(name);
             !needle.is_empty() && haystack.contains(&format!(" {needle} "))
         })
         .max_by_key(|name| name.len())
+        .or_else(|| misspelt_name(names(), &normalized))
+}
+
+/// The one named value of a single word of five letters or more that a word of the
+/// question misspells by one slip, keeping its first and last letters ("enginering",
+/// "marketting"): a closed list, so a slip cannot make another value.
+fn misspelt_name(names: impl Iterator<Item = String>, normalized: &str) -> Option<String> {
+    let words: Vec<&str> = normalized.split(' ').collect();
+    let mut found = names.filter(|name| {
+        let needle = crate::similarity::normalize_text(name);
+        needle.len() >= 5
+            && !needle.contains(' ')
+            && words.iter().any(|w| {
+                w.chars().next() == needle.chars().next()
+                    && w.chars().next_back() == needle.chars().next_back()
+                    && strsim::osa_distance(w, &needle) == 1
+            })
+    });
+    let first = found.next()?;
+    // Two values a slip away: neither is read.
+    found
+        .all(|other| other.eq_ignore_ascii_case(&first))
+        .then_some(first)
 }
 
 /// A scalar value as text (strings, numbers, booleans); `None` for anything else.
@@ -303,6 +330,28 @@ mod tests {
         assert_eq!(got.parameters["department"], "Engineering");
         let got = extract(&t, "headcount of SALES please", &Map::new());
         assert_eq!(got.parameters["department"], "Sales");
+    }
+
+    #[test]
+    fn a_named_value_misspelt_by_one_slip_is_read() {
+        let t = template(
+            "  - name: department\n    required: true\n    allowed_values: [Engineering, Sales, Marketing]\n    aliases: {eng: Engineering}\n",
+        );
+        let read = |q: &str| {
+            extract(&t, q, &Map::new())
+                .parameters
+                .get("department")
+                .cloned()
+        };
+        assert_eq!(
+            read("how many work in enginering"),
+            Some("Engineering".into())
+        );
+        assert_eq!(read("top paid in marketting"), Some("Marketing".into()));
+        // Short values, and slips that change the first or last letter, are not guessed.
+        assert_eq!(read("headcount of sals"), Some("Sales".into()));
+        assert_eq!(read("headcount of emg"), None);
+        assert_eq!(read("headcount of xngineering"), None);
     }
 
     #[test]
