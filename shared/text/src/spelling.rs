@@ -5,6 +5,9 @@
 //! opening-word stages see a term no template has; the corrected question routes as its
 //! clean form does. Parameters are still read from what the user wrote.
 //!
+//! Two words run together ("mybalance") that no word is near are split where both halves
+//! are words.
+//!
 //! Never corrected: words of fewer than `min_letters` letters, words with a digit or a
 //! symbol (SKU-1234, an email), capitalised words after the first (a name: Okafor), and
 //! real words: the tokenizer's whole words and an English word list (`data/README.md`),
@@ -35,6 +38,9 @@ const FAR_WORD: usize = 5;
 pub struct Speller {
     /// Lower-cased words the tokenizer knows whole, and the catalog's words.
     known: HashSet<String>,
+    /// The tokenizer's whole words shorter than `min_letters` ("my", "to"): what two
+    /// words run together may be made of.
+    short_words: HashSet<String>,
     /// The catalog's words, the most used first among equals: within one edit, and
     /// within two (indexed at the first word that needs it).
     catalog: Dictionary,
@@ -50,6 +56,7 @@ impl Clone for Speller {
     fn clone(&self) -> Speller {
         Speller {
             known: self.known.clone(),
+            short_words: self.short_words.clone(),
             catalog: self.catalog.clone(),
             catalog_far: OnceLock::new(),
             tokenizer_words: self.tokenizer_words.clone(),
@@ -151,11 +158,10 @@ impl Speller {
         let mut words: Vec<(String, u32)> = counts.into_iter().collect();
         // Sorted, so ties between candidates resolve the same way on every machine.
         words.sort();
-        let tokenizer_words: Vec<String> = tokenizer_words
+        let (tokenizer_words, short_words): (Vec<String>, Vec<String>) = tokenizer_words
             .iter()
             .map(|w| w.to_lowercase())
-            .filter(|w| w.chars().count() >= min_letters)
-            .collect();
+            .partition(|w| w.chars().count() >= min_letters);
         let known = tokenizer_words
             .iter()
             .cloned()
@@ -163,6 +169,7 @@ impl Speller {
             .collect();
         Speller {
             known,
+            short_words: short_words.into_iter().collect(),
             catalog: Dictionary::new(words, 1),
             catalog_far: OnceLock::new(),
             tokenizer_words,
@@ -186,7 +193,7 @@ impl Speller {
                 continue;
             };
             out.push_str(&query[last..start]);
-            out.push_str(correction);
+            out.push_str(&correction);
             last = start + word.len();
         }
         if last == 0 {
@@ -198,7 +205,7 @@ impl Speller {
 
     /// The word meant by `word`, when it is misspelt: the catalog's nearest, else the
     /// tokenizer's.
-    fn correction(&self, word: &str, first: bool) -> Option<&str> {
+    fn correction(&self, word: &str, first: bool) -> Option<Cow<'_, str>> {
         if word.chars().count() < self.min_letters || !word.chars().all(|c| c.is_alphabetic()) {
             return None;
         }
@@ -241,6 +248,18 @@ impl Speller {
             .or_else(|| {
                 far.then(|| self.tokenizer().nearest(&lower, 2, 2))
                     .flatten()
+            })
+            .map(Cow::Borrowed)
+            .or_else(|| {
+                // Two words run together ("mybalance"), when no word is near: split where both
+                // halves are words, the shorter half as long as it can be.
+                let whole = |w: &str| w.len() >= 2 && (known(w) || self.short_words.contains(w));
+                let split = (1..lower.len())
+                    .filter(|&i| lower.is_char_boundary(i))
+                    .filter(|&i| whole(&lower[..i]) && whole(&lower[i..]))
+                    .max_by_key(|&i| (i.min(lower.len() - i), std::cmp::Reverse(i)));
+                let split = split.map(|i| Cow::Owned(format!("{} {}", &lower[..i], &lower[i..])));
+                split
             })
     }
 
@@ -330,6 +349,16 @@ mod tests {
         assert_eq!(s.correct("balance tomorow"), "balance tomorrow");
         // Short words only against the catalog's.
         assert_eq!(s.correct("balance frmo"), "balance frmo");
+    }
+
+    #[test]
+    fn two_words_run_together_are_split() {
+        let s = speller();
+        assert_eq!(s.correct("show mybalance"), "show my balance");
+        assert_eq!(
+            s.correct("checkingaccount balance"),
+            "checking account balance"
+        );
     }
 
     #[test]
