@@ -257,6 +257,8 @@ impl Speller {
                 let split = (1..lower.len())
                     .filter(|&i| lower.is_char_boundary(i))
                     .filter(|&i| whole(&lower[..i]) && whole(&lower[i..]))
+                    // One half a word in its own right: "wifi" is no "wi fi".
+                    .filter(|&i| i.max(lower.len() - i) >= self.min_letters)
                     .max_by_key(|&i| (i.min(lower.len() - i), std::cmp::Reverse(i)));
                 let split = split.map(|i| Cow::Owned(format!("{} {}", &lower[..i], &lower[i..])));
                 split
@@ -370,6 +372,7 @@ mod tests {
             "money form the account",
             "acct balance",
             "what is BALNCE",
+            "reset the wifi",
             // Plurals of known words.
             "show the moneys",
             // A name one edit from a word, its last letter another: no slip.
