@@ -34,7 +34,7 @@ const FAR_WORD: usize = 5;
 
 /// The corrector: the words known, the catalog's words and, for a word the catalog has
 /// nothing near, the tokenizer's.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Speller {
     /// Lower-cased words the tokenizer knows whole, and the catalog's words.
     known: HashSet<String>,
@@ -50,20 +50,6 @@ pub struct Speller {
     tokenizer_words: Vec<String>,
     tokenizer: OnceLock<Dictionary>,
     min_letters: usize,
-}
-
-impl Clone for Speller {
-    fn clone(&self) -> Speller {
-        Speller {
-            known: self.known.clone(),
-            short_words: self.short_words.clone(),
-            catalog: self.catalog.clone(),
-            catalog_far: OnceLock::new(),
-            tokenizer_words: self.tokenizer_words.clone(),
-            tokenizer: OnceLock::new(),
-            min_letters: self.min_letters,
-        }
-    }
 }
 
 /// Words with a score (higher preferred), found by the forms left when up to `depth`
@@ -227,10 +213,11 @@ impl Speller {
         if known(&lower) || plural_of_known {
             return None;
         }
-        // One edit from the catalog's words, then, for a word of five letters or more,
-        // from the tokenizer's, then two edits from either (one in four is fewer letters). The
+        // One edit from the catalog's words, then, for a word of five letters or more, from
+        // the tokenizer's, then two edits from either (one in four is fewer letters). The
         // tokenizer's index stays one delete deep (30,000 words): two edits are found
-        // where the misspelling's two deletes meet it, letters added or changed.
+        // where the misspelling's two deletes meet it, letters added or changed. Last, two
+        // words run together.
         let letters = lower.chars().count();
         let far = letters >= FAR_WORD;
         self.catalog
@@ -250,19 +237,20 @@ impl Speller {
                     .flatten()
             })
             .map(Cow::Borrowed)
-            .or_else(|| {
-                // Two words run together ("mybalance"), when no word is near: split where both
-                // halves are words, the shorter half as long as it can be.
-                let whole = |w: &str| w.len() >= 2 && (known(w) || self.short_words.contains(w));
-                let split = (1..lower.len())
-                    .filter(|&i| lower.is_char_boundary(i))
-                    .filter(|&i| whole(&lower[..i]) && whole(&lower[i..]))
-                    // One half a word in its own right: "wifi" is no "wi fi".
-                    .filter(|&i| i.max(lower.len() - i) >= self.min_letters)
-                    .max_by_key(|&i| (i.min(lower.len() - i), std::cmp::Reverse(i)));
-                let split = split.map(|i| Cow::Owned(format!("{} {}", &lower[..i], &lower[i..])));
-                split
-            })
+            .or_else(|| self.split(&lower, known).map(Cow::Owned))
+    }
+
+    /// Two words run together ("mybalance"), when no word is near: split where both halves
+    /// are words and one a word of `min_letters` ("wifi" is no "wi fi"), the shorter half
+    /// as long as it can be.
+    fn split(&self, lower: &str, known: impl Fn(&str) -> bool) -> Option<String> {
+        let whole = |w: &str| w.len() >= 2 && (known(w) || self.short_words.contains(w));
+        (1..lower.len())
+            .filter(|&i| lower.is_char_boundary(i))
+            .filter(|&i| whole(&lower[..i]) && whole(&lower[i..]))
+            .filter(|&i| i.max(lower.len() - i) >= self.min_letters)
+            .max_by_key(|&i| (i.min(lower.len() - i), std::cmp::Reverse(i)))
+            .map(|i| format!("{} {}", &lower[..i], &lower[i..]))
     }
 
     fn tokenizer(&self) -> &Dictionary {

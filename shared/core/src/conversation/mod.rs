@@ -454,8 +454,8 @@ fn restate_fragment(router: &Router, own: &mut Routing, turns: &[Turn], config: 
     if let Some(text) = template_in(router, &template)
         .filter(|_| stays)
         .and_then(|t| {
-            let cues = (&config.continuation_cues, &config.reference_cues);
-            restated(t, turns, &own.query, cues.0, cues.1)
+            let (continuing, pointing) = (&config.continuation_cues, &config.reference_cues);
+            restated(t, turns, &own.query, continuing, pointing)
         })
     {
         own.query = text;
